@@ -1,0 +1,126 @@
+//! `central` and `central-fencing`: one lock server with SET-if-absent-with-TTL semantics (a
+//! single Redis), an owner value per acquire, release only by the owner, the TTL judged by the
+//! server's own clock. `central-fencing` also issues a strictly increasing fencing token with
+//! each grant, which the resource checks (Kleppmann, "How to do distributed locking", 2016).
+//!
+//! The client computes a validity deadline as Redlock does, `start + TTL − drift`, with
+//! `drift = TTL·drift_factor + 2 ms`, measured on its monotonic clock from before the request.
+
+use std::rc::Rc;
+
+use locksim_core::Nanos;
+use locksim_sim::{async_trait, Grant, LockAlgorithm, LockClient, NodeCtx, Outcome};
+use rand::Rng;
+
+use crate::knobs::{Knob, Knobs};
+use crate::lockserver::{self, drift_allowance, ClockSource, Fsync, Req, Resp, ServerConfig};
+
+/// Knobs of `central` and `central-fencing`.
+pub const KNOBS: &[Knob] = &[
+    Knob { key: "clock", default: "wall", help: "clock that judges TTL expiry on the server: wall | mono" },
+    Knob { key: "fsync", default: "never", help: "persist lock state (and the token counter): never | always" },
+    Knob { key: "timeout", default: "100ms", help: "client's per-request timeout" },
+    Knob { key: "drift_factor", default: "0.01", help: "client's clock-drift allowance as a fraction of TTL (plus 2 ms)" },
+];
+
+/// The central lock.
+#[derive(Debug, Clone)]
+pub struct Central {
+    name: &'static str,
+    server: ServerConfig,
+    timeout: Nanos,
+    drift_ppm: u64,
+}
+
+impl Central {
+    /// Builds `central` (`fencing = false`) or `central-fencing` from its knobs.
+    ///
+    /// # Errors
+    /// A message naming a bad or unknown knob.
+    pub fn from_config(
+        fencing: bool,
+        config: &std::collections::BTreeMap<String, String>,
+    ) -> Result<Self, String> {
+        let name = if fencing { "central-fencing" } else { "central" };
+        let k = Knobs::new(name, config, KNOBS)?;
+        let clock = match k.choice("clock", &["wall", "mono"])? {
+            "wall" => ClockSource::Wall,
+            _ => ClockSource::Mono,
+        };
+        let fsync = match k.choice("fsync", &["never", "always"])? {
+            "never" => Fsync::Never,
+            _ => Fsync::Always,
+        };
+        Ok(Central {
+            name,
+            server: ServerConfig { clock, fsync, fencing, restart_delay: 0 },
+            timeout: k.duration("timeout")?,
+            drift_ppm: k.fraction_ppm("drift_factor")?,
+        })
+    }
+}
+
+struct Client {
+    ctx: NodeCtx,
+    cfg: Central,
+}
+
+#[async_trait(?Send)]
+impl LockClient for Client {
+    async fn acquire(&self, key: u32, ttl: Nanos) -> Outcome<Grant> {
+        let owner: u64 = self.ctx.rng().gen();
+        let start = self.ctx.mono_now();
+        match self.ctx.call::<Req, Resp>(0, Req::Acquire { key, owner, ttl }, self.cfg.timeout).await {
+            Ok(Resp::Granted { token }) => Outcome::Ok(Grant {
+                key,
+                token,
+                valid_until: Some((start + ttl).saturating_sub(drift_allowance(ttl, self.cfg.drift_ppm))),
+                private: Rc::new(owner),
+            }),
+            Ok(Resp::Held) => Outcome::Fail("held by another client".into()),
+            Ok(other) => Outcome::Fail(format!("server answered {other:?}")),
+            Err(e) => Outcome::Unknown(e.to_string()),
+        }
+    }
+
+    async fn release(&self, grant: &Grant) -> Outcome<()> {
+        let owner = *grant.private.downcast_ref::<u64>().expect("central grant");
+        let req = Req::Release { key: grant.key, owner };
+        match self.ctx.call::<Req, Resp>(0, req, self.cfg.timeout).await {
+            Ok(Resp::Done) => Outcome::Ok(()),
+            Ok(Resp::NotOwner) => Outcome::Fail("not the owner (lease expired)".into()),
+            Ok(other) => Outcome::Fail(format!("server answered {other:?}")),
+            Err(e) => Outcome::Unknown(e.to_string()),
+        }
+    }
+
+    async fn extend(&self, grant: &Grant, ttl: Nanos) -> Outcome<Option<u64>> {
+        let owner = *grant.private.downcast_ref::<u64>().expect("central grant");
+        let start = self.ctx.mono_now();
+        let req = Req::Extend { key: grant.key, owner, ttl };
+        match self.ctx.call::<Req, Resp>(0, req, self.cfg.timeout).await {
+            Ok(Resp::Done) => {
+                Outcome::Ok(Some((start + ttl).saturating_sub(drift_allowance(ttl, self.cfg.drift_ppm))))
+            }
+            Ok(Resp::NotOwner) => Outcome::Fail("not the owner (lease expired)".into()),
+            Ok(other) => Outcome::Fail(format!("server answered {other:?}")),
+            Err(e) => Outcome::Unknown(e.to_string()),
+        }
+    }
+}
+
+#[async_trait(?Send)]
+impl LockAlgorithm for Central {
+    fn name(&self) -> &str {
+        self.name
+    }
+    fn servers(&self) -> u32 {
+        1
+    }
+    async fn serve(&self, ctx: NodeCtx) {
+        lockserver::serve(ctx, self.server).await;
+    }
+    fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {
+        Rc::new(Client { ctx, cfg: self.clone() })
+    }
+}

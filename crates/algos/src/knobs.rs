@@ -1,0 +1,143 @@
+//! Parsing algorithm knobs (`--set key=value`) with errors that name the key and the choices.
+
+use std::collections::BTreeMap;
+
+use locksim_core::time::parse_duration;
+use locksim_core::Nanos;
+
+/// One knob an algorithm accepts: name, default (as text) and what it does.
+#[derive(Debug, Clone, Copy)]
+pub struct Knob {
+    /// Key as given to `--set`.
+    pub key: &'static str,
+    /// Default value, as text.
+    pub default: &'static str,
+    /// One line of help.
+    pub help: &'static str,
+}
+
+/// Reads knobs out of a config map, remembering which keys were used.
+pub struct Knobs<'a> {
+    algo: &'a str,
+    config: &'a BTreeMap<String, String>,
+    known: &'static [Knob],
+}
+
+impl<'a> Knobs<'a> {
+    /// Checks that every key of `config` is one of `known`.
+    ///
+    /// # Errors
+    /// Names the unknown key and lists the valid ones.
+    pub fn new(
+        algo: &'a str,
+        config: &'a BTreeMap<String, String>,
+        known: &'static [Knob],
+    ) -> Result<Self, String> {
+        for k in config.keys() {
+            if !known.iter().any(|n| n.key == k) {
+                let valid: Vec<&str> = known.iter().map(|n| n.key).collect();
+                return Err(format!(
+                    "`{k}` is not a setting of {algo} (valid: {})",
+                    valid.join(", ")
+                ));
+            }
+        }
+        Ok(Knobs { algo, config, known })
+    }
+
+    fn raw(&self, key: &str) -> &str {
+        match self.config.get(key) {
+            Some(v) => v,
+            None => self
+                .known
+                .iter()
+                .find(|k| k.key == key)
+                .map(|k| k.default)
+                .expect("knob declared"),
+        }
+    }
+
+    /// A choice among `options`.
+    ///
+    /// # Errors
+    /// When the value is not one of `options`.
+    pub fn choice(&self, key: &str, options: &[&'static str]) -> Result<&'static str, String> {
+        let v = self.raw(key);
+        options.iter().copied().find(|o| *o == v).ok_or_else(|| {
+            format!("{}: `{key}={v}` is not valid (choose {})", self.algo, options.join(" or "))
+        })
+    }
+
+    /// A non-negative duration such as `50ms`.
+    ///
+    /// # Errors
+    /// When the value is not a non-negative duration.
+    pub fn duration(&self, key: &str) -> Result<Nanos, String> {
+        let v = self.raw(key);
+        match parse_duration(v) {
+            Ok(d) if d >= 0 => Ok(d as Nanos),
+            Ok(_) => Err(format!("{}: `{key}={v}` must not be negative", self.algo)),
+            Err(e) => Err(format!("{}: `{key}`: {e}", self.algo)),
+        }
+    }
+
+    /// An integer in `range`.
+    ///
+    /// # Errors
+    /// When the value is not an integer in range.
+    pub fn int(&self, key: &str, range: std::ops::RangeInclusive<u32>) -> Result<u32, String> {
+        let v = self.raw(key);
+        match v.parse::<u32>() {
+            Ok(n) if range.contains(&n) => Ok(n),
+            _ => Err(format!(
+                "{}: `{key}={v}` must be an integer from {} to {}",
+                self.algo,
+                range.start(),
+                range.end()
+            )),
+        }
+    }
+
+    /// A boolean (`true`/`false`, `on`/`off`, `yes`/`no`, `1`/`0`).
+    ///
+    /// # Errors
+    /// When the value is none of those.
+    pub fn flag(&self, key: &str) -> Result<bool, String> {
+        parse_flag(self.raw(key)).ok_or_else(|| {
+            format!("{}: `{key}={}` must be true or false", self.algo, self.raw(key))
+        })
+    }
+
+    /// A fraction such as `0.01`, returned in parts per million.
+    ///
+    /// # Errors
+    /// When the value is not a number from 0 to 1.
+    pub fn fraction_ppm(&self, key: &str) -> Result<u64, String> {
+        let v = self.raw(key);
+        let err = || format!("{}: `{key}={v}` must be a number from 0 to 1", self.algo);
+        let (int, frac) = v.split_once('.').unwrap_or((v, ""));
+        if frac.len() > 6 || !frac.chars().all(|c| c.is_ascii_digit()) {
+            return Err(err());
+        }
+        let int: u64 = int.parse().map_err(|_| err())?;
+        let frac_ppm: u64 = if frac.is_empty() {
+            0
+        } else {
+            format!("{frac:0<6}").parse().map_err(|_| err())?
+        };
+        let ppm = int * 1_000_000 + frac_ppm;
+        if ppm > 1_000_000 {
+            return Err(err());
+        }
+        Ok(ppm)
+    }
+}
+
+/// Parses `true/false`, `on/off`, `yes/no`, `1/0`.
+pub fn parse_flag(v: &str) -> Option<bool> {
+    match v {
+        "true" | "on" | "yes" | "1" => Some(true),
+        "false" | "off" | "no" | "0" => Some(false),
+        _ => None,
+    }
+}

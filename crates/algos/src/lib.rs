@@ -1,0 +1,66 @@
+//! # locksim-algos
+//!
+//! The lock algorithms that ship with locksim, each an implementation of
+//! [`locksim_sim::LockAlgorithm`]:
+//!
+//! | name | what |
+//! |---|---|
+//! | `central` | one server, SET-if-absent with TTL, owner-checked release |
+//! | `central-fencing` | the same, plus a strictly increasing fencing token per grant |
+//! | `redlock` | N independent masters, majority, validity = TTL − elapsed − drift |
+//!
+//! [`build`] turns a name and `key=value` knobs into an algorithm; [`ALGORITHMS`] and
+//! [`knobs`] describe what exists, for `--help` and error messages. Your own algorithm does not
+//! need to be registered here: implement the trait and pass it to `locksim_sim::run` or to a
+//! `locksim_explore` campaign.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use locksim_core::Workload;
+use locksim_sim::LockAlgorithm;
+
+pub mod central;
+pub mod knobs;
+pub mod lockserver;
+pub mod redlock;
+
+pub use knobs::Knob;
+
+/// Registered algorithms: name and one line of description.
+pub const ALGORITHMS: &[(&str, &str)] = &[
+    ("central", "one server, SET-if-absent with TTL (a single Redis)"),
+    ("central-fencing", "one server that also issues fencing tokens the resource checks"),
+    ("redlock", "N independent masters, majority, validity = TTL - elapsed - drift"),
+];
+
+/// Names of the registered algorithms, comma-separated.
+pub fn names() -> String {
+    ALGORITHMS.iter().map(|a| a.0).collect::<Vec<_>>().join(", ")
+}
+
+/// The knobs of algorithm `name`, or `None` when there is no such algorithm.
+pub fn knobs(name: &str) -> Option<&'static [Knob]> {
+    match name {
+        "central" | "central-fencing" => Some(central::KNOBS),
+        "redlock" => Some(redlock::KNOBS),
+        _ => None,
+    }
+}
+
+/// Builds algorithm `name` with knobs `config`.
+///
+/// # Errors
+/// An unknown name (listing the valid ones) or a bad knob (naming it and its valid values).
+pub fn build(
+    name: &str,
+    config: &BTreeMap<String, String>,
+    workload: &Workload,
+) -> Result<Arc<dyn LockAlgorithm>, String> {
+    match name {
+        "central" => Ok(Arc::new(central::Central::from_config(false, config)?)),
+        "central-fencing" => Ok(Arc::new(central::Central::from_config(true, config)?)),
+        "redlock" => Ok(Arc::new(redlock::Redlock::from_config(config, workload)?)),
+        other => Err(format!("unknown algorithm `{other}` (valid: {})", names())),
+    }
+}

@@ -1,0 +1,162 @@
+//! `redlock`: the Redis documentation's distributed lock over N independent masters
+//! ("Distributed Locks with Redis", redis.io): the client
+//!
+//! 1. reads its clock, picks a random owner value;
+//! 2. tries `SET key owner NX PX ttl` on each master in turn, each with a short timeout;
+//! 3. holds the lock when a majority (N/2 + 1) said yes and the validity time
+//!    `TTL − elapsed − drift` is positive, with `drift = TTL·0.01 + 2 ms` as the reference
+//!    clients use; otherwise it unlocks every master and retries after a random delay;
+//! 4. releases by compare-and-delete on every master.
+//!
+//! Knobs: masters' persistence (`fsync`), the masters' expiry clock, and "delayed restart"
+//! (a restarted master refuses every request for one maximum TTL), which the Redis document
+//! proposes as the fix for masters that restart empty.
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use locksim_core::{Nanos, Workload};
+use locksim_sim::{async_trait, Grant, LockAlgorithm, LockClient, NodeCtx, Outcome};
+use rand::Rng;
+
+use crate::knobs::{Knob, Knobs};
+use crate::lockserver::{self, drift_allowance, ClockSource, Fsync, Req, Resp, ServerConfig};
+
+/// Knobs of `redlock`.
+pub const KNOBS: &[Knob] = &[
+    Knob { key: "masters", default: "5", help: "number of independent masters (1 to 15)" },
+    Knob { key: "clock", default: "wall", help: "clock that judges TTL expiry on the masters: wall | mono" },
+    Knob { key: "fsync", default: "never", help: "masters persist lock state: never | always" },
+    Knob { key: "delayed_restart", default: "false", help: "a restarted master refuses requests for one TTL" },
+    Knob { key: "timeout", default: "50ms", help: "per-master request timeout" },
+    Knob { key: "drift_factor", default: "0.01", help: "clock-drift allowance as a fraction of TTL (plus 2 ms)" },
+];
+
+/// The Redlock algorithm.
+#[derive(Debug, Clone)]
+pub struct Redlock {
+    masters: u32,
+    server: ServerConfig,
+    timeout: Nanos,
+    drift_ppm: u64,
+}
+
+impl Redlock {
+    /// Builds Redlock from its knobs; `workload.ttl` is the "maximum TTL" of delayed restart.
+    ///
+    /// # Errors
+    /// A message naming a bad or unknown knob.
+    pub fn from_config(config: &BTreeMap<String, String>, workload: &Workload) -> Result<Self, String> {
+        let k = Knobs::new("redlock", config, KNOBS)?;
+        let clock = match k.choice("clock", &["wall", "mono"])? {
+            "wall" => ClockSource::Wall,
+            _ => ClockSource::Mono,
+        };
+        let fsync = match k.choice("fsync", &["never", "always"])? {
+            "never" => Fsync::Never,
+            _ => Fsync::Always,
+        };
+        let restart_delay = if k.flag("delayed_restart")? { workload.ttl } else { 0 };
+        Ok(Redlock {
+            masters: k.int("masters", 1..=15)?,
+            server: ServerConfig { clock, fsync, fencing: false, restart_delay },
+            timeout: k.duration("timeout")?,
+            drift_ppm: k.fraction_ppm("drift_factor")?,
+        })
+    }
+
+    fn quorum(&self) -> u32 {
+        self.masters / 2 + 1
+    }
+}
+
+struct Client {
+    ctx: NodeCtx,
+    cfg: Redlock,
+}
+
+impl Client {
+    /// Sends `req(master)` to every master in turn; returns (yes answers, timeouts).
+    async fn each_master(&self, req: impl Fn() -> Req, yes: impl Fn(&Resp) -> bool) -> (u32, u32) {
+        let (mut ok, mut unknown) = (0, 0);
+        for m in 0..self.cfg.masters {
+            match self.ctx.call::<Req, Resp>(m, req(), self.cfg.timeout).await {
+                Ok(r) if yes(&r) => ok += 1,
+                Ok(_) => {}
+                Err(_) => unknown += 1,
+            }
+        }
+        (ok, unknown)
+    }
+
+    fn validity(&self, start: u64, ttl: Nanos) -> (i128, u64) {
+        let elapsed = self.ctx.mono_now() - start;
+        let drift = drift_allowance(ttl, self.cfg.drift_ppm);
+        let validity = ttl as i128 - elapsed as i128 - drift as i128;
+        (validity, (start + ttl).saturating_sub(drift))
+    }
+}
+
+#[async_trait(?Send)]
+impl LockClient for Client {
+    async fn acquire(&self, key: u32, ttl: Nanos) -> Outcome<Grant> {
+        let owner: u64 = self.ctx.rng().gen();
+        let start = self.ctx.mono_now();
+        let (ok, _) = self
+            .each_master(|| Req::Acquire { key, owner, ttl }, |r| matches!(r, Resp::Granted { .. }))
+            .await;
+        let (validity, deadline) = self.validity(start, ttl);
+        if ok >= self.cfg.quorum() && validity > 0 {
+            return Outcome::Ok(Grant { key, token: None, valid_until: Some(deadline), private: Rc::new(owner) });
+        }
+        // Failed: unlock every master, including those that may have said yes unseen.
+        self.each_master(|| Req::Release { key, owner }, |r| *r == Resp::Done).await;
+        Outcome::Fail(format!(
+            "{ok} of {} masters, validity {}",
+            self.cfg.masters,
+            locksim_core::time::fmt_nanos(validity)
+        ))
+    }
+
+    async fn release(&self, grant: &Grant) -> Outcome<()> {
+        let (key, owner) = (grant.key, *grant.private.downcast_ref::<u64>().expect("redlock grant"));
+        let (ok, unknown) = self.each_master(|| Req::Release { key, owner }, |r| *r == Resp::Done).await;
+        if ok > 0 {
+            Outcome::Ok(())
+        } else if unknown == 0 {
+            Outcome::Fail("no master held the lock any more".into())
+        } else {
+            Outcome::Unknown(format!("{unknown} masters did not answer"))
+        }
+    }
+
+    async fn extend(&self, grant: &Grant, ttl: Nanos) -> Outcome<Option<u64>> {
+        let (key, owner) = (grant.key, *grant.private.downcast_ref::<u64>().expect("redlock grant"));
+        let start = self.ctx.mono_now();
+        let (ok, unknown) = self.each_master(|| Req::Extend { key, owner, ttl }, |r| *r == Resp::Done).await;
+        let (validity, deadline) = self.validity(start, ttl);
+        if ok >= self.cfg.quorum() && validity > 0 {
+            Outcome::Ok(Some(deadline))
+        } else if ok + unknown >= self.cfg.quorum() {
+            Outcome::Unknown(format!("{ok} of {} masters extended, {unknown} unknown", self.cfg.masters))
+        } else {
+            Outcome::Fail(format!("{ok} of {} masters extended", self.cfg.masters))
+        }
+    }
+}
+
+#[async_trait(?Send)]
+impl LockAlgorithm for Redlock {
+    fn name(&self) -> &str {
+        "redlock"
+    }
+    fn servers(&self) -> u32 {
+        self.masters
+    }
+    async fn serve(&self, ctx: NodeCtx) {
+        lockserver::serve(ctx, self.server).await;
+    }
+    fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {
+        Rc::new(Client { ctx, cfg: self.clone() })
+    }
+}

@@ -1,0 +1,58 @@
+//! `locksim run`: one seed, its verdict and its timeline.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use locksim_core::fault::parse_kinds;
+use locksim_explore::check_scenario;
+
+use crate::timeline;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Algorithm to run (see `locksim list`).
+    #[arg(long, value_name = "NAME")]
+    algo: String,
+    /// Seed of the run: fixes message latencies, scheduling, the workload and the fault plan.
+    #[arg(long, value_name = "N")]
+    seed: u64,
+    /// Fault kinds to draw the plan from, comma-separated (none, partition, pause, clock-jump,
+    /// clock-drift, crash-restart, loss, delay, duplicate, drop-replies, mixed).
+    #[arg(long, value_name = "KIND[,KIND]", default_value = "mixed")]
+    faults: String,
+    /// A workload or algorithm setting, e.g. `ttl=2s`, `clients=5`, `clock=mono` (repeatable;
+    /// see `locksim list`).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Print every event, not only faults, losses, rejections and the violations' witnesses.
+    #[arg(long)]
+    events: bool,
+    /// Print one JSON object (scenario, digest, verdict, counts) instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn main(a: RunArgs) -> Result<ExitCode, String> {
+    let kinds = parse_kinds(&a.faults)?;
+    let setup = crate::setups(std::slice::from_ref(&a.algo), &a.set)?.remove(0);
+    let scenario = setup.scenario(a.seed, &kinds);
+    let out = check_scenario(&scenario, setup.algo.clone());
+    if let Some(e) = &out.error {
+        return Err(format!("the simulation of seed {} failed: {e}", a.seed));
+    }
+    let history = out.history.as_ref().expect("no error means a history");
+    if a.json {
+        let v = serde_json::json!({
+            "scenario": scenario,
+            "digest": history.digest(),
+            "events": history.events.len(),
+            "messages_sent": history.messages_sent,
+            "messages_dropped": history.messages_dropped,
+            "verdict": out.verdict,
+        });
+        println!("{}", serde_json::to_string(&v).expect("serializable"));
+    } else {
+        timeline::print(&scenario, history, &out.verdict, a.events);
+    }
+    Ok(if out.verdict.is_safe() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}

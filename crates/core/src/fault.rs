@@ -1,0 +1,380 @@
+//! The nemesis' vocabulary: faults, timed fault plans and the kinds a campaign draws from.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::{Cluster, NodeId};
+use crate::time::{fmt_nanos, Nanos};
+
+/// A set of nodes, as sorted node ids.
+pub type NodeSet = Vec<NodeId>;
+
+/// One fault. Faults that last carry their `duration` (true-time nanoseconds) and end by
+/// themselves, so that a shrinker can shorten them; [`Fault::Heal`] ends every network fault
+/// at once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Fault {
+    /// Symmetric partition: no message crosses between `a` and `b` (black hole).
+    Partition {
+        a: NodeSet,
+        b: NodeSet,
+        duration: Nanos,
+    },
+    /// One-way partition: messages from `from` to `to` are dropped; the reverse flows.
+    PartitionOneway {
+        from: NodeSet,
+        to: NodeSet,
+        duration: Nanos,
+    },
+    /// Cut `node` off from every other node.
+    Isolate { node: NodeId, duration: Nanos },
+    /// End every partition, loss, delay, duplication and reply-drop window now.
+    Heal,
+    /// Drop each message from `from` to `to` with probability `rate_pct`/100.
+    Loss {
+        from: NodeSet,
+        to: NodeSet,
+        rate_pct: u32,
+        duration: Nanos,
+    },
+    /// Add a uniformly drawn extra latency in `[min, max]` ns to messages from `from` to `to`.
+    Delay {
+        from: NodeSet,
+        to: NodeSet,
+        min: Nanos,
+        max: Nanos,
+        duration: Nanos,
+    },
+    /// Deliver each message from `from` to `to` twice with probability `rate_pct`/100.
+    Duplicate {
+        from: NodeSet,
+        to: NodeSet,
+        rate_pct: u32,
+        duration: Nanos,
+    },
+    /// Requests from `clients` to `servers` arrive and take effect; the replies are lost.
+    DropReplies {
+        clients: NodeSet,
+        servers: NodeSet,
+        duration: Nanos,
+    },
+    /// Stop-the-world pause (GC, VM migration): the node's tasks stop; true time, other nodes
+    /// and the node's clocks go on; its timers fire late.
+    Pause { node: NodeId, duration: Nanos },
+    /// Kill the node (memory lost, un-fsynced disk writes lost) and, unless `restart_after` is
+    /// `None`, restart it that many nanoseconds later.
+    Crash {
+        node: NodeId,
+        restart_after: Option<Nanos>,
+    },
+    /// Step the node's wall clock by `delta` nanoseconds (NTP step; negative = backwards).
+    /// The monotonic clock does not step.
+    ClockStep { node: NodeId, delta: i64 },
+    /// Set the node's clock rate to `1 + ppm/1e6` (both wall and monotonic clocks).
+    ClockDrift { node: NodeId, ppm: i64 },
+}
+
+impl Fault {
+    /// The node the fault acts on, when it acts on one node.
+    pub fn node(&self) -> Option<NodeId> {
+        match self {
+            Fault::Isolate { node, .. }
+            | Fault::Pause { node, .. }
+            | Fault::Crash { node, .. }
+            | Fault::ClockStep { node, .. }
+            | Fault::ClockDrift { node, .. } => Some(*node),
+            _ => None,
+        }
+    }
+
+    /// A one-line description with node names, e.g. `pause c1 for 2.500s`.
+    pub fn describe(&self, cluster: &Cluster) -> String {
+        let set = |s: &NodeSet| {
+            let names: Vec<String> = s.iter().map(|&n| cluster.name(n)).collect();
+            format!("{{{}}}", names.join(","))
+        };
+        let d = |n: &Nanos| fmt_nanos(*n as i128);
+        match self {
+            Fault::Partition { a, b, duration } => {
+                format!("partition {} | {} for {}", set(a), set(b), d(duration))
+            }
+            Fault::PartitionOneway { from, to, duration } => {
+                format!("one-way partition {} -/-> {} for {}", set(from), set(to), d(duration))
+            }
+            Fault::Isolate { node, duration } => {
+                format!("isolate {} for {}", cluster.name(*node), d(duration))
+            }
+            Fault::Heal => "heal the network".to_string(),
+            Fault::Loss { from, to, rate_pct, duration } => format!(
+                "lose {rate_pct}% of {} -> {} for {}",
+                set(from),
+                set(to),
+                d(duration)
+            ),
+            Fault::Delay { from, to, min, max, duration } => format!(
+                "delay {} -> {} by {}..{} for {}",
+                set(from),
+                set(to),
+                d(min),
+                d(max),
+                d(duration)
+            ),
+            Fault::Duplicate { from, to, rate_pct, duration } => format!(
+                "duplicate {rate_pct}% of {} -> {} for {}",
+                set(from),
+                set(to),
+                d(duration)
+            ),
+            Fault::DropReplies { clients, servers, duration } => format!(
+                "drop replies {} -> {} for {}",
+                set(servers),
+                set(clients),
+                d(duration)
+            ),
+            Fault::Pause { node, duration } => {
+                format!("pause {} for {}", cluster.name(*node), d(duration))
+            }
+            Fault::Crash { node, restart_after: Some(r) } => {
+                format!("crash {}, restart after {}", cluster.name(*node), d(r))
+            }
+            Fault::Crash { node, restart_after: None } => format!("crash {}", cluster.name(*node)),
+            Fault::ClockStep { node, delta } => format!(
+                "step {}'s wall clock by {}{}",
+                cluster.name(*node),
+                if *delta >= 0 { "+" } else { "" },
+                fmt_nanos(*delta as i128)
+            ),
+            Fault::ClockDrift { node, ppm } => {
+                format!("drift {}'s clocks at {:+} ppm", cluster.name(*node), ppm)
+            }
+        }
+    }
+
+    /// Checks node ids and values against the cluster.
+    ///
+    /// # Errors
+    /// A message naming the bad field.
+    pub fn validate(&self, cluster: &Cluster) -> Result<(), String> {
+        let n = cluster.nodes();
+        let check = |id: NodeId, field: &str| {
+            if id < n {
+                Ok(())
+            } else {
+                Err(format!("`{field}`: node {id} is not in a cluster of {n} nodes"))
+            }
+        };
+        let check_set = |s: &NodeSet, field: &str| -> Result<(), String> {
+            if s.is_empty() {
+                return Err(format!("`{field}`: empty node set"));
+            }
+            s.iter().try_for_each(|&id| check(id, field))
+        };
+        let pct = |p: u32| {
+            if p <= 100 {
+                Ok(())
+            } else {
+                Err(format!("`rate_pct`: {p} is above 100"))
+            }
+        };
+        match self {
+            Fault::Partition { a, b, .. } => {
+                check_set(a, "a")?;
+                check_set(b, "b")
+            }
+            Fault::PartitionOneway { from, to, .. } => {
+                check_set(from, "from")?;
+                check_set(to, "to")
+            }
+            Fault::Isolate { node, .. } | Fault::Pause { node, .. } | Fault::Crash { node, .. } => {
+                check(*node, "node")
+            }
+            Fault::ClockStep { node, .. } => check(*node, "node"),
+            Fault::ClockDrift { node, ppm } => {
+                check(*node, "node")?;
+                if *ppm <= -1_000_000 {
+                    Err(format!("`ppm`: {ppm} would stop or reverse the clock (must be > -1000000)"))
+                } else {
+                    Ok(())
+                }
+            }
+            Fault::Heal => Ok(()),
+            Fault::Loss { from, to, rate_pct, .. } | Fault::Duplicate { from, to, rate_pct, .. } => {
+                check_set(from, "from")?;
+                check_set(to, "to")?;
+                pct(*rate_pct)
+            }
+            Fault::Delay { from, to, min, max, .. } => {
+                check_set(from, "from")?;
+                check_set(to, "to")?;
+                if min > max {
+                    Err("`min` is above `max`".to_string())
+                } else {
+                    Ok(())
+                }
+            }
+            Fault::DropReplies { clients, servers, .. } => {
+                check_set(clients, "clients")?;
+                check_set(servers, "servers")
+            }
+        }
+    }
+}
+
+/// A fault and the true time (ns since the run started) at which the nemesis injects it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimedFault {
+    /// True time of injection, in nanoseconds since the start of the run.
+    pub at: Nanos,
+    /// What happens.
+    pub fault: Fault,
+}
+
+/// An explicit, time-ordered list of faults (DESIGN §4). Removing or shortening one fault
+/// leaves the others as they were, which is what the shrinker relies on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct FaultPlan {
+    /// The faults, sorted by `at` (ties keep their order).
+    pub faults: Vec<TimedFault>,
+}
+
+impl FaultPlan {
+    /// Builds a plan, sorting the faults by time (stable).
+    pub fn new(mut faults: Vec<TimedFault>) -> Self {
+        faults.sort_by_key(|f| f.at);
+        FaultPlan { faults }
+    }
+    /// `true` when the plan injects nothing.
+    pub fn is_empty(&self) -> bool {
+        self.faults.is_empty()
+    }
+    /// Number of faults.
+    pub fn len(&self) -> usize {
+        self.faults.len()
+    }
+    /// Checks every fault against the cluster.
+    ///
+    /// # Errors
+    /// A message naming the fault's index and the bad field.
+    pub fn validate(&self, cluster: &Cluster) -> Result<(), String> {
+        for (i, f) in self.faults.iter().enumerate() {
+            f.fault.validate(cluster).map_err(|e| format!("faults[{i}]: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Families of faults a campaign draws plans from (DESIGN §4). `Mixed` draws from all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultKind {
+    /// No faults: the control group. Every correct algorithm must be clean here.
+    None,
+    /// Symmetric, one-way, isolate and client-to-service partitions.
+    Partition,
+    /// Process pauses (GC stop-the-world) of clients and servers.
+    Pause,
+    /// Forward and backward steps of wall clocks.
+    ClockJump,
+    /// Clock rate changes, from a few ppm to several percent.
+    ClockDrift,
+    /// Lock-server crashes followed by restarts.
+    CrashRestart,
+    /// Message loss windows.
+    Loss,
+    /// Message delay windows.
+    Delay,
+    /// Message duplication windows.
+    Duplicate,
+    /// Lost replies: requests take effect, replies vanish.
+    DropReplies,
+    /// Several kinds at once.
+    Mixed,
+}
+
+impl FaultKind {
+    /// Every kind, in the order the CLI lists them.
+    pub const ALL: [FaultKind; 11] = [
+        FaultKind::None,
+        FaultKind::Partition,
+        FaultKind::Pause,
+        FaultKind::ClockJump,
+        FaultKind::ClockDrift,
+        FaultKind::CrashRestart,
+        FaultKind::Loss,
+        FaultKind::Delay,
+        FaultKind::Duplicate,
+        FaultKind::DropReplies,
+        FaultKind::Mixed,
+    ];
+    /// The default campaign matrix's fault kinds.
+    pub const DEFAULT_MATRIX: [FaultKind; 7] = [
+        FaultKind::None,
+        FaultKind::Partition,
+        FaultKind::Pause,
+        FaultKind::ClockJump,
+        FaultKind::ClockDrift,
+        FaultKind::CrashRestart,
+        FaultKind::Mixed,
+    ];
+    /// The kebab-case name used on the command line and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::None => "none",
+            FaultKind::Partition => "partition",
+            FaultKind::Pause => "pause",
+            FaultKind::ClockJump => "clock-jump",
+            FaultKind::ClockDrift => "clock-drift",
+            FaultKind::CrashRestart => "crash-restart",
+            FaultKind::Loss => "loss",
+            FaultKind::Delay => "delay",
+            FaultKind::Duplicate => "duplicate",
+            FaultKind::DropReplies => "drop-replies",
+            FaultKind::Mixed => "mixed",
+        }
+    }
+    /// Names of every kind, comma-separated (for error messages).
+    pub fn all_names() -> String {
+        FaultKind::ALL.map(|k| k.name()).join(", ")
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for FaultKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        FaultKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s.trim())
+            .ok_or_else(|| {
+                format!("unknown fault kind `{s}` (valid: {})", FaultKind::all_names())
+            })
+    }
+}
+
+/// Parses a comma-separated list of fault kinds, e.g. `pause,clock-jump`.
+///
+/// # Errors
+/// Names the first unknown kind and lists the valid ones.
+pub fn parse_kinds(list: &str) -> Result<Vec<FaultKind>, String> {
+    let mut out: Vec<FaultKind> = Vec::new();
+    for part in list.split(',').filter(|p| !p.trim().is_empty()) {
+        let k: FaultKind = part.parse()?;
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("empty fault list (valid: {})", FaultKind::all_names()));
+    }
+    Ok(out)
+}

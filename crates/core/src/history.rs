@@ -1,0 +1,154 @@
+//! The recorded history of a run (DESIGN §6), in Jepsen's vocabulary.
+//!
+//! Client operations (`acquire`, `release`, `extend`, `write`) are an `invoke` followed by a
+//! completion that is `ok`, `fail` (definitely did not happen) or `info` (unknown: a timeout or
+//! a lost reply). Beside them the history holds service-side grants, the resource's accepted
+//! and rejected writes, the moments a client learns or decides it lost a lock, and every fault
+//! the nemesis injected. Every event carries true time and the node's local clock readings.
+
+use serde::{Deserialize, Serialize};
+
+use crate::fault::Fault;
+use crate::scenario::NodeId;
+use crate::time::Nanos;
+
+/// Jepsen's operation phases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    /// The operation started.
+    Invoke,
+    /// It completed and took effect.
+    Ok,
+    /// It completed and definitely did not take effect.
+    Fail,
+    /// Its outcome is unknown (timeout, lost reply): it may take effect at any later time.
+    Info,
+}
+
+/// Client operation functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpF {
+    /// Take the lock.
+    Acquire,
+    /// Give the lock back.
+    Release,
+    /// Renew the lease.
+    Extend,
+    /// Write to the protected resource.
+    Write,
+}
+
+/// A validity deadline: the local monotonic reading the client computed, and the true time
+/// at which the client's monotonic clock reaches it (filled in when the run ends, from the
+/// node's full clock history, so later drift changes are accounted for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Deadline {
+    /// Local monotonic clock reading, nanoseconds.
+    pub mono: u64,
+    /// True time, nanoseconds since the start of the run.
+    pub at: Nanos,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// One phase of a client operation.
+    Op {
+        /// Operation id, shared by the invoke and its completion.
+        op: u64,
+        phase: Phase,
+        f: OpF,
+        /// Lock key index.
+        key: u32,
+        /// The lock handle (one per successful acquire). Set on acquire `ok` and on every
+        /// operation performed under that grant.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        handle: Option<u64>,
+        /// Fencing token of the grant, when the algorithm issues one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<u64>,
+        /// Validity deadline returned with an acquire or extend `ok`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deadline: Option<Deadline>,
+        /// Why a `fail` or `info` ended the operation.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// The client stops acting under a grant before releasing it: its validity check failed
+    /// or it learned the lease was lost.
+    Lost { key: u32, handle: u64, reason: String },
+    /// Service side: a lock server granted `key` to `client` (per server for Redlock).
+    Grant {
+        key: u32,
+        client: NodeId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<u64>,
+    },
+    /// The resource accepted a write.
+    WriteAccepted {
+        key: u32,
+        handle: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<u64>,
+    },
+    /// The resource rejected a write whose fencing token was below the highest it had seen.
+    WriteRejected {
+        key: u32,
+        handle: u64,
+        token: u64,
+        highest: u64,
+    },
+    /// The nemesis injected a fault (recorded on the node it acts on, or node 0 otherwise).
+    Fault { fault: Fault },
+    /// A fault with a duration ended (pause resumed, node restarted, window closed).
+    FaultEnd { what: String },
+}
+
+/// One recorded event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    /// Position in the history, from 0.
+    pub id: u64,
+    /// True time, nanoseconds since the start of the run.
+    pub time: Nanos,
+    /// The node on which it happened.
+    pub node: NodeId,
+    /// The node's wall-clock reading at that moment (ns; steps included).
+    pub wall: i64,
+    /// The node's monotonic-clock reading at that moment (ns).
+    pub mono: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// A run's events in the order they happened (true time, then recording order).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct History {
+    /// The events, `events[i].id == i`.
+    pub events: Vec<Event>,
+    /// True time at which the run ended, ns.
+    pub end: Nanos,
+    /// Messages the network layer was asked to send.
+    pub messages_sent: u64,
+    /// Messages dropped by partitions, loss windows or lost replies.
+    pub messages_dropped: u64,
+}
+
+impl History {
+    /// A stable 128-bit digest of the canonical event log (the events serialized as JSON lines,
+    /// hashed with XXH3-128), as 32 hex digits. Same scenario ⇒ same digest on any machine.
+    pub fn digest(&self) -> String {
+        let mut h = xxhash_rust::xxh3::Xxh3::new();
+        for e in &self.events {
+            let line = serde_json::to_vec(e).expect("events always serialize");
+            h.update(&line);
+            h.update(b"\n");
+        }
+        h.update(&self.end.to_le_bytes());
+        format!("{:032x}", h.digest128())
+    }
+}

@@ -1,0 +1,25 @@
+//! # locksim-core
+//!
+//! The vocabulary every other locksim crate speaks, with no dependency on the simulator:
+//!
+//! - [`time`]: true time and local clock readings, all in nanoseconds;
+//! - [`scenario`]: everything needed to re-run one simulation (seed, cluster, algorithm
+//!   configuration, workload, fault plan);
+//! - [`fault`]: the nemesis' fault kinds and the explicit, timed [`FaultPlan`];
+//! - [`history`]: the recorded events (Jepsen's invoke/ok/fail/info vocabulary plus grants,
+//!   resource writes, faults) and their stable digest;
+//! - [`verdict`]: violations of the safety properties, with the event ids that witness them.
+//!
+//! Data flows one way: scenario → simulation → history → checkers → verdict.
+
+pub mod fault;
+pub mod history;
+pub mod scenario;
+pub mod time;
+pub mod verdict;
+
+pub use fault::{Fault, FaultKind, FaultPlan, NodeSet, TimedFault};
+pub use history::{Event, EventKind, History, OpF, Phase};
+pub use scenario::{Cluster, NodeId, Role, Scenario, Workload};
+pub use time::Nanos;
+pub use verdict::{Property, Verdict, Violation};

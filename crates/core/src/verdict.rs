@@ -1,0 +1,78 @@
+//! Verdicts: which safety properties a history violates, with witnesses.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::time::Nanos;
+
+/// The safety properties of DESIGN §7.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Property {
+    /// Mutual exclusion in true time: no two holders' hold intervals overlap on one key.
+    S1,
+    /// Resource safety: no write from a holder accepted after a write of a later grant.
+    S2,
+    /// Linearizability of the lock operations against a lease-lock spec.
+    S3,
+    /// A release frees only its own incarnation of the lock.
+    S4,
+}
+
+impl fmt::Display for Property {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self:?}")
+    }
+}
+
+/// One violation and the events that witness it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Violation {
+    /// Which property.
+    pub kind: Property,
+    /// Lock key index.
+    pub key: u32,
+    /// One sentence for people, with node names and times.
+    pub summary: String,
+    /// Ids of the witnessing events (for S1: both acquire `ok`s and the events that ended the
+    /// holds; for S2: the stale accepted write and the later grant's acquire `ok` and write).
+    pub events: Vec<u64>,
+    /// True-time window of the overlap (S1), ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<(Nanos, Nanos)>,
+}
+
+/// The checkers' result for one history.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Verdict {
+    /// Every violation found (each checker reports at most a bounded number of witnesses and
+    /// counts the rest in `counts`).
+    pub violations: Vec<Violation>,
+    /// Further violations found but not listed (checkers list at most a few per key).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub omitted: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Verdict {
+    /// `true` when no property is violated.
+    pub fn is_safe(&self) -> bool {
+        self.violations.is_empty()
+    }
+    /// `true` when property `p` is violated.
+    pub fn violates(&self, p: Property) -> bool {
+        self.violations.iter().any(|v| v.kind == p)
+    }
+    /// The violated properties, sorted, without repeats.
+    pub fn kinds(&self) -> Vec<Property> {
+        let mut k: Vec<Property> = self.violations.iter().map(|v| v.kind).collect();
+        k.sort();
+        k.dedup();
+        k
+    }
+}

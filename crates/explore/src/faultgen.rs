@@ -1,0 +1,171 @@
+//! Draws a fault plan from a seed for a set of fault kinds. Each kind draws from its own
+//! ChaCha stream, so restricting or extending the kinds does not reshuffle the others' faults.
+//! Magnitudes scale with the workload's TTL: pauses and partitions from a tenth of a TTL to
+//! three TTLs, clock steps up to two TTLs, drift from a few ppm to 5%.
+
+use locksim_core::{Cluster, Fault, FaultKind, FaultPlan, Nanos, NodeId, TimedFault, Workload};
+use locksim_sim::world::{stream, Stream};
+use rand::seq::SliceRandom;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+const BASE: [FaultKind; 9] = [
+    FaultKind::Partition,
+    FaultKind::Pause,
+    FaultKind::ClockJump,
+    FaultKind::ClockDrift,
+    FaultKind::CrashRestart,
+    FaultKind::Loss,
+    FaultKind::Delay,
+    FaultKind::Duplicate,
+    FaultKind::DropReplies,
+];
+
+/// Draws the fault plan of `seed` for `kinds`.
+pub fn generate(seed: u64, kinds: &[FaultKind], cluster: &Cluster, w: &Workload) -> FaultPlan {
+    let mut faults = Vec::new();
+    for &kind in kinds {
+        let mut rng = stream(seed, Stream::Faults, kind as u64);
+        match kind {
+            FaultKind::None => {}
+            FaultKind::Mixed => {
+                let mut pool = BASE.to_vec();
+                pool.shuffle(&mut rng);
+                let n = rng.gen_range(2..=4);
+                for &k in &pool[..n] {
+                    for _ in 0..rng.gen_range(1..=2) {
+                        faults.push(draw(k, &mut rng, cluster, w));
+                    }
+                }
+            }
+            k => {
+                for _ in 0..rng.gen_range(1..=3) {
+                    faults.push(draw(k, &mut rng, cluster, w));
+                }
+            }
+        }
+    }
+    FaultPlan::new(faults)
+}
+
+fn between(rng: &mut ChaCha8Rng, lo: Nanos, hi: Nanos) -> Nanos {
+    rng.gen_range(lo..=hi.max(lo))
+}
+
+fn subset(rng: &mut ChaCha8Rng, from: &[NodeId]) -> (Vec<NodeId>, Vec<NodeId>) {
+    loop {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for &n in from {
+            if rng.gen_bool(0.5) {
+                a.push(n)
+            } else {
+                b.push(n)
+            }
+        }
+        if !a.is_empty() && !b.is_empty() {
+            return (a, b);
+        }
+    }
+}
+
+fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> TimedFault {
+    let ttl = w.ttl;
+    let at = between(rng, 0, w.duration.saturating_sub(ttl / 2));
+    let servers: Vec<NodeId> = c.server_ids().collect();
+    let clients: Vec<NodeId> = c.client_ids().collect();
+    let all: Vec<NodeId> = (0..c.nodes()).collect();
+    let pick = |rng: &mut ChaCha8Rng, v: &[NodeId]| *v.choose(rng).expect("non-empty");
+    let window = |rng: &mut ChaCha8Rng| between(rng, ttl / 4, 3 * ttl);
+    let fault = match kind {
+        FaultKind::Partition => {
+            let duration = window(rng);
+            match rng.gen_range(0..4) {
+                0 => Fault::Isolate { node: pick(rng, &all[..all.len() - 1]), duration },
+                1 => {
+                    let (a, b) = subset(rng, &all);
+                    Fault::Partition { a, b, duration }
+                }
+                2 => Fault::Partition { a: vec![pick(rng, &clients)], b: servers, duration },
+                _ => {
+                    let (from, to) = subset(rng, &all);
+                    Fault::PartitionOneway { from, to, duration }
+                }
+            }
+        }
+        FaultKind::Pause => {
+            let node = if rng.gen_bool(0.7) { pick(rng, &clients) } else { pick(rng, &servers) };
+            Fault::Pause { node, duration: between(rng, ttl / 10, 3 * ttl) }
+        }
+        FaultKind::ClockJump => {
+            let node = if rng.gen_bool(0.6) { pick(rng, &servers) } else { pick(rng, &clients) };
+            let size = between(rng, ttl / 10, 2 * ttl) as i64;
+            Fault::ClockStep { node, delta: if rng.gen_bool(0.5) { size } else { -size } }
+        }
+        FaultKind::ClockDrift => {
+            let node = pick(rng, &all[..all.len() - 1]);
+            let size = if rng.gen_bool(0.5) {
+                rng.gen_range(10..=1_000)
+            } else {
+                rng.gen_range(10_000..=50_000)
+            };
+            Fault::ClockDrift { node, ppm: if rng.gen_bool(0.5) { size } else { -size } }
+        }
+        FaultKind::CrashRestart => Fault::Crash {
+            node: pick(rng, &servers),
+            restart_after: Some(between(rng, 0, 2 * ttl)),
+        },
+        FaultKind::Loss => {
+            let (from, to) = subset(rng, &all);
+            Fault::Loss { from, to, rate_pct: rng.gen_range(10..=60), duration: window(rng) }
+        }
+        FaultKind::Delay => {
+            let (from, to) = subset(rng, &all);
+            let max = between(rng, ttl / 20, ttl);
+            Fault::Delay { from, to, min: 0, max, duration: window(rng) }
+        }
+        FaultKind::Duplicate => {
+            let (from, to) = subset(rng, &all);
+            Fault::Duplicate { from, to, rate_pct: rng.gen_range(10..=50), duration: window(rng) }
+        }
+        FaultKind::DropReplies => Fault::DropReplies {
+            clients: vec![pick(rng, &clients)],
+            servers: servers.clone(),
+            duration: window(rng),
+        },
+        FaultKind::None | FaultKind::Mixed => unreachable!("handled by generate"),
+    };
+    TimedFault { at, fault }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster() -> Cluster {
+        Cluster { servers: 5, clients: 3 }
+    }
+
+    #[test]
+    fn same_seed_same_plan_and_valid() {
+        let w = Workload::default();
+        for seed in 0..200 {
+            let p = generate(seed, &[FaultKind::Mixed], &cluster(), &w);
+            assert_eq!(p, generate(seed, &[FaultKind::Mixed], &cluster(), &w));
+            p.validate(&cluster()).unwrap();
+            assert!(p.faults.windows(2).all(|f| f[0].at <= f[1].at));
+            assert!(p.faults.iter().all(|f| f.at < w.duration));
+        }
+        assert!(generate(0, &[FaultKind::None], &cluster(), &w).is_empty());
+    }
+
+    #[test]
+    fn kinds_draw_independently() {
+        let w = Workload::default();
+        let c = cluster();
+        let pause = generate(7, &[FaultKind::Pause], &c, &w);
+        let both = generate(7, &[FaultKind::Pause, FaultKind::ClockJump], &c, &w);
+        for f in &pause.faults {
+            assert!(both.faults.contains(f), "adding a kind reshuffled the pauses");
+        }
+    }
+}

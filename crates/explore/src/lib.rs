@@ -1,0 +1,15 @@
+//! # locksim-explore
+//!
+//! Exploring many runs: [`setup`] turns an algorithm and settings into scenarios,
+//! [`faultgen`] draws a fault plan from each seed, [`outcome`] runs one scenario through the
+//! simulation and the checkers, and [`campaign`] runs an algorithm × fault-kind matrix over a
+//! seed range on every core.
+
+pub mod campaign;
+pub mod faultgen;
+pub mod outcome;
+pub mod setup;
+
+pub use campaign::{run_campaign, CampaignSpec, CellSummary};
+pub use outcome::{check_scenario, SeedOutcome};
+pub use setup::{parse_setting, Setup};

@@ -1,0 +1,171 @@
+//! From a name and `key=value` settings to runnable scenarios.
+//!
+//! Settings are shared between the workload (clients, keys, ttl, …) and the algorithm's own
+//! knobs; a key that neither knows is an error that lists both.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use locksim_algos::knobs::parse_flag;
+use locksim_core::time::parse_duration;
+use locksim_core::{Cluster, FaultKind, Nanos, Scenario, Workload};
+use locksim_sim::LockAlgorithm;
+
+use crate::faultgen;
+
+/// Workload settings accepted by `--set`, with their meaning.
+pub const WORKLOAD_KNOBS: &[(&str, &str)] = &[
+    ("clients", "number of client processes (1 to 64; default 3)"),
+    ("keys", "number of lock keys (default 1)"),
+    ("ttl", "lease length asked for (default 1s)"),
+    ("duration", "simulated length of the run (default 10s)"),
+    ("writes", "resource writes per grant (default 2)"),
+    ("work_min", "least local work before each write (default 20ms)"),
+    ("work_max", "most local work before each write (default 200ms)"),
+    ("think_max", "longest pause between rounds (default 100ms)"),
+    ("retry_delay", "longest random delay before retrying a failed acquire (default 200ms)"),
+    ("rpc_timeout", "timeout of resource writes (default 100ms)"),
+    ("check_validity", "check remaining validity before each write (default true)"),
+    ("renew_every", "renew the lease from a watchdog this often; off to disable (default off)"),
+];
+
+/// An algorithm with its settings, ready to run any seed.
+#[derive(Clone)]
+pub struct Setup {
+    /// The algorithm's registered name (or the name a custom algorithm reports).
+    pub algorithm: String,
+    /// Its knobs, as given.
+    pub config: BTreeMap<String, String>,
+    /// The algorithm.
+    pub algo: Arc<dyn LockAlgorithm>,
+    /// Cluster shape.
+    pub cluster: Cluster,
+    /// Client behaviour.
+    pub workload: Workload,
+}
+
+fn dur(key: &str, v: &str) -> Result<Nanos, String> {
+    match parse_duration(v) {
+        Ok(d) if d >= 0 => Ok(d as Nanos),
+        Ok(_) => Err(format!("`{key}={v}` must not be negative")),
+        Err(e) => Err(format!("`{key}`: {e}")),
+    }
+}
+
+fn int(key: &str, v: &str, lo: u32, hi: u32) -> Result<u32, String> {
+    v.parse::<u32>()
+        .ok()
+        .filter(|n| (lo..=hi).contains(n))
+        .ok_or_else(|| format!("`{key}={v}` must be an integer from {lo} to {hi}"))
+}
+
+/// Applies one workload setting; `Ok(false)` when `key` is not a workload setting.
+///
+/// # Errors
+/// When the value is not valid for the key.
+pub fn apply_workload(w: &mut Workload, clients: &mut u32, key: &str, v: &str) -> Result<bool, String> {
+    match key {
+        "clients" => *clients = int(key, v, 1, 64)?,
+        "keys" => w.keys = int(key, v, 1, 1_000)?,
+        "ttl" => w.ttl = dur(key, v)?.max(1),
+        "duration" => w.duration = dur(key, v)?,
+        "writes" => w.writes_per_hold = int(key, v, 0, 1_000)?,
+        "work_min" => w.work_min = dur(key, v)?,
+        "work_max" => w.work_max = dur(key, v)?,
+        "think_max" => w.think_max = dur(key, v)?,
+        "retry_delay" => w.retry_delay_max = dur(key, v)?,
+        "rpc_timeout" => w.rpc_timeout = dur(key, v)?.max(1),
+        "check_validity" => {
+            w.check_validity =
+                parse_flag(v).ok_or_else(|| format!("`{key}={v}` must be true or false"))?
+        }
+        "renew_every" => {
+            w.renew_every = match parse_flag(v) {
+                Some(false) => None,
+                _ => Some(dur(key, v)?.max(1)),
+            }
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
+impl Setup {
+    /// Builds a registered algorithm with `settings` (`key=value` pairs, workload settings and
+    /// the algorithm's knobs mixed).
+    ///
+    /// # Errors
+    /// An unknown algorithm, a malformed pair, an unknown key or a bad value, each in one line
+    /// that names the problem and the valid choices.
+    pub fn registered(algorithm: &str, settings: &[(String, String)]) -> Result<Setup, String> {
+        let algo_knobs = locksim_algos::knobs(algorithm).ok_or_else(|| {
+            format!("unknown algorithm `{algorithm}` (valid: {})", locksim_algos::names())
+        })?;
+        let mut workload = Workload::default();
+        let mut clients = 3;
+        let mut config = BTreeMap::new();
+        for (k, v) in settings {
+            if apply_workload(&mut workload, &mut clients, k, v)? {
+                continue;
+            }
+            if !algo_knobs.iter().any(|n| n.key == k) {
+                let mut valid: Vec<&str> = WORKLOAD_KNOBS.iter().map(|k| k.0).collect();
+                valid.extend(algo_knobs.iter().map(|k| k.key));
+                return Err(format!(
+                    "`{k}` is not a setting of {algorithm} (valid: {})",
+                    valid.join(", ")
+                ));
+            }
+            config.insert(k.clone(), v.clone());
+        }
+        if workload.work_min > workload.work_max {
+            return Err(format!(
+                "`work_min` ({}) is above `work_max` ({})",
+                locksim_core::time::fmt_nanos(workload.work_min as i128),
+                locksim_core::time::fmt_nanos(workload.work_max as i128)
+            ));
+        }
+        let algo = locksim_algos::build(algorithm, &config, &workload)?;
+        Ok(Setup::custom(algo, config, clients, workload))
+    }
+
+    /// Wraps any algorithm (your own included) with a workload.
+    pub fn custom(
+        algo: Arc<dyn LockAlgorithm>,
+        config: BTreeMap<String, String>,
+        clients: u32,
+        workload: Workload,
+    ) -> Setup {
+        Setup {
+            algorithm: algo.name().to_string(),
+            cluster: Cluster { servers: algo.servers(), clients },
+            config,
+            algo,
+            workload,
+        }
+    }
+
+    /// The scenario of `seed` with a fault plan drawn for `kinds`.
+    pub fn scenario(&self, seed: u64, kinds: &[FaultKind]) -> Scenario {
+        Scenario {
+            seed,
+            algorithm: self.algorithm.clone(),
+            config: self.config.clone(),
+            cluster: self.cluster.clone(),
+            workload: self.workload.clone(),
+            fault_kinds: kinds.to_vec(),
+            faults: faultgen::generate(seed, kinds, &self.cluster, &self.workload),
+        }
+    }
+}
+
+/// Splits `key=value`.
+///
+/// # Errors
+/// When there is no `=` or the key is empty.
+pub fn parse_setting(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err(format!("`{s}` is not a setting (write key=value, e.g. ttl=2s)")),
+    }
+}

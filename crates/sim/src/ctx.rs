@@ -1,0 +1,301 @@
+//! What a node's code may touch: its own clocks, its disk, its random stream, and the network.
+//! Protocol code never sees true time; it reads `wall_now`/`mono_now` and sleeps in local time.
+//!
+//! Messages travel over madsim's network (one [`madsim::net::Endpoint`] per node) inside an
+//! envelope; the fault rules of [`crate::links`] decide at send time whether a message is
+//! dropped, delayed (the receiver holds it until its extra delay has passed) or duplicated.
+
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_channel::mpsc;
+use futures_util::StreamExt;
+use locksim_core::history::EventKind;
+use locksim_core::{Cluster, Nanos, NodeId, Role};
+use madsim::net::Endpoint;
+use rand_chacha::ChaCha8Rng;
+
+use crate::disk::Disk;
+use crate::world::{stream, Stream, World};
+
+/// Tag of requests and one-way messages; replies use a fresh tag per call.
+const TAG_REQUEST: u64 = 1;
+const PORT: u16 = 7000;
+
+/// The address of node `id` on the simulated network.
+pub fn node_addr(id: NodeId) -> SocketAddr {
+    let ip = Ipv4Addr::new(10, 0, (id / 250) as u8, (id % 250 + 1) as u8);
+    SocketAddr::new(IpAddr::V4(ip), PORT)
+}
+
+/// A message body: any owned value. Duplication faults need to copy it, hence `Clone`.
+pub trait Message: Any + Send + Sync + Clone {}
+impl<T: Any + Send + Sync + Clone> Message for T {}
+
+struct Envelope {
+    from: NodeId,
+    /// Tag the reply must carry; 0 for one-way messages.
+    reply_tag: u64,
+    /// True time before which the receiver must not see it (extra delay of a fault).
+    not_before: Nanos,
+    body: Box<dyn Any + Send + Sync>,
+}
+
+/// A request or one-way message received by a server.
+pub struct Incoming {
+    /// Sender.
+    pub from: NodeId,
+    reply_tag: u64,
+    /// The message; downcast it to the protocol's request type.
+    pub body: Box<dyn Any + Send + Sync>,
+}
+
+impl Incoming {
+    /// `true` when the sender waits for a reply.
+    pub fn wants_reply(&self) -> bool {
+        self.reply_tag != 0
+    }
+}
+
+/// Why a call got no reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// No reply within the timeout: the request may or may not have taken effect.
+    Timeout,
+    /// The reply was not of the expected type (a protocol bug).
+    BadReply,
+}
+
+impl std::fmt::Display for CallError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallError::Timeout => f.write_str("timeout"),
+            CallError::BadReply => f.write_str("reply of an unexpected type"),
+        }
+    }
+}
+
+struct Inner {
+    id: NodeId,
+    world: Arc<World>,
+    ep: Endpoint,
+    rng: RefCell<ChaCha8Rng>,
+    next_tag: Cell<u64>,
+    inbox: RefCell<Option<mpsc::UnboundedReceiver<Incoming>>>,
+    incarnation: u32,
+}
+
+/// A node's view of the world. Cheap to clone; not `Send` (it lives on its node).
+#[derive(Clone)]
+pub struct NodeCtx {
+    inner: Rc<Inner>,
+}
+
+impl NodeCtx {
+    /// Binds the node's endpoint and, for servers and the resource, starts the task that
+    /// receives requests. Called by the harness each time the node (re)starts.
+    pub(crate) async fn start(world: Arc<World>, id: NodeId) -> NodeCtx {
+        let ep = Endpoint::bind(node_addr(id))
+            .await
+            .expect("each node binds its own address once per incarnation");
+        let incarnation = world.incarnation(id);
+        let rng = stream(world.seed, Stream::Node, ((id as u64) << 16) | incarnation as u64);
+        let ctx = NodeCtx {
+            inner: Rc::new(Inner {
+                id,
+                world,
+                ep,
+                rng: RefCell::new(rng),
+                next_tag: Cell::new(1 << 20),
+                inbox: RefCell::new(None),
+                incarnation,
+            }),
+        };
+        if ctx.role() != Role::Client {
+            let (tx, rx) = mpsc::unbounded();
+            *ctx.inner.inbox.borrow_mut() = Some(rx);
+            let me = ctx.clone();
+            madsim::task::spawn_local(async move { me.dispatch(tx).await });
+        }
+        ctx
+    }
+
+    async fn dispatch(self, tx: mpsc::UnboundedSender<Incoming>) {
+        loop {
+            let Ok((payload, _)) = self.inner.ep.recv_from_raw(TAG_REQUEST).await else {
+                return;
+            };
+            let Ok(env) = payload.downcast::<Envelope>() else { continue };
+            let not_before = env.not_before;
+            let msg = Incoming { from: env.from, reply_tag: env.reply_tag, body: env.body };
+            if not_before > self.world().now() {
+                let (tx, world) = (tx.clone(), self.inner.world.clone());
+                madsim::task::spawn_local(async move {
+                    madsim::time::sleep_until(world.instant(not_before)).await;
+                    let _ = tx.unbounded_send(msg);
+                });
+            } else if tx.unbounded_send(msg).is_err() {
+                return;
+            }
+        }
+    }
+
+    /// This node's id.
+    pub fn id(&self) -> NodeId {
+        self.inner.id
+    }
+    /// This node's role.
+    pub fn role(&self) -> Role {
+        self.inner.world.cluster.role(self.inner.id)
+    }
+    /// The cluster shape (node ids of servers, clients and the resource).
+    pub fn cluster(&self) -> &Cluster {
+        &self.inner.world.cluster
+    }
+    /// How many times this node was restarted before this incarnation (0 on first start).
+    pub fn incarnation(&self) -> u32 {
+        self.inner.incarnation
+    }
+    /// The shared world (harness use: recorder, true time).
+    pub fn world(&self) -> &Arc<World> {
+        &self.inner.world
+    }
+
+    /// Wall-clock reading, ns (offset, drift and steps applied; may go backwards).
+    pub fn wall_now(&self) -> i64 {
+        let w = &self.inner.world;
+        w.clock(self.inner.id).wall(w.now())
+    }
+    /// Monotonic-clock reading, ns (drifts, never steps or goes backwards).
+    pub fn mono_now(&self) -> u64 {
+        let w = &self.inner.world;
+        w.clock(self.inner.id).mono(w.now())
+    }
+
+    /// Sleeps for `d` ns of this node's monotonic clock (so `d / rate` of true time; a pause
+    /// makes it end late).
+    pub async fn sleep(&self, d: Nanos) {
+        let target = self.mono_now() + d;
+        self.sleep_until_mono(target).await;
+    }
+
+    /// Sleeps until this node's monotonic clock reads at least `target` ns.
+    pub async fn sleep_until_mono(&self, target: u64) {
+        let w = &self.inner.world;
+        loop {
+            let t = w.clock(self.inner.id).true_time_of_mono(target);
+            if t <= w.now() {
+                return;
+            }
+            madsim::time::sleep_until(w.instant(t)).await;
+        }
+    }
+
+    /// The true-time length of a local duration at this node's current rate.
+    fn true_len(&self, d: Nanos) -> Duration {
+        Duration::from_nanos(self.inner.world.clock(self.inner.id).true_duration(d))
+    }
+
+    /// This node's deterministic random stream (per node and incarnation).
+    pub fn rng(&self) -> std::cell::RefMut<'_, ChaCha8Rng> {
+        self.inner.rng.borrow_mut()
+    }
+
+    /// This node's disk (survives crashes; un-fsynced writes do not).
+    pub fn disk(&self) -> std::sync::MutexGuard<'_, Disk> {
+        self.inner.world.disk(self.inner.id)
+    }
+
+    /// Records an event on this node (true time and local readings are added).
+    pub fn record(&self, kind: EventKind) -> u64 {
+        self.inner.world.record(self.inner.id, kind)
+    }
+
+    async fn transmit<M: Message>(&self, to: NodeId, tag: u64, reply_tag: u64, body: M) {
+        let w = &self.inner.world;
+        let now = w.now();
+        let copies = w.links().route(now, self.inner.id, to, tag != TAG_REQUEST);
+        let n = copies.len();
+        let mut body = Some(body);
+        for (i, extra) in copies.into_iter().enumerate() {
+            let b = if i + 1 == n { body.take().expect("one body per copy") } else {
+                body.clone().expect("one body per copy")
+            };
+            let env = Envelope {
+                from: self.inner.id,
+                reply_tag,
+                not_before: if extra == 0 { 0 } else { now + extra },
+                body: Box::new(b),
+            };
+            // A send on a simulated datagram socket only fails when the socket is gone, in
+            // which case the message is lost like any other.
+            let _ = self.inner.ep.send_to_raw(node_addr(to), tag, Box::new(env)).await;
+        }
+    }
+
+    /// Sends `req` to node `to` and waits at most `timeout` ns of local time for a reply of
+    /// type `R`.
+    ///
+    /// # Errors
+    /// [`CallError::Timeout`] when no reply came in time (the request may still take effect);
+    /// [`CallError::BadReply`] when the reply is not an `R`.
+    pub async fn call<Q: Message, R: Any>(
+        &self,
+        to: NodeId,
+        req: Q,
+        timeout: Nanos,
+    ) -> Result<R, CallError> {
+        let tag = self.inner.next_tag.get();
+        self.inner.next_tag.set(tag + 1);
+        let wait = async {
+            self.transmit(to, TAG_REQUEST, tag, req).await;
+            let Ok((payload, _)) = self.inner.ep.recv_from_raw(tag).await else {
+                return Err(CallError::Timeout);
+            };
+            let env = payload.downcast::<Envelope>().map_err(|_| CallError::BadReply)?;
+            if env.not_before > 0 {
+                madsim::time::sleep_until(self.inner.world.instant(env.not_before)).await;
+            }
+            env.body.downcast::<R>().map(|b| *b).map_err(|_| CallError::BadReply)
+        };
+        match madsim::time::timeout(self.true_len(timeout), wait).await {
+            Ok(r) => r,
+            Err(_) => Err(CallError::Timeout),
+        }
+    }
+
+    /// Sends a one-way message to node `to` (it arrives through [`NodeCtx::recv`]).
+    pub async fn send<M: Message>(&self, to: NodeId, msg: M) {
+        self.transmit(to, TAG_REQUEST, 0, msg).await;
+    }
+
+    /// Waits for the next request or one-way message (servers and the resource only).
+    ///
+    /// # Panics
+    /// On a client node, which has no inbox.
+    pub async fn recv(&self) -> Incoming {
+        let mut rx = self
+            .inner
+            .inbox
+            .borrow_mut()
+            .take()
+            .expect("recv is for servers and the resource, one receiver at a time");
+        let msg = rx.next().await;
+        *self.inner.inbox.borrow_mut() = Some(rx);
+        match msg {
+            Some(m) => m,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Replies to a request received by [`NodeCtx::recv`]. One-way messages get no reply.
+    pub async fn reply<R: Message>(&self, to: &Incoming, resp: R) {
+        if to.reply_tag != 0 {
+            self.transmit(to.from, to.reply_tag, 0, resp).await;
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! # locksim-sim
+//!
+//! The simulated world, on [madsim](https://github.com/madsim-rs/madsim): lock-server nodes,
+//! client nodes and one protected-resource node, each with its own IP, its own clocks and its
+//! own disk; a message layer with per-call timeouts whose links the nemesis can cut, slow,
+//! make lossy or duplicating; and a recorder that writes every operation, grant, resource write
+//! and fault into a [`locksim_core::History`].
+//!
+//! One module per concern, as madsim and TigerBeetle's `testing/` lay them out:
+//! [`clock`] (per-node clocks), [`links`] (network faults), [`disk`] (fsync and crashes),
+//! [`nemesis`] (fault injection), [`ctx`] (what a node may touch), [`protocol`] (the plug-in
+//! trait), [`resource`] (the fenced resource), [`workload`] (clients), [`world`] (shared state
+//! and the recorder), [`run`] (one scenario, start to end).
+
+pub mod clock;
+pub mod ctx;
+pub mod disk;
+pub mod links;
+pub mod nemesis;
+pub mod protocol;
+pub mod resource;
+pub mod run;
+pub mod workload;
+pub mod world;
+
+pub use async_trait::async_trait;
+pub use ctx::{CallError, Incoming, NodeCtx};
+pub use protocol::{Grant, LockAlgorithm, LockClient, Outcome};
+pub use run::{run, run_isolated};

@@ -1,0 +1,100 @@
+//! The network's fault state (after TigerBeetle's `packet_simulator.zig`): which directed links
+//! are cut, lossy, slow or duplicating right now. The nemesis installs rules with an expiry in
+//! true time; the message layer asks [`Links::route`] what happens to each message it sends.
+//! Randomness comes from the run's "net" ChaCha stream, so routing is deterministic.
+
+use locksim_core::{Nanos, NodeId};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+/// What a rule does to the messages of the links it covers.
+#[derive(Debug, Clone)]
+pub enum Effect {
+    /// Drop every message.
+    Block,
+    /// Drop each message with probability `pct`/100.
+    Loss { pct: u32 },
+    /// Add extra latency drawn uniformly from `[min, max]` ns.
+    Delay { min: Nanos, max: Nanos },
+    /// Deliver each message twice with probability `pct`/100.
+    Duplicate { pct: u32 },
+    /// Drop replies only.
+    DropReplies,
+}
+
+/// A rule: an effect on every directed link `from → to` with `from ∈ from`, `to ∈ to`, until
+/// true time `until`.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub from: Vec<NodeId>,
+    pub to: Vec<NodeId>,
+    pub effect: Effect,
+    pub until: Nanos,
+}
+
+/// The fate of one message: dropped (no copies), or delivered once or more, each copy with an
+/// extra delay in ns.
+pub type Copies = smallvec::SmallVec<[Nanos; 2]>;
+
+/// All active network rules plus counters.
+pub struct Links {
+    rules: Vec<Rule>,
+    rng: ChaCha8Rng,
+    /// Messages the protocol layer asked to send.
+    pub sent: u64,
+    /// Messages dropped by rules.
+    pub dropped: u64,
+}
+
+impl Links {
+    /// No faults yet.
+    pub fn new(rng: ChaCha8Rng) -> Self {
+        Links { rules: Vec::new(), rng, sent: 0, dropped: 0 }
+    }
+    /// Installs a rule.
+    pub fn add(&mut self, rule: Rule) {
+        self.rules.push(rule);
+    }
+    /// Removes every rule (heal).
+    pub fn heal(&mut self) {
+        self.rules.clear();
+    }
+    /// Decides the fate of one message sent at true time `now`.
+    pub fn route(&mut self, now: Nanos, from: NodeId, to: NodeId, is_reply: bool) -> Copies {
+        self.sent += 1;
+        self.rules.retain(|r| r.until > now);
+        let mut copies: Copies = smallvec::smallvec![0];
+        for r in &self.rules {
+            if !(r.from.contains(&from) && r.to.contains(&to)) {
+                continue;
+            }
+            match r.effect {
+                Effect::Block => copies.clear(),
+                Effect::DropReplies if is_reply => copies.clear(),
+                Effect::DropReplies => {}
+                Effect::Loss { pct } => {
+                    if self.rng.gen_range(0..100) < pct {
+                        copies.clear();
+                    }
+                }
+                Effect::Delay { min, max } => {
+                    for c in copies.iter_mut() {
+                        *c += self.rng.gen_range(min..=max);
+                    }
+                }
+                Effect::Duplicate { pct } => {
+                    if !copies.is_empty() && self.rng.gen_range(0..100) < pct {
+                        copies.push(copies[0]);
+                    }
+                }
+            }
+            if copies.is_empty() {
+                break;
+            }
+        }
+        if copies.is_empty() {
+            self.dropped += 1;
+        }
+        copies
+    }
+}

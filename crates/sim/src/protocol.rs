@@ -1,0 +1,99 @@
+//! The public plug-in trait for lock algorithms.
+//!
+//! An algorithm has a server side (the process each lock-service node runs, started again after
+//! every crash) and a client side (the library a client process links). Implement
+//! [`LockAlgorithm`] and [`LockClient`] in your own crate and hand the algorithm to
+//! `locksim_sim::run` (or to `locksim_explore`'s campaigns); nothing in locksim needs to change.
+//!
+//! Protocol code talks to the world only through its [`NodeCtx`]: its own clocks
+//! (`wall_now`, `mono_now`, `sleep`), its disk, its random stream and the network (`call`,
+//! `send`, `recv`, `reply`). It never sees true time, which is what lets clock faults bite.
+
+use std::any::Any;
+use std::rc::Rc;
+
+use async_trait::async_trait;
+use locksim_core::Nanos;
+
+use crate::ctx::NodeCtx;
+
+/// The outcome of a lock operation, in Jepsen's terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome<T> {
+    /// It happened.
+    Ok(T),
+    /// It definitely did not happen (the reason, for the history).
+    Fail(String),
+    /// Unknown: it may have happened (a timeout, a lost reply).
+    Unknown(String),
+}
+
+/// A lock grant as the client sees it.
+#[derive(Clone)]
+pub struct Grant {
+    /// Lock key index.
+    pub key: u32,
+    /// Fencing token to present to the resource, if the algorithm issues one.
+    pub token: Option<u64>,
+    /// The client's own validity deadline as a reading of its monotonic clock (ns), e.g.
+    /// Redlock's `start + TTL − elapsed − drift`; `None` when the client does not track one.
+    pub valid_until: Option<u64>,
+    /// Whatever the algorithm needs to release or extend this grant (owner value, revision).
+    pub private: Rc<dyn Any>,
+}
+
+/// The client side of a lock algorithm: one instance per client process (per incarnation).
+#[async_trait(?Send)]
+pub trait LockClient {
+    /// Tries once to take lock `key` with a lease of `ttl` ns. A blocking acquire may wait
+    /// inside; the workload retries after `Fail`/`Unknown`.
+    async fn acquire(&self, key: u32, ttl: Nanos) -> Outcome<Grant>;
+    /// Gives the lock back.
+    async fn release(&self, grant: &Grant) -> Outcome<()>;
+    /// Renews the lease for another `ttl` ns; on success returns the new validity deadline
+    /// (local monotonic ns), if the client tracks one. `Fail` means the lock is lost.
+    async fn extend(&self, grant: &Grant, ttl: Nanos) -> Outcome<Option<u64>>;
+}
+
+/// A lock algorithm: how many service nodes it needs, what they run, and its client library.
+///
+/// # Example: a "lock" that never says no
+/// ```
+/// use std::rc::Rc;
+/// use locksim_sim::protocol::{Grant, LockAlgorithm, LockClient, Outcome};
+/// use locksim_sim::{async_trait, NodeCtx};
+///
+/// struct NoLock;
+/// struct NoLockClient;
+///
+/// #[async_trait(?Send)]
+/// impl LockClient for NoLockClient {
+///     async fn acquire(&self, key: u32, _ttl: u64) -> Outcome<Grant> {
+///         Outcome::Ok(Grant { key, token: None, valid_until: None, private: Rc::new(()) })
+///     }
+///     async fn release(&self, _grant: &Grant) -> Outcome<()> { Outcome::Ok(()) }
+///     async fn extend(&self, _grant: &Grant, _ttl: u64) -> Outcome<Option<u64>> {
+///         Outcome::Ok(None)
+///     }
+/// }
+///
+/// #[async_trait(?Send)]
+/// impl LockAlgorithm for NoLock {
+///     fn name(&self) -> &str { "no-lock" }
+///     fn servers(&self) -> u32 { 1 }
+///     async fn serve(&self, _ctx: NodeCtx) {}
+///     fn client(&self, _ctx: NodeCtx) -> Rc<dyn LockClient> { Rc::new(NoLockClient) }
+/// }
+/// ```
+#[async_trait(?Send)]
+pub trait LockAlgorithm: Send + Sync + 'static {
+    /// The algorithm's name in reports.
+    fn name(&self) -> &str;
+    /// Number of lock-service nodes this configuration needs (at least 1).
+    fn servers(&self) -> u32;
+    /// The process of one lock-service node; runs until the node crashes. Called again on
+    /// each restart with a fresh context (memory is gone; the disk keeps what was fsynced).
+    async fn serve(&self, ctx: NodeCtx);
+    /// The client library for one client process.
+    fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient>;
+}

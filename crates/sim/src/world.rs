@@ -1,0 +1,139 @@
+//! The state one simulated run shares between its nodes and the nemesis: the cluster shape,
+//! each node's clocks and disk, the network's fault rules and the recorder. madsim runs a whole
+//! run on one OS thread, so the locks here are never contended; they exist because madsim's
+//! node initialisers must be `Send + Sync`.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use locksim_core::history::{Event, EventKind};
+use locksim_core::{Cluster, Nanos, NodeId, Workload};
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::clock::Clock;
+use crate::disk::Disk;
+use crate::links::Links;
+
+/// Independent random streams of one run: removing a fault or a client does not reshuffle the
+/// others' draws.
+#[derive(Debug, Clone, Copy)]
+#[repr(u64)]
+pub enum Stream {
+    /// Network routing (loss, delay and duplication draws).
+    Net = 1,
+    /// A node's own randomness (owner values, retry delays), per node and incarnation.
+    Node = 2,
+    /// The workload's choices, per client.
+    Workload = 3,
+    /// Fault plan generation.
+    Faults = 4,
+}
+
+/// A ChaCha8 stream derived from the scenario seed, a purpose and an index.
+pub fn stream(seed: u64, purpose: Stream, index: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(((purpose as u64) << 48) ^ index);
+    rng
+}
+
+/// Shared state of one run.
+pub struct World {
+    /// The cluster shape.
+    pub cluster: Cluster,
+    /// The workload (clients read it; servers may read `ttl` for knobs like delayed restart).
+    pub workload: Workload,
+    /// The scenario seed.
+    pub seed: u64,
+    start: madsim::time::Instant,
+    clocks: Vec<Mutex<Clock>>,
+    links: Mutex<Links>,
+    disks: Vec<Mutex<Disk>>,
+    events: Mutex<Vec<Event>>,
+    incarnations: Vec<AtomicU32>,
+    next_handle: AtomicU64,
+    next_op: AtomicU64,
+}
+
+impl World {
+    /// A fresh world; must be called inside the madsim runtime (it reads the start instant).
+    pub fn new(cluster: Cluster, workload: Workload, seed: u64) -> Arc<World> {
+        let n = cluster.nodes() as usize;
+        Arc::new(World {
+            start: madsim::time::Instant::now(),
+            clocks: (0..n).map(|_| Mutex::new(Clock::new(0, 0))).collect(),
+            links: Mutex::new(Links::new(stream(seed, Stream::Net, 0))),
+            disks: (0..n).map(|_| Mutex::new(Disk::default())).collect(),
+            events: Mutex::new(Vec::with_capacity(1024)),
+            incarnations: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            next_handle: AtomicU64::new(1),
+            next_op: AtomicU64::new(1),
+            cluster,
+            workload,
+            seed,
+        })
+    }
+
+    /// True time now, ns since the run started. Only the harness reads this, never protocols.
+    pub fn now(&self) -> Nanos {
+        madsim::time::Instant::now().duration_since(self.start).as_nanos() as Nanos
+    }
+
+    /// The madsim instant of true time `t`.
+    pub fn instant(&self, t: Nanos) -> madsim::time::Instant {
+        self.start + std::time::Duration::from_nanos(t)
+    }
+
+    /// Node `id`'s clocks.
+    pub fn clock(&self, id: NodeId) -> MutexGuard<'_, Clock> {
+        self.clocks[id as usize].lock().expect("single-threaded")
+    }
+
+    /// Node `id`'s disk.
+    pub fn disk(&self, id: NodeId) -> MutexGuard<'_, Disk> {
+        self.disks[id as usize].lock().expect("single-threaded")
+    }
+
+    /// The network's fault rules.
+    pub fn links(&self) -> MutexGuard<'_, Links> {
+        self.links.lock().expect("single-threaded")
+    }
+
+    /// How many times node `id` has been (re)started, counting from 0 for the first start.
+    pub fn incarnation(&self, id: NodeId) -> u32 {
+        self.incarnations[id as usize].load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn bump_incarnation(&self, id: NodeId) -> u32 {
+        self.incarnations[id as usize].fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// A fresh lock-handle id (unique in the run).
+    pub fn new_handle(&self) -> u64 {
+        self.next_handle.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A fresh operation id (unique in the run).
+    pub fn new_op(&self) -> u64 {
+        self.next_op.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Records an event on `node` at the current true time with the node's clock readings, and
+    /// returns its id.
+    pub fn record(&self, node: NodeId, kind: EventKind) -> u64 {
+        let time = self.now();
+        let (wall, mono) = {
+            let c = self.clock(node);
+            (c.wall(time), c.mono(time))
+        };
+        let mut ev = self.events.lock().expect("single-threaded");
+        let id = ev.len() as u64;
+        ev.push(Event { id, time, node, wall, mono, kind });
+        id
+    }
+
+    /// Takes the recorded events out (at the end of the run).
+    pub(crate) fn take_events(&self) -> Vec<Event> {
+        std::mem::take(&mut *self.events.lock().expect("single-threaded"))
+    }
+}
