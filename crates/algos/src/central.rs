@@ -9,17 +9,20 @@
 use std::rc::Rc;
 
 use locksim_core::Nanos;
-use locksim_sim::{async_trait, Grant, LockAlgorithm, LockClient, NodeCtx, Outcome};
+use locksim_sim::{
+    async_trait, Grant, LocalClock, LockAlgorithm, LockClient, NodeCtx, Outcome, Validity,
+};
 use rand::Rng;
 
 use crate::knobs::{Knob, Knobs};
-use crate::lockserver::{self, drift_allowance, ClockSource, Fsync, Req, Resp, ServerConfig};
+use crate::lockserver::{self, drift_allowance, Fsync, Req, Resp, ServerConfig};
 
 /// Knobs of `central` and `central-fencing`.
 pub const KNOBS: &[Knob] = &[
     Knob { key: "clock", default: "wall", help: "clock that judges TTL expiry on the server: wall | mono" },
     Knob { key: "fsync", default: "never", help: "persist lock state (and the token counter): never | always" },
     Knob { key: "timeout", default: "100ms", help: "client's per-request timeout" },
+    Knob { key: "client_clock", default: "wall", help: "clock the client measures validity with: wall (as redlock-py and node-redlock do) | mono" },
     Knob { key: "drift_factor", default: "0.01", help: "client's clock-drift allowance as a fraction of TTL (plus 2 ms)" },
 ];
 
@@ -30,6 +33,7 @@ pub struct Central {
     server: ServerConfig,
     timeout: Nanos,
     drift_ppm: u64,
+    client_clock: LocalClock,
 }
 
 impl Central {
@@ -41,21 +45,28 @@ impl Central {
         fencing: bool,
         config: &std::collections::BTreeMap<String, String>,
     ) -> Result<Self, String> {
-        let name = if fencing { "central-fencing" } else { "central" };
-        let k = Knobs::new(name, config, KNOBS)?;
-        let clock = match k.choice("clock", &["wall", "mono"])? {
-            "wall" => ClockSource::Wall,
-            _ => ClockSource::Mono,
+        let name = if fencing {
+            "central-fencing"
+        } else {
+            "central"
         };
+        let k = Knobs::new(name, config, KNOBS)?;
+        let clock = crate::knobs::local_clock(&k, "clock")?;
         let fsync = match k.choice("fsync", &["never", "always"])? {
             "never" => Fsync::Never,
             _ => Fsync::Always,
         };
         Ok(Central {
             name,
-            server: ServerConfig { clock, fsync, fencing, restart_delay: 0 },
+            server: ServerConfig {
+                clock,
+                fsync,
+                fencing,
+                restart_delay: 0,
+            },
             timeout: k.duration("timeout")?,
             drift_ppm: k.fraction_ppm("drift_factor")?,
+            client_clock: crate::knobs::local_clock(&k, "client_clock")?,
         })
     }
 }
@@ -65,16 +76,31 @@ struct Client {
     cfg: Central,
 }
 
+impl Client {
+    /// `start + TTL − drift` on the client's clock.
+    fn deadline(&self, start: i64, ttl: Nanos) -> Validity {
+        let margin = ttl as i64 - drift_allowance(ttl, self.cfg.drift_ppm) as i64;
+        Validity {
+            clock: self.cfg.client_clock,
+            until: start + margin,
+        }
+    }
+}
+
 #[async_trait(?Send)]
 impl LockClient for Client {
     async fn acquire(&self, key: u32, ttl: Nanos) -> Outcome<Grant> {
         let owner: u64 = self.ctx.rng().gen();
-        let start = self.ctx.mono_now();
-        match self.ctx.call::<Req, Resp>(0, Req::Acquire { key, owner, ttl }, self.cfg.timeout).await {
+        let start = self.ctx.now(self.cfg.client_clock);
+        match self
+            .ctx
+            .call::<Req, Resp>(0, Req::Acquire { key, owner, ttl }, self.cfg.timeout)
+            .await
+        {
             Ok(Resp::Granted { token }) => Outcome::Ok(Grant {
                 key,
                 token,
-                valid_until: Some((start + ttl).saturating_sub(drift_allowance(ttl, self.cfg.drift_ppm))),
+                valid_until: Some(self.deadline(start, ttl)),
                 private: Rc::new(owner),
             }),
             Ok(Resp::Held) => Outcome::Fail("held by another client".into()),
@@ -85,7 +111,10 @@ impl LockClient for Client {
 
     async fn release(&self, grant: &Grant) -> Outcome<()> {
         let owner = *grant.private.downcast_ref::<u64>().expect("central grant");
-        let req = Req::Release { key: grant.key, owner };
+        let req = Req::Release {
+            key: grant.key,
+            owner,
+        };
         match self.ctx.call::<Req, Resp>(0, req, self.cfg.timeout).await {
             Ok(Resp::Done) => Outcome::Ok(()),
             Ok(Resp::NotOwner) => Outcome::Fail("not the owner (lease expired)".into()),
@@ -94,14 +123,16 @@ impl LockClient for Client {
         }
     }
 
-    async fn extend(&self, grant: &Grant, ttl: Nanos) -> Outcome<Option<u64>> {
+    async fn extend(&self, grant: &Grant, ttl: Nanos) -> Outcome<Option<Validity>> {
         let owner = *grant.private.downcast_ref::<u64>().expect("central grant");
-        let start = self.ctx.mono_now();
-        let req = Req::Extend { key: grant.key, owner, ttl };
+        let start = self.ctx.now(self.cfg.client_clock);
+        let req = Req::Extend {
+            key: grant.key,
+            owner,
+            ttl,
+        };
         match self.ctx.call::<Req, Resp>(0, req, self.cfg.timeout).await {
-            Ok(Resp::Done) => {
-                Outcome::Ok(Some((start + ttl).saturating_sub(drift_allowance(ttl, self.cfg.drift_ppm))))
-            }
+            Ok(Resp::Done) => Outcome::Ok(Some(self.deadline(start, ttl))),
             Ok(Resp::NotOwner) => Outcome::Fail("not the owner (lease expired)".into()),
             Ok(other) => Outcome::Fail(format!("server answered {other:?}")),
             Err(e) => Outcome::Unknown(e.to_string()),
@@ -121,6 +152,9 @@ impl LockAlgorithm for Central {
         lockserver::serve(ctx, self.server).await;
     }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {
-        Rc::new(Client { ctx, cfg: self.clone() })
+        Rc::new(Client {
+            ctx,
+            cfg: self.clone(),
+        })
     }
 }

@@ -42,7 +42,11 @@ impl<'a> Knobs<'a> {
                 ));
             }
         }
-        Ok(Knobs { algo, config, known })
+        Ok(Knobs {
+            algo,
+            config,
+            known,
+        })
     }
 
     fn raw(&self, key: &str) -> &str {
@@ -64,7 +68,11 @@ impl<'a> Knobs<'a> {
     pub fn choice(&self, key: &str, options: &[&'static str]) -> Result<&'static str, String> {
         let v = self.raw(key);
         options.iter().copied().find(|o| *o == v).ok_or_else(|| {
-            format!("{}: `{key}={v}` is not valid (choose {})", self.algo, options.join(" or "))
+            format!(
+                "{}: `{key}={v}` is not valid (choose {})",
+                self.algo,
+                options.join(" or ")
+            )
         })
     }
 
@@ -104,7 +112,11 @@ impl<'a> Knobs<'a> {
     /// When the value is none of those.
     pub fn flag(&self, key: &str) -> Result<bool, String> {
         parse_flag(self.raw(key)).ok_or_else(|| {
-            format!("{}: `{key}={}` must be true or false", self.algo, self.raw(key))
+            format!(
+                "{}: `{key}={}` must be true or false",
+                self.algo,
+                self.raw(key)
+            )
         })
     }
 
@@ -131,6 +143,17 @@ impl<'a> Knobs<'a> {
         }
         Ok(ppm)
     }
+}
+
+/// Reads a `wall | mono` knob.
+///
+/// # Errors
+/// When the value is neither.
+pub fn local_clock(k: &Knobs, key: &str) -> Result<locksim_core::LocalClock, String> {
+    Ok(match k.choice(key, &["wall", "mono"])? {
+        "wall" => locksim_core::LocalClock::Wall,
+        _ => locksim_core::LocalClock::Mono,
+    })
 }
 
 /// Parses `true/false`, `on/off`, `yes/no`, `1/0`.

@@ -29,14 +29,27 @@ pub use knobs::Knob;
 
 /// Registered algorithms: name and one line of description.
 pub const ALGORITHMS: &[(&str, &str)] = &[
-    ("central", "one server, SET-if-absent with TTL (a single Redis)"),
-    ("central-fencing", "one server that also issues fencing tokens the resource checks"),
-    ("redlock", "N independent masters, majority, validity = TTL - elapsed - drift"),
+    (
+        "central",
+        "one server, SET-if-absent with TTL (a single Redis)",
+    ),
+    (
+        "central-fencing",
+        "one server that also issues fencing tokens the resource checks",
+    ),
+    (
+        "redlock",
+        "N independent masters, majority, validity = TTL - elapsed - drift",
+    ),
 ];
 
 /// Names of the registered algorithms, comma-separated.
 pub fn names() -> String {
-    ALGORITHMS.iter().map(|a| a.0).collect::<Vec<_>>().join(", ")
+    ALGORITHMS
+        .iter()
+        .map(|a| a.0)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The knobs of algorithm `name`, or `None` when there is no such algorithm.

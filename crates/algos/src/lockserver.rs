@@ -7,16 +7,7 @@ use std::collections::BTreeMap;
 
 use locksim_core::history::EventKind;
 use locksim_core::Nanos;
-use locksim_sim::NodeCtx;
-
-/// Which local clock judges TTL expiry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClockSource {
-    /// The wall clock (Redis' key expiry): steps move expiry.
-    Wall,
-    /// The monotonic clock: immune to steps, not to drift.
-    Mono,
-}
+use locksim_sim::{LocalClock, NodeCtx};
 
 /// When lock state reaches the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,8 +21,9 @@ pub enum Fsync {
 /// Server configuration.
 #[derive(Debug, Clone, Copy)]
 pub struct ServerConfig {
-    /// Clock that judges expiry.
-    pub clock: ClockSource,
+    /// Clock that judges expiry: the wall clock (Redis' key expiry; steps move expiry) or the
+    /// monotonic clock (immune to steps, not to drift).
+    pub clock: LocalClock,
     /// Persistence.
     pub fsync: Fsync,
     /// Issue a strictly increasing fencing token with each grant.
@@ -113,18 +105,16 @@ pub async fn serve(ctx: NodeCtx, cfg: ServerConfig) {
     } else {
         0
     };
-    let now = |ctx: &NodeCtx| match cfg.clock {
-        ClockSource::Wall => ctx.wall_now(),
-        ClockSource::Mono => ctx.mono_now() as i64,
-    };
     loop {
         let msg = ctx.recv().await;
-        let Some(req) = msg.body.downcast_ref::<Req>() else { continue };
+        let Some(req) = msg.body.downcast_ref::<Req>() else {
+            continue;
+        };
         if ctx.mono_now() < refuse_until {
             ctx.reply(&msg, Resp::Unavailable).await;
             continue;
         }
-        let t = now(&ctx);
+        let t = ctx.now(cfg.clock);
         let live = |locks: &BTreeMap<u32, Entry>, key: &u32| {
             locks.get(key).filter(|e| t < e.expires).copied()
         };
@@ -133,13 +123,23 @@ pub async fn serve(ctx: NodeCtx, cfg: ServerConfig) {
             Req::Acquire { key, owner, ttl } => match live(&locks, &key) {
                 Some(_) => Resp::Held,
                 None => {
-                    locks.insert(key, Entry { owner, expires: t + ttl as i64 });
+                    locks.insert(
+                        key,
+                        Entry {
+                            owner,
+                            expires: t + ttl as i64,
+                        },
+                    );
                     let token = cfg.fencing.then(|| {
                         next_token += 1;
                         next_token - 1
                     });
                     changed = true;
-                    ctx.record(EventKind::Grant { key, client: msg.from, token });
+                    ctx.record(EventKind::Grant {
+                        key,
+                        client: msg.from,
+                        token,
+                    });
                     Resp::Granted { token }
                 }
             },
@@ -153,7 +153,13 @@ pub async fn serve(ctx: NodeCtx, cfg: ServerConfig) {
             },
             Req::Extend { key, owner, ttl } => match live(&locks, &key) {
                 Some(e) if e.owner == owner => {
-                    locks.insert(key, Entry { owner, expires: t + ttl as i64 });
+                    locks.insert(
+                        key,
+                        Entry {
+                            owner,
+                            expires: t + ttl as i64,
+                        },
+                    );
                     changed = true;
                     Resp::Done
                 }

@@ -16,11 +16,13 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use locksim_core::{Nanos, Workload};
-use locksim_sim::{async_trait, Grant, LockAlgorithm, LockClient, NodeCtx, Outcome};
+use locksim_sim::{
+    async_trait, Grant, LocalClock, LockAlgorithm, LockClient, NodeCtx, Outcome, Validity,
+};
 use rand::Rng;
 
 use crate::knobs::{Knob, Knobs};
-use crate::lockserver::{self, drift_allowance, ClockSource, Fsync, Req, Resp, ServerConfig};
+use crate::lockserver::{self, drift_allowance, Fsync, Req, Resp, ServerConfig};
 
 /// Knobs of `redlock`.
 pub const KNOBS: &[Knob] = &[
@@ -29,6 +31,7 @@ pub const KNOBS: &[Knob] = &[
     Knob { key: "fsync", default: "never", help: "masters persist lock state: never | always" },
     Knob { key: "delayed_restart", default: "false", help: "a restarted master refuses requests for one TTL" },
     Knob { key: "timeout", default: "50ms", help: "per-master request timeout" },
+    Knob { key: "client_clock", default: "wall", help: "clock the client measures elapsed time and validity with: wall (as redlock-py and node-redlock do) | mono" },
     Knob { key: "drift_factor", default: "0.01", help: "clock-drift allowance as a fraction of TTL (plus 2 ms)" },
 ];
 
@@ -39,6 +42,7 @@ pub struct Redlock {
     server: ServerConfig,
     timeout: Nanos,
     drift_ppm: u64,
+    client_clock: LocalClock,
 }
 
 impl Redlock {
@@ -46,22 +50,32 @@ impl Redlock {
     ///
     /// # Errors
     /// A message naming a bad or unknown knob.
-    pub fn from_config(config: &BTreeMap<String, String>, workload: &Workload) -> Result<Self, String> {
+    pub fn from_config(
+        config: &BTreeMap<String, String>,
+        workload: &Workload,
+    ) -> Result<Self, String> {
         let k = Knobs::new("redlock", config, KNOBS)?;
-        let clock = match k.choice("clock", &["wall", "mono"])? {
-            "wall" => ClockSource::Wall,
-            _ => ClockSource::Mono,
-        };
+        let clock = crate::knobs::local_clock(&k, "clock")?;
         let fsync = match k.choice("fsync", &["never", "always"])? {
             "never" => Fsync::Never,
             _ => Fsync::Always,
         };
-        let restart_delay = if k.flag("delayed_restart")? { workload.ttl } else { 0 };
+        let restart_delay = if k.flag("delayed_restart")? {
+            workload.ttl
+        } else {
+            0
+        };
         Ok(Redlock {
             masters: k.int("masters", 1..=15)?,
-            server: ServerConfig { clock, fsync, fencing: false, restart_delay },
+            server: ServerConfig {
+                clock,
+                fsync,
+                fencing: false,
+                restart_delay,
+            },
             timeout: k.duration("timeout")?,
             drift_ppm: k.fraction_ppm("drift_factor")?,
+            client_clock: crate::knobs::local_clock(&k, "client_clock")?,
         })
     }
 
@@ -89,11 +103,26 @@ impl Client {
         (ok, unknown)
     }
 
-    fn validity(&self, start: u64, ttl: Nanos) -> (i128, u64) {
-        let elapsed = self.ctx.mono_now() - start;
+    /// Validity time `TTL − elapsed − drift` (ns, may be negative) and the deadline
+    /// `now + validity` on the client's clock. With a wall clock, a backward step during the
+    /// acquisition makes `elapsed` negative and the validity longer than the TTL.
+    fn validity(&self, start: i64, ttl: Nanos) -> (i128, Validity) {
+        let now = self.ctx.now(self.cfg.client_clock);
+        let elapsed = now as i128 - start as i128;
         let drift = drift_allowance(ttl, self.cfg.drift_ppm);
-        let validity = ttl as i128 - elapsed as i128 - drift as i128;
-        (validity, (start + ttl).saturating_sub(drift))
+        let validity = ttl as i128 - elapsed - drift as i128;
+        let until = (now as i128 + validity).clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+        (
+            validity,
+            Validity {
+                clock: self.cfg.client_clock,
+                until,
+            },
+        )
+    }
+
+    fn now(&self) -> i64 {
+        self.ctx.now(self.cfg.client_clock)
     }
 }
 
@@ -101,16 +130,25 @@ impl Client {
 impl LockClient for Client {
     async fn acquire(&self, key: u32, ttl: Nanos) -> Outcome<Grant> {
         let owner: u64 = self.ctx.rng().gen();
-        let start = self.ctx.mono_now();
+        let start = self.now();
         let (ok, _) = self
-            .each_master(|| Req::Acquire { key, owner, ttl }, |r| matches!(r, Resp::Granted { .. }))
+            .each_master(
+                || Req::Acquire { key, owner, ttl },
+                |r| matches!(r, Resp::Granted { .. }),
+            )
             .await;
         let (validity, deadline) = self.validity(start, ttl);
         if ok >= self.cfg.quorum() && validity > 0 {
-            return Outcome::Ok(Grant { key, token: None, valid_until: Some(deadline), private: Rc::new(owner) });
+            return Outcome::Ok(Grant {
+                key,
+                token: None,
+                valid_until: Some(deadline),
+                private: Rc::new(owner),
+            });
         }
         // Failed: unlock every master, including those that may have said yes unseen.
-        self.each_master(|| Req::Release { key, owner }, |r| *r == Resp::Done).await;
+        self.each_master(|| Req::Release { key, owner }, |r| *r == Resp::Done)
+            .await;
         Outcome::Fail(format!(
             "{ok} of {} masters, validity {}",
             self.cfg.masters,
@@ -119,8 +157,13 @@ impl LockClient for Client {
     }
 
     async fn release(&self, grant: &Grant) -> Outcome<()> {
-        let (key, owner) = (grant.key, *grant.private.downcast_ref::<u64>().expect("redlock grant"));
-        let (ok, unknown) = self.each_master(|| Req::Release { key, owner }, |r| *r == Resp::Done).await;
+        let (key, owner) = (
+            grant.key,
+            *grant.private.downcast_ref::<u64>().expect("redlock grant"),
+        );
+        let (ok, unknown) = self
+            .each_master(|| Req::Release { key, owner }, |r| *r == Resp::Done)
+            .await;
         if ok > 0 {
             Outcome::Ok(())
         } else if unknown == 0 {
@@ -130,15 +173,23 @@ impl LockClient for Client {
         }
     }
 
-    async fn extend(&self, grant: &Grant, ttl: Nanos) -> Outcome<Option<u64>> {
-        let (key, owner) = (grant.key, *grant.private.downcast_ref::<u64>().expect("redlock grant"));
-        let start = self.ctx.mono_now();
-        let (ok, unknown) = self.each_master(|| Req::Extend { key, owner, ttl }, |r| *r == Resp::Done).await;
+    async fn extend(&self, grant: &Grant, ttl: Nanos) -> Outcome<Option<Validity>> {
+        let (key, owner) = (
+            grant.key,
+            *grant.private.downcast_ref::<u64>().expect("redlock grant"),
+        );
+        let start = self.now();
+        let (ok, unknown) = self
+            .each_master(|| Req::Extend { key, owner, ttl }, |r| *r == Resp::Done)
+            .await;
         let (validity, deadline) = self.validity(start, ttl);
         if ok >= self.cfg.quorum() && validity > 0 {
             Outcome::Ok(Some(deadline))
         } else if ok + unknown >= self.cfg.quorum() {
-            Outcome::Unknown(format!("{ok} of {} masters extended, {unknown} unknown", self.cfg.masters))
+            Outcome::Unknown(format!(
+                "{ok} of {} masters extended, {unknown} unknown",
+                self.cfg.masters
+            ))
         } else {
             Outcome::Fail(format!("{ok} of {} masters extended", self.cfg.masters))
         }
@@ -157,6 +208,9 @@ impl LockAlgorithm for Redlock {
         lockserver::serve(ctx, self.server).await;
     }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {
-        Rc::new(Client { ctx, cfg: self.clone() })
+        Rc::new(Client {
+            ctx,
+            cfg: self.clone(),
+        })
     }
 }

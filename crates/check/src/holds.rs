@@ -83,7 +83,14 @@ pub fn derive_holds(history: &History) -> Vec<Hold> {
     let mut crashes: BTreeMap<NodeId, Vec<&Event>> = BTreeMap::new();
     for e in &history.events {
         match &e.kind {
-            EventKind::Op { phase, f, key, handle: Some(h), token, .. } => {
+            EventKind::Op {
+                phase,
+                f,
+                key,
+                handle: Some(h),
+                token,
+                ..
+            } => {
                 let acc = by_handle.entry(*h).or_default();
                 match (f, phase) {
                     (OpF::Acquire, Phase::Ok) => {
@@ -102,7 +109,9 @@ pub fn derive_holds(history: &History) -> Vec<Hold> {
             EventKind::Lost { handle, .. } => {
                 by_handle.entry(*handle).or_default().lost.get_or_insert(e);
             }
-            EventKind::Fault { fault: Fault::Crash { node, .. } } => {
+            EventKind::Fault {
+                fault: Fault::Crash { node, .. },
+            } => {
                 crashes.entry(*node).or_default().push(e);
             }
             _ => {}

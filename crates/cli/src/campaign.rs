@@ -40,10 +40,17 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
     let algos: Vec<String> = if a.algo.is_empty() {
         vec!["central".into(), "central-fencing".into(), "redlock".into()]
     } else {
-        a.algo.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+        a.algo
+            .iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
     };
     if algos.is_empty() {
-        return Err(format!("empty algorithm list (valid: {})", locksim_algos::names()));
+        return Err(format!(
+            "empty algorithm list (valid: {})",
+            locksim_algos::names()
+        ));
     }
     let kinds = match &a.faults {
         Some(f) => parse_kinds(f)?,
@@ -92,10 +99,22 @@ fn print_table(cells: &[CellSummary]) {
         "algorithm", "faults", "seeds", "S1", "S2", "grants", "first failing seed"
     );
     for c in cells {
-        let mark = |n: u64| if n == 0 { "-".to_string() } else { n.to_string() };
-        let mut first = c.first_failing_seed.map_or("-".to_string(), |s| s.to_string());
+        let mark = |n: u64| {
+            if n == 0 {
+                "-".to_string()
+            } else {
+                n.to_string()
+            }
+        };
+        let mut first = c
+            .first_failing_seed
+            .map_or("-".to_string(), |s| s.to_string());
         if c.errors > 0 {
-            first += &format!("  ({} seeds failed to run, first {})", c.errors, c.first_error_seed.unwrap_or(0));
+            first += &format!(
+                "  ({} seeds failed to run, first {})",
+                c.errors,
+                c.first_error_seed.unwrap_or(0)
+            );
         }
         println!(
             "{:<16} {:<14} {:>6} {:>8} {:>8} {:>8}  {}",
@@ -109,5 +128,7 @@ fn print_table(cells: &[CellSummary]) {
         );
     }
     println!("\nS1 = seeds with a double grant (two holders at once, in true time)");
-    println!("S2 = seeds where the resource accepted a stale write (an older grant after a newer one)");
+    println!(
+        "S2 = seeds where the resource accepted a stale write (an older grant after a newer one)"
+    );
 }

@@ -54,5 +54,9 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
     } else {
         timeline::print(&scenario, history, &out.verdict, a.events);
     }
-    Ok(if out.verdict.is_safe() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if out.verdict.is_safe() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -9,7 +9,16 @@ use locksim_core::{Event, History, Scenario, Verdict};
 fn describe(s: &Scenario, e: &Event) -> String {
     let c = &s.cluster;
     match &e.kind {
-        EventKind::Op { phase, f, key, handle, token, deadline, error, .. } => {
+        EventKind::Op {
+            phase,
+            f,
+            key,
+            handle,
+            token,
+            deadline,
+            error,
+            ..
+        } => {
             let mut t = format!("{:?} {:?} k{key}", f, phase).to_lowercase();
             if let Some(h) = handle {
                 t += &format!(" handle {h}");
@@ -25,7 +34,11 @@ fn describe(s: &Scenario, e: &Event) -> String {
             }
             t
         }
-        EventKind::Lost { key, handle, reason } => format!("gives up k{key} handle {handle}: {reason}"),
+        EventKind::Lost {
+            key,
+            handle,
+            reason,
+        } => format!("gives up k{key} handle {handle}: {reason}"),
         EventKind::Grant { key, client, token } => match token {
             Some(t) => format!("grants k{key} to {} with token {t}", c.name(*client)),
             None => format!("grants k{key} to {}", c.name(*client)),
@@ -34,7 +47,12 @@ fn describe(s: &Scenario, e: &Event) -> String {
             Some(t) => format!("accepts a write to k{key} from handle {handle} (token {t})"),
             None => format!("accepts a write to k{key} from handle {handle}"),
         },
-        EventKind::WriteRejected { key, handle, token, highest } => format!(
+        EventKind::WriteRejected {
+            key,
+            handle,
+            token,
+            highest,
+        } => format!(
             "REJECTS a write to k{key} from handle {handle}: token {token} < highest {highest}"
         ),
         EventKind::Fault { fault } => format!("FAULT {}", fault.describe(c)),
@@ -63,13 +81,21 @@ pub fn print(s: &Scenario, h: &History, v: &Verdict, all: bool) {
         c.clients,
         fmt_nanos(s.workload.ttl as i128),
         fmt_nanos(s.workload.duration as i128),
-        s.fault_kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(",")
+        s.fault_kinds
+            .iter()
+            .map(|k| k.name())
+            .collect::<Vec<_>>()
+            .join(",")
     );
     if !s.config.is_empty() {
         let cfg: Vec<String> = s.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
         println!("settings: {}", cfg.join(" "));
     }
-    let witnesses: BTreeSet<u64> = v.violations.iter().flat_map(|x| x.events.iter().copied()).collect();
+    let witnesses: BTreeSet<u64> = v
+        .violations
+        .iter()
+        .flat_map(|x| x.events.iter().copied())
+        .collect();
     println!("\ntimeline (true time, node, local wall-clock offset from true time):");
     let mut shown = 0;
     for e in &h.events {
@@ -83,9 +109,17 @@ pub fn print(s: &Scenario, h: &History, v: &Verdict, all: bool) {
             "  {:>9}  {:<4} {:>9}  {}{}",
             fmt_nanos(e.time as i128),
             c.name(e.node),
-            if skew == 0 { String::new() } else { format!("{:+}", fmt_nanos(skew)).replace("+-", "-") },
+            if skew == 0 {
+                String::new()
+            } else {
+                format!("{:+}", fmt_nanos(skew)).replace("+-", "-")
+            },
             describe(s, e),
-            if is_witness && !all { format!("  [#{}]", e.id) } else { String::new() }
+            if is_witness && !all {
+                format!("  [#{}]", e.id)
+            } else {
+                String::new()
+            }
         );
     }
     if shown == 0 {
@@ -94,7 +128,9 @@ pub fn print(s: &Scenario, h: &History, v: &Verdict, all: bool) {
     let count = |f: OpF, p: Phase| {
         h.events
             .iter()
-            .filter(|e| matches!(e.kind, EventKind::Op { f: ff, phase: pp, .. } if ff == f && pp == p))
+            .filter(
+                |e| matches!(e.kind, EventKind::Op { f: ff, phase: pp, .. } if ff == f && pp == p),
+            )
             .count()
     };
     println!(

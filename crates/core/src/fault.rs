@@ -102,19 +102,35 @@ impl Fault {
                 format!("partition {} | {} for {}", set(a), set(b), d(duration))
             }
             Fault::PartitionOneway { from, to, duration } => {
-                format!("one-way partition {} -/-> {} for {}", set(from), set(to), d(duration))
+                format!(
+                    "one-way partition {} -/-> {} for {}",
+                    set(from),
+                    set(to),
+                    d(duration)
+                )
             }
             Fault::Isolate { node, duration } => {
                 format!("isolate {} for {}", cluster.name(*node), d(duration))
             }
             Fault::Heal => "heal the network".to_string(),
-            Fault::Loss { from, to, rate_pct, duration } => format!(
+            Fault::Loss {
+                from,
+                to,
+                rate_pct,
+                duration,
+            } => format!(
                 "lose {rate_pct}% of {} -> {} for {}",
                 set(from),
                 set(to),
                 d(duration)
             ),
-            Fault::Delay { from, to, min, max, duration } => format!(
+            Fault::Delay {
+                from,
+                to,
+                min,
+                max,
+                duration,
+            } => format!(
                 "delay {} -> {} by {}..{} for {}",
                 set(from),
                 set(to),
@@ -122,13 +138,22 @@ impl Fault {
                 d(max),
                 d(duration)
             ),
-            Fault::Duplicate { from, to, rate_pct, duration } => format!(
+            Fault::Duplicate {
+                from,
+                to,
+                rate_pct,
+                duration,
+            } => format!(
                 "duplicate {rate_pct}% of {} -> {} for {}",
                 set(from),
                 set(to),
                 d(duration)
             ),
-            Fault::DropReplies { clients, servers, duration } => format!(
+            Fault::DropReplies {
+                clients,
+                servers,
+                duration,
+            } => format!(
                 "drop replies {} -> {} for {}",
                 set(servers),
                 set(clients),
@@ -137,10 +162,16 @@ impl Fault {
             Fault::Pause { node, duration } => {
                 format!("pause {} for {}", cluster.name(*node), d(duration))
             }
-            Fault::Crash { node, restart_after: Some(r) } => {
+            Fault::Crash {
+                node,
+                restart_after: Some(r),
+            } => {
                 format!("crash {}, restart after {}", cluster.name(*node), d(r))
             }
-            Fault::Crash { node, restart_after: None } => format!("crash {}", cluster.name(*node)),
+            Fault::Crash {
+                node,
+                restart_after: None,
+            } => format!("crash {}", cluster.name(*node)),
             Fault::ClockStep { node, delta } => format!(
                 "step {}'s wall clock by {}{}",
                 cluster.name(*node),
@@ -163,7 +194,9 @@ impl Fault {
             if id < n {
                 Ok(())
             } else {
-                Err(format!("`{field}`: node {id} is not in a cluster of {n} nodes"))
+                Err(format!(
+                    "`{field}`: node {id} is not in a cluster of {n} nodes"
+                ))
             }
         };
         let check_set = |s: &NodeSet, field: &str| -> Result<(), String> {
@@ -195,18 +228,27 @@ impl Fault {
             Fault::ClockDrift { node, ppm } => {
                 check(*node, "node")?;
                 if *ppm <= -1_000_000 {
-                    Err(format!("`ppm`: {ppm} would stop or reverse the clock (must be > -1000000)"))
+                    Err(format!(
+                        "`ppm`: {ppm} would stop or reverse the clock (must be > -1000000)"
+                    ))
                 } else {
                     Ok(())
                 }
             }
             Fault::Heal => Ok(()),
-            Fault::Loss { from, to, rate_pct, .. } | Fault::Duplicate { from, to, rate_pct, .. } => {
+            Fault::Loss {
+                from, to, rate_pct, ..
+            }
+            | Fault::Duplicate {
+                from, to, rate_pct, ..
+            } => {
                 check_set(from, "from")?;
                 check_set(to, "to")?;
                 pct(*rate_pct)
             }
-            Fault::Delay { from, to, min, max, .. } => {
+            Fault::Delay {
+                from, to, min, max, ..
+            } => {
                 check_set(from, "from")?;
                 check_set(to, "to")?;
                 if min > max {
@@ -215,7 +257,9 @@ impl Fault {
                     Ok(())
                 }
             }
-            Fault::DropReplies { clients, servers, .. } => {
+            Fault::DropReplies {
+                clients, servers, ..
+            } => {
                 check_set(clients, "clients")?;
                 check_set(servers, "servers")
             }
@@ -262,7 +306,9 @@ impl FaultPlan {
     /// A message naming the fault's index and the bad field.
     pub fn validate(&self, cluster: &Cluster) -> Result<(), String> {
         for (i, f) in self.faults.iter().enumerate() {
-            f.fault.validate(cluster).map_err(|e| format!("faults[{i}]: {e}"))?;
+            f.fault
+                .validate(cluster)
+                .map_err(|e| format!("faults[{i}]: {e}"))?;
         }
         Ok(())
     }
@@ -356,7 +402,10 @@ impl FromStr for FaultKind {
             .into_iter()
             .find(|k| k.name() == s.trim())
             .ok_or_else(|| {
-                format!("unknown fault kind `{s}` (valid: {})", FaultKind::all_names())
+                format!(
+                    "unknown fault kind `{s}` (valid: {})",
+                    FaultKind::all_names()
+                )
             })
     }
 }
@@ -374,7 +423,10 @@ pub fn parse_kinds(list: &str) -> Result<Vec<FaultKind>, String> {
         }
     }
     if out.is_empty() {
-        return Err(format!("empty fault list (valid: {})", FaultKind::all_names()));
+        return Err(format!(
+            "empty fault list (valid: {})",
+            FaultKind::all_names()
+        ));
     }
     Ok(out)
 }

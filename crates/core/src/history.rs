@@ -40,13 +40,25 @@ pub enum OpF {
     Write,
 }
 
-/// A validity deadline: the local monotonic reading the client computed, and the true time
-/// at which the client's monotonic clock reaches it (filled in when the run ends, from the
-/// node's full clock history, so later drift changes are accounted for).
+/// Which of a node's two clocks a reading comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LocalClock {
+    /// The wall clock: drifts and steps (NTP), may go backwards.
+    Wall,
+    /// The monotonic clock: drifts, never steps.
+    Mono,
+}
+
+/// A validity deadline: the local clock reading the client computed, and the first true time
+/// at or after the grant at which that clock reaches it (filled in when the run ends, from the
+/// node's full clock history, so later drift changes and steps are accounted for).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Deadline {
-    /// Local monotonic clock reading, nanoseconds.
-    pub mono: u64,
+    /// The clock the client reads.
+    pub clock: LocalClock,
+    /// Its reading at the deadline, nanoseconds.
+    pub local: i64,
     /// True time, nanoseconds since the start of the run.
     pub at: Nanos,
 }
@@ -79,7 +91,11 @@ pub enum EventKind {
     },
     /// The client stops acting under a grant before releasing it: its validity check failed
     /// or it learned the lease was lost.
-    Lost { key: u32, handle: u64, reason: String },
+    Lost {
+        key: u32,
+        handle: u64,
+        reason: String,
+    },
     /// Service side: a lock server granted `key` to `client` (per server for Redlock).
     Grant {
         key: u32,

@@ -19,7 +19,7 @@ pub mod time;
 pub mod verdict;
 
 pub use fault::{Fault, FaultKind, FaultPlan, NodeSet, TimedFault};
-pub use history::{Event, EventKind, History, OpF, Phase};
+pub use history::{Event, EventKind, History, LocalClock, OpF, Phase};
 pub use scenario::{Cluster, NodeId, Role, Scenario, Workload};
 pub use time::Nanos;
 pub use verdict::{Property, Verdict, Violation};

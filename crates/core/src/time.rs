@@ -17,7 +17,11 @@ pub fn fmt_nanos(ns: i128) -> String {
     let sign = if ns < 0 { "-" } else { "" };
     let a = ns.unsigned_abs();
     if a >= SEC as u128 {
-        format!("{sign}{}.{:03}s", a / SEC as u128, (a % SEC as u128) / MS as u128)
+        format!(
+            "{sign}{}.{:03}s",
+            a / SEC as u128,
+            (a % SEC as u128) / MS as u128
+        )
     } else if a >= MS as u128 {
         format!("{sign}{}ms", a / MS as u128)
     } else if a >= 1_000 {

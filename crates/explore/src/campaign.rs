@@ -98,7 +98,8 @@ pub fn run_campaign(spec: &CampaignSpec, progress: &(dyn Fn(u64, u64) + Sync)) -
                     c.s1_violations += v.violates(Property::S1) as u64;
                     c.s2_violations += v.violates(Property::S2) as u64;
                     if !v.is_safe() {
-                        c.first_failing_seed = Some(c.first_failing_seed.map_or(seed, |f| f.min(seed)));
+                        c.first_failing_seed =
+                            Some(c.first_failing_seed.map_or(seed, |f| f.min(seed)));
                     }
                 }
                 let d = done.fetch_add(1, Ordering::Relaxed) as u64 + 1;
@@ -113,6 +114,15 @@ fn count_grants(h: &locksim_core::History) -> u64 {
     use locksim_core::history::{EventKind, OpF, Phase};
     h.events
         .iter()
-        .filter(|e| matches!(e.kind, EventKind::Op { f: OpF::Acquire, phase: Phase::Ok, .. }))
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::Op {
+                    f: OpF::Acquire,
+                    phase: Phase::Ok,
+                    ..
+                }
+            )
+        })
         .count() as u64
 }

@@ -1,7 +1,8 @@
 //! Draws a fault plan from a seed for a set of fault kinds. Each kind draws from its own
 //! ChaCha stream, so restricting or extending the kinds does not reshuffle the others' faults.
 //! Magnitudes scale with the workload's TTL: pauses and partitions from a tenth of a TTL to
-//! three TTLs, clock steps up to two TTLs, drift from a few ppm to 5%.
+//! three TTLs, clock steps up to two TTLs (a quarter of them hit every lock server at once, as
+//! a bad shared NTP source does), drift from a few ppm to 5%.
 
 use locksim_core::{Cluster, Fault, FaultKind, FaultPlan, Nanos, NodeId, TimedFault, Workload};
 use locksim_sim::world::{stream, Stream};
@@ -34,13 +35,13 @@ pub fn generate(seed: u64, kinds: &[FaultKind], cluster: &Cluster, w: &Workload)
                 let n = rng.gen_range(2..=4);
                 for &k in &pool[..n] {
                     for _ in 0..rng.gen_range(1..=2) {
-                        faults.push(draw(k, &mut rng, cluster, w));
+                        faults.extend(draw(k, &mut rng, cluster, w));
                     }
                 }
             }
             k => {
                 for _ in 0..rng.gen_range(1..=3) {
-                    faults.push(draw(k, &mut rng, cluster, w));
+                    faults.extend(draw(k, &mut rng, cluster, w));
                 }
             }
         }
@@ -68,7 +69,7 @@ fn subset(rng: &mut ChaCha8Rng, from: &[NodeId]) -> (Vec<NodeId>, Vec<NodeId>) {
     }
 }
 
-fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> TimedFault {
+fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Vec<TimedFault> {
     let ttl = w.ttl;
     let at = between(rng, 0, w.duration.saturating_sub(ttl / 2));
     let servers: Vec<NodeId> = c.server_ids().collect();
@@ -80,12 +81,19 @@ fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Tim
         FaultKind::Partition => {
             let duration = window(rng);
             match rng.gen_range(0..4) {
-                0 => Fault::Isolate { node: pick(rng, &all[..all.len() - 1]), duration },
+                0 => Fault::Isolate {
+                    node: pick(rng, &all[..all.len() - 1]),
+                    duration,
+                },
                 1 => {
                     let (a, b) = subset(rng, &all);
                     Fault::Partition { a, b, duration }
                 }
-                2 => Fault::Partition { a: vec![pick(rng, &clients)], b: servers, duration },
+                2 => Fault::Partition {
+                    a: vec![pick(rng, &clients)],
+                    b: servers,
+                    duration,
+                },
                 _ => {
                     let (from, to) = subset(rng, &all);
                     Fault::PartitionOneway { from, to, duration }
@@ -93,13 +101,39 @@ fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Tim
             }
         }
         FaultKind::Pause => {
-            let node = if rng.gen_bool(0.7) { pick(rng, &clients) } else { pick(rng, &servers) };
-            Fault::Pause { node, duration: between(rng, ttl / 10, 3 * ttl) }
+            let node = if rng.gen_bool(0.7) {
+                pick(rng, &clients)
+            } else {
+                pick(rng, &servers)
+            };
+            Fault::Pause {
+                node,
+                duration: between(rng, ttl / 10, 3 * ttl),
+            }
         }
         FaultKind::ClockJump => {
-            let node = if rng.gen_bool(0.6) { pick(rng, &servers) } else { pick(rng, &clients) };
             let size = between(rng, ttl / 10, 2 * ttl) as i64;
-            Fault::ClockStep { node, delta: if rng.gen_bool(0.5) { size } else { -size } }
+            let delta = if rng.gen_bool(0.5) { size } else { -size };
+            match rng.gen_range(0..20) {
+                // A bad shared time source steps every lock server at once.
+                0..=4 => {
+                    return servers
+                        .iter()
+                        .map(|&node| TimedFault {
+                            at,
+                            fault: Fault::ClockStep { node, delta },
+                        })
+                        .collect()
+                }
+                5..=13 => Fault::ClockStep {
+                    node: pick(rng, &servers),
+                    delta,
+                },
+                _ => Fault::ClockStep {
+                    node: pick(rng, &clients),
+                    delta,
+                },
+            }
         }
         FaultKind::ClockDrift => {
             let node = pick(rng, &all[..all.len() - 1]);
@@ -108,7 +142,10 @@ fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Tim
             } else {
                 rng.gen_range(10_000..=50_000)
             };
-            Fault::ClockDrift { node, ppm: if rng.gen_bool(0.5) { size } else { -size } }
+            Fault::ClockDrift {
+                node,
+                ppm: if rng.gen_bool(0.5) { size } else { -size },
+            }
         }
         FaultKind::CrashRestart => Fault::Crash {
             node: pick(rng, &servers),
@@ -116,16 +153,32 @@ fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Tim
         },
         FaultKind::Loss => {
             let (from, to) = subset(rng, &all);
-            Fault::Loss { from, to, rate_pct: rng.gen_range(10..=60), duration: window(rng) }
+            Fault::Loss {
+                from,
+                to,
+                rate_pct: rng.gen_range(10..=60),
+                duration: window(rng),
+            }
         }
         FaultKind::Delay => {
             let (from, to) = subset(rng, &all);
             let max = between(rng, ttl / 20, ttl);
-            Fault::Delay { from, to, min: 0, max, duration: window(rng) }
+            Fault::Delay {
+                from,
+                to,
+                min: 0,
+                max,
+                duration: window(rng),
+            }
         }
         FaultKind::Duplicate => {
             let (from, to) = subset(rng, &all);
-            Fault::Duplicate { from, to, rate_pct: rng.gen_range(10..=50), duration: window(rng) }
+            Fault::Duplicate {
+                from,
+                to,
+                rate_pct: rng.gen_range(10..=50),
+                duration: window(rng),
+            }
         }
         FaultKind::DropReplies => Fault::DropReplies {
             clients: vec![pick(rng, &clients)],
@@ -134,7 +187,7 @@ fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Tim
         },
         FaultKind::None | FaultKind::Mixed => unreachable!("handled by generate"),
     };
-    TimedFault { at, fault }
+    vec![TimedFault { at, fault }]
 }
 
 #[cfg(test)]
@@ -142,7 +195,10 @@ mod tests {
     use super::*;
 
     fn cluster() -> Cluster {
-        Cluster { servers: 5, clients: 3 }
+        Cluster {
+            servers: 5,
+            clients: 3,
+        }
     }
 
     #[test]
@@ -165,7 +221,10 @@ mod tests {
         let pause = generate(7, &[FaultKind::Pause], &c, &w);
         let both = generate(7, &[FaultKind::Pause, FaultKind::ClockJump], &c, &w);
         for f in &pause.faults {
-            assert!(both.faults.contains(f), "adding a kind reshuffled the pauses");
+            assert!(
+                both.faults.contains(f),
+                "adding a kind reshuffled the pauses"
+            );
         }
     }
 }

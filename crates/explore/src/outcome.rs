@@ -23,7 +23,12 @@ pub fn check_scenario(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> Seed
     match locksim_sim::run_isolated(scenario, algo) {
         Ok(history) => {
             let verdict = locksim_check::check_all(&history, Some(&scenario.cluster));
-            SeedOutcome { seed: scenario.seed, history: Some(history), verdict, error: None }
+            SeedOutcome {
+                seed: scenario.seed,
+                history: Some(history),
+                verdict,
+                error: None,
+            }
         }
         Err(e) => SeedOutcome {
             seed: scenario.seed,

@@ -20,13 +20,28 @@ pub const WORKLOAD_KNOBS: &[(&str, &str)] = &[
     ("ttl", "lease length asked for (default 1s)"),
     ("duration", "simulated length of the run (default 10s)"),
     ("writes", "resource writes per grant (default 2)"),
-    ("work_min", "least local work before each write (default 20ms)"),
-    ("work_max", "most local work before each write (default 200ms)"),
+    (
+        "work_min",
+        "least local work before each write (default 10ms)",
+    ),
+    (
+        "work_max",
+        "most local work before each write (default 500ms)",
+    ),
     ("think_max", "longest pause between rounds (default 100ms)"),
-    ("retry_delay", "longest random delay before retrying a failed acquire (default 200ms)"),
+    (
+        "retry_delay",
+        "longest random delay before retrying a failed acquire (default 200ms)",
+    ),
     ("rpc_timeout", "timeout of resource writes (default 100ms)"),
-    ("check_validity", "check remaining validity before each write (default true)"),
-    ("renew_every", "renew the lease from a watchdog this often; off to disable (default off)"),
+    (
+        "check_validity",
+        "check remaining validity before each write (default true)",
+    ),
+    (
+        "renew_every",
+        "renew the lease from a watchdog this often; off to disable (default off)",
+    ),
 ];
 
 /// An algorithm with its settings, ready to run any seed.
@@ -63,7 +78,12 @@ fn int(key: &str, v: &str, lo: u32, hi: u32) -> Result<u32, String> {
 ///
 /// # Errors
 /// When the value is not valid for the key.
-pub fn apply_workload(w: &mut Workload, clients: &mut u32, key: &str, v: &str) -> Result<bool, String> {
+pub fn apply_workload(
+    w: &mut Workload,
+    clients: &mut u32,
+    key: &str,
+    v: &str,
+) -> Result<bool, String> {
     match key {
         "clients" => *clients = int(key, v, 1, 64)?,
         "keys" => w.keys = int(key, v, 1, 1_000)?,
@@ -99,7 +119,10 @@ impl Setup {
     /// that names the problem and the valid choices.
     pub fn registered(algorithm: &str, settings: &[(String, String)]) -> Result<Setup, String> {
         let algo_knobs = locksim_algos::knobs(algorithm).ok_or_else(|| {
-            format!("unknown algorithm `{algorithm}` (valid: {})", locksim_algos::names())
+            format!(
+                "unknown algorithm `{algorithm}` (valid: {})",
+                locksim_algos::names()
+            )
         })?;
         let mut workload = Workload::default();
         let mut clients = 3;
@@ -138,7 +161,10 @@ impl Setup {
     ) -> Setup {
         Setup {
             algorithm: algo.name().to_string(),
-            cluster: Cluster { servers: algo.servers(), clients },
+            cluster: Cluster {
+                servers: algo.servers(),
+                clients,
+            },
             config,
             algo,
             workload,
@@ -166,6 +192,8 @@ impl Setup {
 pub fn parse_setting(s: &str) -> Result<(String, String), String> {
     match s.split_once('=') {
         Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
-        _ => Err(format!("`{s}` is not a setting (write key=value, e.g. ttl=2s)")),
+        _ => Err(format!(
+            "`{s}` is not a setting (write key=value, e.g. ttl=2s)"
+        )),
     }
 }

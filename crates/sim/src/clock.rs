@@ -44,14 +44,18 @@ pub struct Clock {
     pieces: Vec<Piece>,
     /// Initial wall-clock offset from true time, ns.
     offset: i64,
-    /// Sum of wall-clock steps so far, ns.
-    steps: i64,
+    /// Wall-clock steps as (true time, sum of steps from then on), in order.
+    steps: Vec<(Nanos, i64)>,
 }
 
 impl Clock {
     /// A clock that starts at true time 0 with the given wall offset (ns) and drift (ppm).
     pub fn new(offset: i64, ppm: i64) -> Self {
-        Clock { pieces: vec![Piece { t0: 0, m0: 0, ppm }], offset, steps: 0 }
+        Clock {
+            pieces: vec![Piece { t0: 0, m0: 0, ppm }],
+            offset,
+            steps: vec![(0, 0)],
+        }
     }
 
     fn piece_at(&self, t: Nanos) -> &Piece {
@@ -67,7 +71,31 @@ impl Clock {
     /// Wall reading at true time `t` (steps applied so far), ns; may be negative after a
     /// backward step.
     pub fn wall(&self, t: Nanos) -> i64 {
-        self.offset + self.steps + self.mono(t) as i64
+        let i = self.steps.partition_point(|s| s.0 <= t).saturating_sub(1);
+        self.offset + self.steps[i].1 + self.mono(t) as i64
+    }
+
+    /// The first true time at or after `from` at which the wall clock reads at least `w`,
+    /// under the steps and rate changes known so far.
+    pub fn true_time_of_wall(&self, from: Nanos, w: i64) -> Nanos {
+        let first = self
+            .steps
+            .partition_point(|s| s.0 <= from)
+            .saturating_sub(1);
+        for (i, &(t0, sum)) in self.steps.iter().enumerate().skip(first) {
+            let start = t0.max(from);
+            let need = w - self.offset - sum;
+            let t = if need <= 0 {
+                start
+            } else {
+                self.true_time_of_mono(need as u64).max(start)
+            };
+            match self.steps.get(i + 1) {
+                Some(&(next, _)) if t >= next => continue,
+                _ => return t,
+            }
+        }
+        unreachable!("the last step interval is unbounded")
     }
 
     /// Current drift, ppm.
@@ -75,9 +103,17 @@ impl Clock {
         self.pieces.last().map_or(0, |p| p.ppm)
     }
 
-    /// Steps the wall clock by `delta` ns (from now on).
-    pub fn step(&mut self, delta: i64) {
-        self.steps += delta;
+    /// Steps the wall clock by `delta` ns at true time `now`.
+    ///
+    /// # Panics
+    /// When `now` is before the previous step.
+    pub fn step(&mut self, now: Nanos, delta: i64) {
+        let &(last_t, sum) = self.steps.last().expect("a clock has a step list");
+        assert!(now >= last_t, "clock steps must come in true-time order");
+        if now == last_t {
+            self.steps.pop();
+        }
+        self.steps.push((now, sum + delta));
     }
 
     /// Changes the rate to `1 + ppm/1e6` from true time `now` on.
@@ -153,8 +189,16 @@ mod tests {
     #[test]
     fn steps_move_wall_only() {
         let mut c = Clock::new(100, 0);
-        c.step(-(2 * SEC as i64));
+        c.step(SEC, -(2 * SEC as i64));
+        assert_eq!(c.wall(SEC / 2), 100 + SEC as i64 / 2);
         assert_eq!(c.wall(SEC), 100 + SEC as i64 - 2 * SEC as i64);
         assert_eq!(c.mono(SEC), SEC);
+        // Before the backward step the wall clock reaches 0.9 s at t = 0.9 s - 100 ns.
+        assert_eq!(c.true_time_of_wall(0, 900_000_000), 900_000_000 - 100);
+        // Asked from t = 1 s on, it must climb back over 2 s: at t = 2.9 s - 100 ns.
+        assert_eq!(c.true_time_of_wall(SEC, 900_000_000), 2_900_000_000 - 100);
+        c.step(3 * SEC, 5 * SEC as i64);
+        // A forward step jumps over the target: reached right at the step.
+        assert_eq!(c.true_time_of_wall(SEC, 4 * SEC as i64), 3 * SEC);
     }
 }

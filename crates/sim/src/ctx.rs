@@ -103,7 +103,11 @@ impl NodeCtx {
             .await
             .expect("each node binds its own address once per incarnation");
         let incarnation = world.incarnation(id);
-        let rng = stream(world.seed, Stream::Node, ((id as u64) << 16) | incarnation as u64);
+        let rng = stream(
+            world.seed,
+            Stream::Node,
+            ((id as u64) << 16) | incarnation as u64,
+        );
         let ctx = NodeCtx {
             inner: Rc::new(Inner {
                 id,
@@ -129,9 +133,15 @@ impl NodeCtx {
             let Ok((payload, _)) = self.inner.ep.recv_from_raw(TAG_REQUEST).await else {
                 return;
             };
-            let Ok(env) = payload.downcast::<Envelope>() else { continue };
+            let Ok(env) = payload.downcast::<Envelope>() else {
+                continue;
+            };
             let not_before = env.not_before;
-            let msg = Incoming { from: env.from, reply_tag: env.reply_tag, body: env.body };
+            let msg = Incoming {
+                from: env.from,
+                reply_tag: env.reply_tag,
+                body: env.body,
+            };
             if not_before > self.world().now() {
                 let (tx, world) = (tx.clone(), self.inner.world.clone());
                 madsim::task::spawn_local(async move {
@@ -174,6 +184,14 @@ impl NodeCtx {
     pub fn mono_now(&self) -> u64 {
         let w = &self.inner.world;
         w.clock(self.inner.id).mono(w.now())
+    }
+
+    /// Reading of one of this node's clocks, ns.
+    pub fn now(&self, clock: locksim_core::LocalClock) -> i64 {
+        match clock {
+            locksim_core::LocalClock::Wall => self.wall_now(),
+            locksim_core::LocalClock::Mono => self.mono_now() as i64,
+        }
     }
 
     /// Sleeps for `d` ns of this node's monotonic clock (so `d / rate` of true time; a pause
@@ -222,7 +240,9 @@ impl NodeCtx {
         let n = copies.len();
         let mut body = Some(body);
         for (i, extra) in copies.into_iter().enumerate() {
-            let b = if i + 1 == n { body.take().expect("one body per copy") } else {
+            let b = if i + 1 == n {
+                body.take().expect("one body per copy")
+            } else {
                 body.clone().expect("one body per copy")
             };
             let env = Envelope {
@@ -233,7 +253,11 @@ impl NodeCtx {
             };
             // A send on a simulated datagram socket only fails when the socket is gone, in
             // which case the message is lost like any other.
-            let _ = self.inner.ep.send_to_raw(node_addr(to), tag, Box::new(env)).await;
+            let _ = self
+                .inner
+                .ep
+                .send_to_raw(node_addr(to), tag, Box::new(env))
+                .await;
         }
     }
 
@@ -256,11 +280,16 @@ impl NodeCtx {
             let Ok((payload, _)) = self.inner.ep.recv_from_raw(tag).await else {
                 return Err(CallError::Timeout);
             };
-            let env = payload.downcast::<Envelope>().map_err(|_| CallError::BadReply)?;
+            let env = payload
+                .downcast::<Envelope>()
+                .map_err(|_| CallError::BadReply)?;
             if env.not_before > 0 {
                 madsim::time::sleep_until(self.inner.world.instant(env.not_before)).await;
             }
-            env.body.downcast::<R>().map(|b| *b).map_err(|_| CallError::BadReply)
+            env.body
+                .downcast::<R>()
+                .map(|b| *b)
+                .map_err(|_| CallError::BadReply)
         };
         match madsim::time::timeout(self.true_len(timeout), wait).await {
             Ok(r) => r,

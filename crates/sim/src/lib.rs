@@ -25,5 +25,6 @@ pub mod world;
 
 pub use async_trait::async_trait;
 pub use ctx::{CallError, Incoming, NodeCtx};
-pub use protocol::{Grant, LockAlgorithm, LockClient, Outcome};
+pub use locksim_core::LocalClock;
+pub use protocol::{Grant, LockAlgorithm, LockClient, Outcome, Validity};
 pub use run::{run, run_isolated};

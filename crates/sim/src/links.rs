@@ -49,7 +49,12 @@ pub struct Links {
 impl Links {
     /// No faults yet.
     pub fn new(rng: ChaCha8Rng) -> Self {
-        Links { rules: Vec::new(), rng, sent: 0, dropped: 0 }
+        Links {
+            rules: Vec::new(),
+            rng,
+            sent: 0,
+            dropped: 0,
+        }
     }
     /// Installs a rule.
     pub fn add(&mut self, rule: Rule) {

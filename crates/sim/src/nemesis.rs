@@ -57,7 +57,12 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
     let now = world.now();
     let h = Handle::current();
     let at_node = fault.node().unwrap_or(0);
-    world.record(at_node, EventKind::Fault { fault: fault.clone() });
+    world.record(
+        at_node,
+        EventKind::Fault {
+            fault: fault.clone(),
+        },
+    );
     let rule = |from: &Vec<NodeId>, to: &Vec<NodeId>, effect: Effect, d: Nanos| Rule {
         from: from.clone(),
         to: to.clone(),
@@ -87,23 +92,58 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
             l.add(rule(&vec![node], &others, Effect::Block, duration));
             l.add(rule(&others, &vec![node], Effect::Block, duration));
             drop(l);
-            window_end(world, duration, format!("{} rejoined", world.cluster.name(node)));
+            window_end(
+                world,
+                duration,
+                format!("{} rejoined", world.cluster.name(node)),
+            );
         }
         Fault::Heal => world.links().heal(),
-        Fault::Loss { from, to, rate_pct, duration } => {
-            world.links().add(rule(&from, &to, Effect::Loss { pct: rate_pct }, duration));
+        Fault::Loss {
+            from,
+            to,
+            rate_pct,
+            duration,
+        } => {
+            world
+                .links()
+                .add(rule(&from, &to, Effect::Loss { pct: rate_pct }, duration));
             window_end(world, duration, "loss window closed".into());
         }
-        Fault::Delay { from, to, min, max, duration } => {
-            world.links().add(rule(&from, &to, Effect::Delay { min, max }, duration));
+        Fault::Delay {
+            from,
+            to,
+            min,
+            max,
+            duration,
+        } => {
+            world
+                .links()
+                .add(rule(&from, &to, Effect::Delay { min, max }, duration));
             window_end(world, duration, "delay window closed".into());
         }
-        Fault::Duplicate { from, to, rate_pct, duration } => {
-            world.links().add(rule(&from, &to, Effect::Duplicate { pct: rate_pct }, duration));
+        Fault::Duplicate {
+            from,
+            to,
+            rate_pct,
+            duration,
+        } => {
+            world.links().add(rule(
+                &from,
+                &to,
+                Effect::Duplicate { pct: rate_pct },
+                duration,
+            ));
             window_end(world, duration, "duplication window closed".into());
         }
-        Fault::DropReplies { clients, servers, duration } => {
-            world.links().add(rule(&servers, &clients, Effect::DropReplies, duration));
+        Fault::DropReplies {
+            clients,
+            servers,
+            duration,
+        } => {
+            world
+                .links()
+                .add(rule(&servers, &clients, Effect::DropReplies, duration));
             window_end(world, duration, "replies flow again".into());
         }
         Fault::Pause { node, duration } => {
@@ -119,11 +159,19 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
                 let s = state.lock().expect("single-threaded")[node as usize];
                 if w.now() >= s.paused_until {
                     Handle::current().resume(nodes[node as usize]);
-                    w.record(node, EventKind::FaultEnd { what: format!("{} resumed", w.cluster.name(node)) });
+                    w.record(
+                        node,
+                        EventKind::FaultEnd {
+                            what: format!("{} resumed", w.cluster.name(node)),
+                        },
+                    );
                 }
             });
         }
-        Fault::Crash { node, restart_after } => {
+        Fault::Crash {
+            node,
+            restart_after,
+        } => {
             let epoch = {
                 let mut s = state.lock().expect("single-threaded");
                 let st = &mut s[node as usize];
@@ -143,12 +191,17 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
                         drop(s);
                         w.bump_incarnation(node);
                         Handle::current().restart(nodes[node as usize]);
-                        w.record(node, EventKind::FaultEnd { what: format!("{} restarted", w.cluster.name(node)) });
+                        w.record(
+                            node,
+                            EventKind::FaultEnd {
+                                what: format!("{} restarted", w.cluster.name(node)),
+                            },
+                        );
                     }
                 });
             }
         }
-        Fault::ClockStep { node, delta } => world.clock(node).step(delta),
+        Fault::ClockStep { node, delta } => world.clock(node).step(now, delta),
         Fault::ClockDrift { node, ppm } => world.clock(node).set_drift(now, ppm),
     }
 }

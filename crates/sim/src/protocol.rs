@@ -13,7 +13,7 @@ use std::any::Any;
 use std::rc::Rc;
 
 use async_trait::async_trait;
-use locksim_core::Nanos;
+use locksim_core::{LocalClock, Nanos};
 
 use crate::ctx::NodeCtx;
 
@@ -35,11 +35,20 @@ pub struct Grant {
     pub key: u32,
     /// Fencing token to present to the resource, if the algorithm issues one.
     pub token: Option<u64>,
-    /// The client's own validity deadline as a reading of its monotonic clock (ns), e.g.
-    /// Redlock's `start + TTL − elapsed − drift`; `None` when the client does not track one.
-    pub valid_until: Option<u64>,
+    /// The client's own validity deadline, e.g. Redlock's `start + TTL − drift` read on the
+    /// client's clock; `None` when the client does not track one.
+    pub valid_until: Option<Validity>,
     /// Whatever the algorithm needs to release or extend this grant (owner value, revision).
     pub private: Rc<dyn Any>,
+}
+
+/// A validity deadline as a reading of one of the client's clocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Validity {
+    /// The clock the client measures with (most Redlock clients read the wall clock).
+    pub clock: LocalClock,
+    /// The reading, ns, at which the grant stops being valid.
+    pub until: i64,
 }
 
 /// The client side of a lock algorithm: one instance per client process (per incarnation).
@@ -50,9 +59,9 @@ pub trait LockClient {
     async fn acquire(&self, key: u32, ttl: Nanos) -> Outcome<Grant>;
     /// Gives the lock back.
     async fn release(&self, grant: &Grant) -> Outcome<()>;
-    /// Renews the lease for another `ttl` ns; on success returns the new validity deadline
-    /// (local monotonic ns), if the client tracks one. `Fail` means the lock is lost.
-    async fn extend(&self, grant: &Grant, ttl: Nanos) -> Outcome<Option<u64>>;
+    /// Renews the lease for another `ttl` ns; on success returns the new validity deadline, if
+    /// the client tracks one. `Fail` means the lock is lost.
+    async fn extend(&self, grant: &Grant, ttl: Nanos) -> Outcome<Option<Validity>>;
 }
 
 /// A lock algorithm: how many service nodes it needs, what they run, and its client library.
@@ -60,7 +69,7 @@ pub trait LockClient {
 /// # Example: a "lock" that never says no
 /// ```
 /// use std::rc::Rc;
-/// use locksim_sim::protocol::{Grant, LockAlgorithm, LockClient, Outcome};
+/// use locksim_sim::protocol::{Grant, LockAlgorithm, LockClient, Outcome, Validity};
 /// use locksim_sim::{async_trait, NodeCtx};
 ///
 /// struct NoLock;
@@ -72,7 +81,7 @@ pub trait LockClient {
 ///         Outcome::Ok(Grant { key, token: None, valid_until: None, private: Rc::new(()) })
 ///     }
 ///     async fn release(&self, _grant: &Grant) -> Outcome<()> { Outcome::Ok(()) }
-///     async fn extend(&self, _grant: &Grant, _ttl: u64) -> Outcome<Option<u64>> {
+///     async fn extend(&self, _grant: &Grant, _ttl: u64) -> Outcome<Option<Validity>> {
 ///         Outcome::Ok(None)
 ///     }
 /// }

@@ -34,7 +34,9 @@ pub async fn serve(ctx: NodeCtx) {
     let mut highest: BTreeMap<u32, u64> = BTreeMap::new();
     loop {
         let msg = ctx.recv().await;
-        let Some(req) = msg.body.downcast_ref::<WriteReq>() else { continue };
+        let Some(req) = msg.body.downcast_ref::<WriteReq>() else {
+            continue;
+        };
         let resp = match (req.token, highest.get(&req.key).copied()) {
             (Some(t), Some(h)) if t < h => {
                 ctx.record(EventKind::WriteRejected {
@@ -49,7 +51,11 @@ pub async fn serve(ctx: NodeCtx) {
                 if let Some(t) = token {
                     highest.insert(req.key, t);
                 }
-                ctx.record(EventKind::WriteAccepted { key: req.key, handle: req.handle, token });
+                ctx.record(EventKind::WriteAccepted {
+                    key: req.key,
+                    handle: req.handle,
+                    token,
+                });
                 WriteResp::Accepted
             }
         };

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use locksim_core::history::EventKind;
 use locksim_core::time::SEC;
-use locksim_core::{History, Role, Scenario};
+use locksim_core::{History, LocalClock, Role, Scenario};
 use madsim::runtime::{Handle, Runtime};
 
 use crate::ctx::{node_addr, NodeCtx};
@@ -40,7 +40,11 @@ pub fn run(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> History {
     let rt = Runtime::with_seed_and_config(scenario.seed, madsim::Config::default());
     let scenario = scenario.clone();
     rt.block_on(async move {
-        let world = World::new(scenario.cluster.clone(), scenario.workload.clone(), scenario.seed);
+        let world = World::new(
+            scenario.cluster.clone(),
+            scenario.workload.clone(),
+            scenario.seed,
+        );
         let h = Handle::current();
         let mut ids = Vec::new();
         for id in 0..scenario.cluster.nodes() {
@@ -64,7 +68,11 @@ pub fn run(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> History {
             ids.push(node.id());
         }
         let nodes = Arc::new(ids);
-        madsim::task::spawn_local(nemesis::run_plan(world.clone(), scenario.faults.clone(), nodes));
+        madsim::task::spawn_local(nemesis::run_plan(
+            world.clone(),
+            scenario.faults.clone(),
+            nodes,
+        ));
         let end = scenario.workload.duration + tail(&scenario);
         madsim::time::sleep_until(world.instant(end)).await;
         finish(&world, end)
@@ -74,12 +82,24 @@ pub fn run(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> History {
 fn finish(world: &World, end: u64) -> History {
     let mut events = world.take_events();
     for e in &mut events {
-        if let EventKind::Op { deadline: Some(d), .. } = &mut e.kind {
-            d.at = world.clock(e.node).true_time_of_mono(d.mono);
+        if let EventKind::Op {
+            deadline: Some(d), ..
+        } = &mut e.kind
+        {
+            let clock = world.clock(e.node);
+            d.at = match d.clock {
+                LocalClock::Mono => clock.true_time_of_mono(d.local.max(0) as u64).max(e.time),
+                LocalClock::Wall => clock.true_time_of_wall(e.time, d.local),
+            };
         }
     }
     let links = world.links();
-    History { events, end, messages_sent: links.sent, messages_dropped: links.dropped }
+    History {
+        events,
+        end,
+        messages_sent: links.sent,
+        messages_dropped: links.dropped,
+    }
 }
 
 /// [`run`] on a fresh OS thread, so that nothing a previous run left in thread-local state can

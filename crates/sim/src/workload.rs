@@ -15,7 +15,7 @@ use locksim_core::Workload;
 use rand::Rng;
 
 use crate::ctx::NodeCtx;
-use crate::protocol::{Grant, LockAlgorithm, LockClient, Outcome};
+use crate::protocol::{Grant, LockAlgorithm, LockClient, Outcome, Validity};
 use crate::resource::{WriteReq, WriteResp};
 use crate::world::{stream, Stream};
 
@@ -31,11 +31,18 @@ struct OpRec<'a> {
 impl<'a> OpRec<'a> {
     fn invoke(ctx: &'a NodeCtx, f: OpF, key: u32, handle: Option<u64>, token: Option<u64>) -> Self {
         let op = ctx.world().new_op();
-        let r = OpRec { ctx, op, f, key, handle, token };
+        let r = OpRec {
+            ctx,
+            op,
+            f,
+            key,
+            handle,
+            token,
+        };
         r.emit(Phase::Invoke, None, None);
         r
     }
-    fn emit(&self, phase: Phase, deadline: Option<u64>, error: Option<String>) {
+    fn emit(&self, phase: Phase, deadline: Option<Validity>, error: Option<String>) {
         self.ctx.record(EventKind::Op {
             op: self.op,
             phase,
@@ -43,11 +50,15 @@ impl<'a> OpRec<'a> {
             key: self.key,
             handle: self.handle,
             token: self.token,
-            deadline: deadline.map(|mono| Deadline { mono, at: 0 }),
+            deadline: deadline.map(|v| Deadline {
+                clock: v.clock,
+                local: v.until,
+                at: 0,
+            }),
             error,
         });
     }
-    fn outcome<T>(&self, o: &Outcome<T>, deadline: Option<u64>) {
+    fn outcome<T>(&self, o: &Outcome<T>, deadline: Option<Validity>) {
         match o {
             Outcome::Ok(_) => self.emit(Phase::Ok, deadline, None),
             Outcome::Fail(e) => self.emit(Phase::Fail, None, Some(e.clone())),
@@ -75,8 +86,16 @@ pub async fn client_main(ctx: NodeCtx, algo: Arc<dyn LockAlgorithm>) {
             Outcome::Ok(grant) => {
                 let handle = ctx.world().new_handle();
                 // A renewing client (a watchdog) trusts its grant until it releases it.
-                let deadline = if w.renew_every.is_some() { None } else { grant.valid_until };
-                let ok = OpRec { handle: Some(handle), token: grant.token, ..acq };
+                let deadline = if w.renew_every.is_some() {
+                    None
+                } else {
+                    grant.valid_until
+                };
+                let ok = OpRec {
+                    handle: Some(handle),
+                    token: grant.token,
+                    ..acq
+                };
                 ok.emit(Phase::Ok, deadline, None);
                 hold(&ctx, &client, &grant, handle, deadline, &mut rng, &w).await;
             }
@@ -94,15 +113,20 @@ async fn hold(
     client: &Rc<dyn LockClient>,
     grant: &Grant,
     handle: u64,
-    deadline: Option<u64>,
+    deadline: Option<Validity>,
     rng: &mut impl Rng,
     w: &Workload,
 ) {
     let (key, token) = (grant.key, grant.token);
     let lost = Rc::new(Cell::new(false));
     let watchdog = w.renew_every.map(|every| {
-        let (ctx, client, grant, lost, ttl) =
-            (ctx.clone(), client.clone(), grant.clone(), lost.clone(), w.ttl);
+        let (ctx, client, grant, lost, ttl) = (
+            ctx.clone(),
+            client.clone(),
+            grant.clone(),
+            lost.clone(),
+            w.ttl,
+        );
         madsim::task::spawn_local(async move {
             loop {
                 ctx.sleep(every).await;
@@ -110,7 +134,11 @@ async fn hold(
                 let o = client.extend(&grant, ttl).await;
                 ext.outcome(&o, None);
                 if let Outcome::Fail(e) = o {
-                    ctx.record(EventKind::Lost { key, handle, reason: format!("renewal failed: {e}") });
+                    ctx.record(EventKind::Lost {
+                        key,
+                        handle,
+                        reason: format!("renewal failed: {e}"),
+                    });
                     lost.set(true);
                     return;
                 }
@@ -122,10 +150,10 @@ async fn hold(
             break;
         }
         let work = rng.gen_range(w.work_min..=w.work_max.max(w.work_min));
-        if let (true, Some(d)) = (w.check_validity, deadline) {
-            let now = ctx.mono_now();
-            if now + work >= d {
-                let left = d as i128 - now as i128;
+        if let (true, Some(v)) = (w.check_validity, deadline) {
+            let now = ctx.now(v.clock);
+            if now.saturating_add(work as i64) >= v.until {
+                let left = v.until as i128 - now as i128;
                 ctx.record(EventKind::Lost {
                     key,
                     handle,
@@ -143,12 +171,19 @@ async fn hold(
         let wr = OpRec::invoke(ctx, OpF::Write, key, Some(handle), token);
         let resource = ctx.cluster().resource_id();
         let req = WriteReq { key, handle, token };
-        match ctx.call::<WriteReq, WriteResp>(resource, req, w.rpc_timeout).await {
+        match ctx
+            .call::<WriteReq, WriteResp>(resource, req, w.rpc_timeout)
+            .await
+        {
             Ok(WriteResp::Accepted) => wr.emit(Phase::Ok, None, None),
             Ok(WriteResp::Fenced { highest }) => {
                 let why = format!("fenced: token below {highest}");
                 wr.emit(Phase::Fail, None, Some(why.clone()));
-                ctx.record(EventKind::Lost { key, handle, reason: why });
+                ctx.record(EventKind::Lost {
+                    key,
+                    handle,
+                    reason: why,
+                });
                 break;
             }
             Err(e) => wr.emit(Phase::Info, None, Some(e.to_string())),

@@ -76,7 +76,9 @@ impl World {
 
     /// True time now, ns since the run started. Only the harness reads this, never protocols.
     pub fn now(&self) -> Nanos {
-        madsim::time::Instant::now().duration_since(self.start).as_nanos() as Nanos
+        madsim::time::Instant::now()
+            .duration_since(self.start)
+            .as_nanos() as Nanos
     }
 
     /// The madsim instant of true time `t`.
@@ -128,7 +130,14 @@ impl World {
         };
         let mut ev = self.events.lock().expect("single-threaded");
         let id = ev.len() as u64;
-        ev.push(Event { id, time, node, wall, mono, kind });
+        ev.push(Event {
+            id,
+            time,
+            node,
+            wall,
+            mono,
+            kind,
+        });
         id
     }
 
