@@ -106,7 +106,8 @@ pub struct Workload {
     pub work_min: Nanos,
     /// See `work_min`.
     pub work_max: Nanos,
-    /// Pause between rounds, drawn uniformly from `[0, think_max]` nanoseconds.
+    /// Pause before the first round and after each release, drawn uniformly from
+    /// `[0, think_max]` nanoseconds (failed attempts wait `retry_delay_max` instead).
     pub think_max: Nanos,
     /// After a failed acquire, wait a random delay in `[0, retry_delay_max]` nanoseconds.
     pub retry_delay_max: Nanos,

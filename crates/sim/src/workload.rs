@@ -76,9 +76,12 @@ pub async fn client_main(ctx: NodeCtx, algo: Arc<dyn LockAlgorithm>) {
         Stream::Workload,
         ((ctx.id() as u64) << 16) | ctx.incarnation() as u64,
     );
+    let mut think = true;
     while ctx.world().now() < w.duration {
-        let think = rng.gen_range(0..=w.think_max);
-        ctx.sleep(think).await;
+        if think {
+            let d = rng.gen_range(0..=w.think_max);
+            ctx.sleep(d).await;
+        }
         let key = rng.gen_range(0..w.keys.max(1));
         let acq = OpRec::invoke(&ctx, OpF::Acquire, key, None, None);
         let outcome = client.acquire(key, w.ttl).await;
@@ -98,11 +101,13 @@ pub async fn client_main(ctx: NodeCtx, algo: Arc<dyn LockAlgorithm>) {
                 };
                 ok.emit(Phase::Ok, deadline, None);
                 hold(&ctx, &client, &grant, handle, deadline, &mut rng, &w).await;
+                think = true;
             }
             other => {
                 acq.outcome(&other, None);
                 let delay = rng.gen_range(0..=w.retry_delay_max);
                 ctx.sleep(delay).await;
+                think = false;
             }
         }
     }

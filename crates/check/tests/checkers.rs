@@ -1,0 +1,258 @@
+//! S1 and S2 on hand-built histories: each case is small enough to verify by reading.
+
+use locksim_check::{check_all, derive_holds, HoldEnd};
+use locksim_core::history::{Deadline, EventKind, LocalClock, OpF, Phase};
+use locksim_core::{Event, Fault, History, Property};
+
+/// Builds histories event by event; times are in milliseconds.
+#[derive(Default)]
+struct H {
+    events: Vec<Event>,
+    next_op: u64,
+}
+
+impl H {
+    fn push(&mut self, ms: u64, node: u32, kind: EventKind) -> u64 {
+        let id = self.events.len() as u64;
+        let time = ms * 1_000_000;
+        self.events.push(Event {
+            id,
+            time,
+            node,
+            wall: time as i64,
+            mono: time,
+            kind,
+        });
+        id
+    }
+    fn op(&mut self, ms: u64, node: u32, f: OpF, phase: Phase, handle: Option<u64>) -> u64 {
+        self.op_full(ms, node, f, phase, handle, None, None)
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn op_full(
+        &mut self,
+        ms: u64,
+        node: u32,
+        f: OpF,
+        phase: Phase,
+        handle: Option<u64>,
+        token: Option<u64>,
+        deadline_ms: Option<u64>,
+    ) -> u64 {
+        self.next_op += 1;
+        let deadline = deadline_ms.map(|d| Deadline {
+            clock: LocalClock::Mono,
+            local: (d * 1_000_000) as i64,
+            at: d * 1_000_000,
+        });
+        self.push(
+            ms,
+            node,
+            EventKind::Op {
+                op: self.next_op,
+                phase,
+                f,
+                key: 0,
+                handle,
+                token,
+                deadline,
+                error: None,
+            },
+        )
+    }
+    /// A grant to `node` from `from` ms (acquire ok) with optional deadline, released at `rel`.
+    fn grant(
+        &mut self,
+        node: u32,
+        handle: u64,
+        from: u64,
+        deadline: Option<u64>,
+        rel: Option<u64>,
+    ) {
+        self.op_full(
+            from,
+            node,
+            OpF::Acquire,
+            Phase::Ok,
+            Some(handle),
+            None,
+            deadline,
+        );
+        if let Some(r) = rel {
+            self.op(r, node, OpF::Release, Phase::Invoke, Some(handle));
+        }
+    }
+    fn accepted(&mut self, ms: u64, handle: u64, token: Option<u64>) -> u64 {
+        self.push(
+            ms,
+            9,
+            EventKind::WriteAccepted {
+                key: 0,
+                handle,
+                token,
+            },
+        )
+    }
+    fn done(mut self, end_ms: u64) -> History {
+        self.events.sort_by_key(|e| e.time);
+        for (i, e) in self.events.iter_mut().enumerate() {
+            e.id = i as u64;
+        }
+        History {
+            events: self.events,
+            end: end_ms * 1_000_000,
+            ..Default::default()
+        }
+    }
+}
+
+#[test]
+fn sequential_grants_are_safe() {
+    let mut h = H::default();
+    h.grant(1, 1, 0, Some(1000), Some(400));
+    h.grant(2, 2, 400, Some(1400), Some(800));
+    let v = check_all(&h.done(2000), None);
+    assert!(v.is_safe(), "{v:?}");
+}
+
+#[test]
+fn overlapping_grants_violate_s1_with_the_window() {
+    let mut h = H::default();
+    h.grant(1, 1, 0, None, Some(500));
+    h.grant(2, 2, 300, None, Some(900));
+    let v = check_all(&h.done(2000), None);
+    assert_eq!(v.kinds(), vec![Property::S1]);
+    assert_eq!(v.violations[0].window, Some((300_000_000, 500_000_000)));
+}
+
+#[test]
+fn the_deadline_ends_a_hold_but_a_late_write_extends_it() {
+    // c1's validity ends at 1000 ms; it never releases. c2 acquires at 1100 ms: safe...
+    let mut h = H::default();
+    h.grant(1, 1, 0, Some(1000), None);
+    h.grant(2, 2, 1100, Some(2100), Some(1500));
+    let holds = derive_holds(&h.done(3000));
+    assert!(matches!(holds[0].ended_by, HoldEnd::Deadline(_)));
+    assert_eq!(holds[0].end, 1_000_000_000);
+
+    // ...unless c1, paused past its deadline, writes at 1200 ms: then it held until then.
+    let mut h = H::default();
+    h.grant(1, 1, 0, Some(1000), None);
+    h.op(1200, 1, OpF::Write, Phase::Invoke, Some(1));
+    h.grant(2, 2, 1100, Some(2100), Some(1500));
+    let hist = h.done(3000);
+    let holds = derive_holds(&hist);
+    assert!(matches!(holds[0].ended_by, HoldEnd::LateWrite(_)));
+    let v = check_all(&hist, None);
+    assert_eq!(v.kinds(), vec![Property::S1]);
+    assert_eq!(v.violations[0].window, Some((1_100_000_000, 1_200_000_000)));
+}
+
+#[test]
+fn a_renewal_before_the_deadline_extends_it_one_after_does_not() {
+    let mut h = H::default();
+    h.grant(1, 1, 0, Some(1000), None);
+    h.op_full(900, 1, OpF::Extend, Phase::Ok, Some(1), None, Some(1900));
+    let holds = derive_holds(&h.done(3000));
+    assert_eq!(holds[0].end, 1_900_000_000);
+
+    let mut h = H::default();
+    h.grant(1, 1, 0, Some(1000), None);
+    h.op_full(1100, 1, OpF::Extend, Phase::Ok, Some(1), None, Some(2100));
+    let holds = derive_holds(&h.done(3000));
+    assert_eq!(holds[0].end, 1_000_000_000);
+}
+
+#[test]
+fn a_crash_ends_the_hold_of_a_client() {
+    let mut h = H::default();
+    h.grant(1, 1, 0, None, None);
+    h.push(
+        300,
+        1,
+        EventKind::Fault {
+            fault: Fault::Crash {
+                node: 1,
+                restart_after: None,
+            },
+        },
+    );
+    h.grant(2, 2, 400, None, Some(600));
+    assert!(check_all(&h.done(1000), None).is_safe());
+}
+
+#[test]
+fn distinct_handles_of_one_client_count_as_two_holders() {
+    let mut h = H::default();
+    h.grant(1, 1, 0, None, Some(500));
+    h.grant(1, 2, 200, None, Some(600));
+    assert!(check_all(&h.done(1000), None).violates(Property::S1));
+}
+
+#[test]
+fn a_stale_write_after_a_newer_grant_violates_s2() {
+    let mut h = H::default();
+    h.grant(1, 1, 0, Some(1000), None);
+    h.grant(2, 2, 1100, Some(2100), Some(1500));
+    h.accepted(1200, 2, None);
+    h.accepted(1300, 1, None); // c1's delayed write lands after c2's
+    let hist = h.done(3000);
+    let v = check_all(&hist, None);
+    assert_eq!(v.kinds(), vec![Property::S2]);
+    let witness = &hist.events[v.violations[0].events[0] as usize];
+    assert_eq!(
+        witness.kind,
+        EventKind::WriteAccepted {
+            key: 0,
+            handle: 1,
+            token: None
+        }
+    );
+}
+
+#[test]
+fn an_old_write_before_the_newer_grant_wrote_is_fine() {
+    let mut h = H::default();
+    h.grant(1, 1, 0, Some(1000), None);
+    h.grant(2, 2, 1100, Some(2100), Some(1500));
+    h.accepted(1050, 1, None);
+    h.accepted(1200, 2, None);
+    assert!(check_all(&h.done(3000), None).is_safe());
+}
+
+#[test]
+fn decreasing_accepted_tokens_violate_s2() {
+    // Same grant order, but the resource accepted token 7 after token 9.
+    let mut h = H::default();
+    h.op_full(0, 1, OpF::Acquire, Phase::Ok, Some(1), Some(9), None);
+    h.op(100, 1, OpF::Release, Phase::Invoke, Some(1));
+    h.op_full(200, 2, OpF::Acquire, Phase::Ok, Some(2), Some(7), None);
+    h.accepted(50, 1, Some(9));
+    h.accepted(250, 2, Some(7));
+    let v = check_all(&h.done(1000), None);
+    assert_eq!(v.kinds(), vec![Property::S2]);
+    assert!(
+        v.violations[0].summary.contains("token 7"),
+        "{}",
+        v.violations[0].summary
+    );
+}
+
+#[test]
+fn rejected_writes_are_not_violations() {
+    let mut h = H::default();
+    h.grant(1, 1, 0, Some(1000), None);
+    h.grant(2, 2, 1100, Some(2100), Some(1500));
+    h.accepted(1200, 2, None);
+    h.push(
+        1300,
+        9,
+        EventKind::WriteRejected {
+            key: 0,
+            handle: 1,
+            token: 1,
+            highest: 2,
+        },
+    );
+    assert!(check_all(&h.done(3000), None).is_safe());
+}

@@ -1,0 +1,67 @@
+//! Helpers shared by the integration tests: scenarios with hand-written fault plans.
+
+#![allow(dead_code)]
+
+use locksim_core::time::parse_duration;
+use locksim_core::{Fault, FaultPlan, Scenario, TimedFault, Verdict};
+use locksim_explore::{check_scenario, parse_setting, Setup};
+
+/// Builds a registered algorithm with `key=value` settings.
+pub fn setup(algo: &str, settings: &[&str]) -> Setup {
+    let s: Vec<(String, String)> = settings.iter().map(|s| parse_setting(s).unwrap()).collect();
+    Setup::registered(algo, &s).unwrap()
+}
+
+/// Nanoseconds of a duration literal such as `2s`.
+pub fn ns(d: &str) -> u64 {
+    parse_duration(d).unwrap() as u64
+}
+
+/// A scenario of `setup` with seed 1 and exactly the faults `plan` (true time, fault).
+pub fn scenario(setup: &Setup, plan: Vec<(&str, Fault)>) -> Scenario {
+    let mut s = setup.scenario(1, &[]);
+    s.faults = FaultPlan::new(
+        plan.into_iter()
+            .map(|(at, fault)| TimedFault { at: ns(at), fault })
+            .collect(),
+    );
+    s.faults.validate(&s.cluster).unwrap();
+    s
+}
+
+/// Node id of `name` (`n1`, `c2`, `res`) in the scenario's cluster.
+pub fn node(s: &Scenario, name: &str) -> u32 {
+    s.cluster
+        .parse_name(name)
+        .unwrap_or_else(|| panic!("no node {name}"))
+}
+
+/// Runs the scenario and returns its verdict and how many grants each client got (indexed
+/// by client number from 0), so a "safe" verdict can be told apart from "nobody got the lock".
+pub fn verdict(s: &Scenario, setup: &Setup) -> (Verdict, Vec<usize>) {
+    use locksim_core::history::{EventKind, OpF, Phase};
+    let out = check_scenario(s, setup.algo.clone());
+    assert!(out.error.is_none(), "simulation failed: {:?}", out.error);
+    let h = out.history.unwrap();
+    let grants = s
+        .cluster
+        .client_ids()
+        .map(|c| {
+            h.events
+                .iter()
+                .filter(|e| {
+                    e.node == c
+                        && matches!(
+                            e.kind,
+                            EventKind::Op {
+                                f: OpF::Acquire,
+                                phase: Phase::Ok,
+                                ..
+                            }
+                        )
+                })
+                .count()
+        })
+        .collect();
+    (out.verdict, grants)
+}
