@@ -95,8 +95,8 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
 
 fn print_table(cells: &[CellSummary]) {
     println!(
-        "{:<16} {:<14} {:>6} {:>8} {:>8} {:>8}  {}",
-        "algorithm", "faults", "seeds", "S1", "S2", "grants", "first failing seed"
+        "{:<16} {:<14} {:>6} {:>8} {:>8} {:>8}  first failing seed",
+        "algorithm", "faults", "seeds", "S1", "S2", "grants"
     );
     for c in cells {
         let mark = |n: u64| {

@@ -1,0 +1,183 @@
+//! The `locksim` command as a user meets it: exit codes, one-line errors, JSON output.
+
+use std::process::{Command, Output};
+
+fn locksim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_locksim"))
+        .args(args)
+        .output()
+        .expect("locksim runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Bad input: exit code 2 and exactly one line on stderr that contains every `needles`.
+fn rejects(args: &[&str], needles: &[&str]) {
+    let o = locksim(args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: not one line: {err}"
+    );
+    assert!(err.starts_with("error: "), "{args:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: `{n}` missing from: {err}");
+    }
+    assert!(o.stdout.is_empty(), "{args:?}: printed to stdout on error");
+}
+
+#[test]
+fn bad_input_gets_one_line_naming_the_problem_and_the_choices() {
+    rejects(
+        &["run", "--algo", "paxos", "--seed", "1"],
+        &[
+            "unknown algorithm `paxos`",
+            "central, central-fencing, redlock",
+        ],
+    );
+    rejects(
+        &["campaign", "--algo", "central,zookeeper"],
+        &["`zookeeper`", "redlock"],
+    );
+    rejects(
+        &[
+            "run",
+            "--algo",
+            "redlock",
+            "--seed",
+            "1",
+            "--faults",
+            "pause,meteor",
+        ],
+        &["unknown fault kind `meteor`", "clock-jump"],
+    );
+    rejects(
+        &["campaign", "--faults", ","],
+        &["empty fault list", "partition"],
+    );
+    rejects(
+        &[
+            "run",
+            "--algo",
+            "redlock",
+            "--seed",
+            "1",
+            "--set",
+            "masters=0",
+        ],
+        &["masters=0", "1 to 15"],
+    );
+    rejects(
+        &[
+            "run",
+            "--algo",
+            "redlock",
+            "--seed",
+            "1",
+            "--set",
+            "clock=sundial",
+        ],
+        &["clock=sundial", "wall or mono"],
+    );
+    rejects(
+        &[
+            "run", "--algo", "central", "--seed", "1", "--set", "ttl=soon",
+        ],
+        &["ttl", "duration"],
+    );
+    rejects(
+        &["run", "--algo", "central", "--seed", "1", "--set", "ttl"],
+        &["`ttl`", "key=value"],
+    );
+    rejects(
+        &[
+            "run", "--algo", "central", "--seed", "1", "--set", "quorum=3",
+        ],
+        &["`quorum`", "clients", "clock"],
+    );
+    rejects(&["campaign", "--seeds", "0"], &["--seeds"]);
+}
+
+#[test]
+fn a_safe_run_exits_0_and_a_violating_one_exits_1() {
+    let o = locksim(&[
+        "run", "--algo", "central", "--seed", "1", "--faults", "none",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("verdict: SAFE"), "{out}");
+    // Seed 5 of central under pauses is the campaign's first failing seed.
+    let o = locksim(&[
+        "run", "--algo", "central", "--seed", "5", "--faults", "pause",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("verdict: VIOLATED S1"), "{out}");
+    assert!(out.contains("FAULT pause"), "{out}");
+}
+
+#[test]
+fn run_json_is_one_parseable_object_and_deterministic() {
+    let args = [
+        "run", "--algo", "redlock", "--seed", "3", "--faults", "mixed", "--json",
+    ];
+    let a = locksim(&args);
+    let b = locksim(&args);
+    assert_eq!(a.stdout, b.stdout, "same seed, different output");
+    let v: serde_json::Value = serde_json::from_slice(&a.stdout).expect("one JSON object");
+    assert_eq!(v["scenario"]["seed"], 3);
+    assert_eq!(v["digest"].as_str().map(str::len), Some(32));
+    assert!(v["verdict"]["violations"].is_array());
+}
+
+#[test]
+fn campaign_json_has_the_documented_cells() {
+    let o = locksim(&[
+        "campaign",
+        "--algo",
+        "central,redlock",
+        "--faults",
+        "none,pause",
+        "--seeds",
+        "4",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    let cells = v["cells"].as_array().expect("cells");
+    assert_eq!(cells.len(), 4);
+    for c in cells {
+        for field in [
+            "algorithm",
+            "faults",
+            "seeds",
+            "s1_violations",
+            "s2_violations",
+            "first_failing_seed",
+        ] {
+            assert!(c.get(field).is_some(), "missing {field} in {c}");
+        }
+        assert_eq!(c["seeds"], 4);
+    }
+    assert_eq!(cells[0]["algorithm"], "central");
+    assert_eq!(cells[0]["faults"], "none");
+    assert_eq!(cells[0]["first_failing_seed"], serde_json::Value::Null);
+}
+
+#[test]
+fn help_teaches() {
+    let o = locksim(&["campaign", "--help"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for needle in ["--seeds", "--faults", "--json", "clock-jump", "--set"] {
+        assert!(out.contains(needle), "campaign --help lacks {needle}");
+    }
+    let o = locksim(&["list"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for needle in ["redlock", "delayed_restart", "renew_every", "crash-restart"] {
+        assert!(out.contains(needle), "list lacks {needle}");
+    }
+}
