@@ -104,6 +104,7 @@ mod tests {
     fn formats() {
         assert_eq!(fmt_nanos(1_250 * MS as i128), "1.250s");
         assert_eq!(fmt_nanos(35 * MS as i128), "35ms");
-        assert_eq!(fmt_nanos(-(SEC as i128) / 2), "-0.500s");
+        assert_eq!(fmt_nanos(-(SEC as i128) / 2), "-500ms");
+        assert_eq!(fmt_nanos(-(3 * SEC as i128) / 2), "-1.500s");
     }
 }
