@@ -10,7 +10,9 @@
 
 use locksim_core::{Cluster, History, NodeId, Verdict};
 
+pub mod formats;
 pub mod holds;
+pub mod linear;
 pub mod mutex;
 pub mod stale;
 

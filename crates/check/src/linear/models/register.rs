@@ -1,0 +1,77 @@
+//! A register with read, write and compare-and-set, starting empty (`nil`), as in Jepsen's etcd
+//! tests. A read may return `nil`.
+
+use crate::linear::{Model, Operation};
+
+/// What a register operation asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegisterInput {
+    /// Read the value.
+    Read,
+    /// Write a value.
+    Write(i64),
+    /// Set to `to` if the value is `from`.
+    Cas { from: i64, to: i64 },
+}
+
+/// What a register operation observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegisterOutput {
+    /// A read's value (`None` = nil).
+    Read(Option<i64>),
+    /// A write completed.
+    Written,
+    /// A compare-and-set's answer.
+    Cas(bool),
+    /// Unknown: timed out or never completed.
+    Unknown,
+}
+
+/// The register model.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Register;
+
+impl Model for Register {
+    type State = Option<i64>;
+    type Input = RegisterInput;
+    type Output = RegisterOutput;
+
+    fn init(&self) -> Option<i64> {
+        None
+    }
+
+    fn step(
+        &self,
+        s: &Option<i64>,
+        op: &Operation<RegisterInput, RegisterOutput>,
+    ) -> Option<Option<i64>> {
+        use RegisterInput as I;
+        use RegisterOutput as O;
+        match (op.input, op.output) {
+            (I::Read, O::Read(v)) => (v == *s).then_some(*s),
+            (I::Read, O::Unknown) => Some(*s),
+            (I::Write(v), O::Written | O::Unknown) => Some(Some(v)),
+            (I::Cas { from, to }, O::Cas(true)) => (*s == Some(from)).then_some(Some(to)),
+            (I::Cas { from, .. }, O::Cas(false)) => (*s != Some(from)).then_some(*s),
+            // Unknown outcome: if it took effect here, it did what a CAS does.
+            (I::Cas { from, to }, O::Unknown) => Some(if *s == Some(from) { Some(to) } else { *s }),
+            _ => None,
+        }
+    }
+
+    fn describe(&self, op: &Operation<RegisterInput, RegisterOutput>) -> String {
+        let out = match op.output {
+            RegisterOutput::Read(Some(v)) => format!("{v}"),
+            RegisterOutput::Read(None) => "nil".into(),
+            RegisterOutput::Written => "ok".into(),
+            RegisterOutput::Cas(b) => format!("{b}"),
+            RegisterOutput::Unknown => "unknown".into(),
+        };
+        let inp = match op.input {
+            RegisterInput::Read => "read".to_string(),
+            RegisterInput::Write(v) => format!("write {v}"),
+            RegisterInput::Cas { from, to } => format!("cas {from}->{to}"),
+        };
+        format!("process {} {inp} -> {out}", op.process)
+    }
+}

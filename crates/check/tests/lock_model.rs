@@ -1,0 +1,211 @@
+//! The lease-lock model's subtle cases, each on a history small enough to check by hand.
+//! Times are milliseconds; TTL 100 ms; uncertainty ε = 10 ms.
+
+use locksim_check::linear::models::lock::{LeaseLock, LockInput, LockOutput};
+use locksim_check::linear::{check, Budget, Operation, Verdict};
+
+const MS: u64 = 1_000_000;
+const TTL: u64 = 100 * MS;
+
+fn op(
+    process: u64,
+    input: LockInput,
+    output: LockOutput,
+    call_ms: u64,
+    ret_ms: Option<u64>,
+) -> Operation<LockInput, LockOutput> {
+    Operation {
+        process,
+        input,
+        output,
+        call: call_ms * MS,
+        ret: ret_ms.map(|r| r * MS),
+        id: call_ms,
+    }
+}
+fn acq(p: u64, handle: u64, call: u64, ret: u64) -> Operation<LockInput, LockOutput> {
+    op(
+        p,
+        LockInput::Acquire {
+            key: 0,
+            ttl: TTL,
+            handle,
+        },
+        LockOutput::Ok,
+        call,
+        Some(ret),
+    )
+}
+fn rel(p: u64, handle: u64, call: u64, ret: Option<u64>) -> Operation<LockInput, LockOutput> {
+    let out = if ret.is_some() {
+        LockOutput::Ok
+    } else {
+        LockOutput::Unknown
+    };
+    op(p, LockInput::Release { key: 0, handle }, out, call, ret)
+}
+fn ext(p: u64, handle: u64, call: u64, ret: Option<u64>) -> Operation<LockInput, LockOutput> {
+    let out = if ret.is_some() {
+        LockOutput::Ok
+    } else {
+        LockOutput::Unknown
+    };
+    op(
+        p,
+        LockInput::Extend {
+            key: 0,
+            ttl: TTL,
+            handle,
+        },
+        out,
+        call,
+        ret,
+    )
+}
+fn linearizable(ops: &[Operation<LockInput, LockOutput>]) -> bool {
+    match check(
+        &LeaseLock {
+            uncertainty: 10 * MS,
+        },
+        ops,
+        &Budget::default(),
+    )
+    .0
+    {
+        Verdict::Linearizable => true,
+        Verdict::NotLinearizable(_) => false,
+        Verdict::Unknown(w) => panic!("unknown: {w}"),
+    }
+}
+
+#[test]
+fn handing_over_after_release_is_fine() {
+    assert!(linearizable(&[
+        acq(1, 1, 0, 5),
+        rel(1, 1, 20, Some(25)),
+        acq(2, 2, 30, 35)
+    ]));
+}
+
+#[test]
+fn a_second_grant_during_a_live_lease_is_not() {
+    assert!(!linearizable(&[acq(1, 1, 0, 5), acq(2, 2, 30, 35)]));
+}
+
+#[test]
+fn reacquire_after_expiry_needs_ttl_plus_uncertainty() {
+    // Lease granted at the latest at 5 ms; 5 + 100 + 10 = 115 ms.
+    assert!(linearizable(&[acq(1, 1, 0, 5), acq(2, 2, 110, 116)]));
+    // Completed at 112 ms: the second grant happened at or before 112 < 0 + 110 + ... the
+    // first lease may have started at 0 at the earliest, so 0 + 110 = 110 ≤ t ≤ 112 works.
+    assert!(linearizable(&[acq(1, 1, 0, 5), acq(2, 2, 100, 112)]));
+    // Completed at 109 ms: earlier than any lease start (≥ 0) + 110.
+    assert!(!linearizable(&[acq(1, 1, 0, 5), acq(2, 2, 100, 109)]));
+}
+
+#[test]
+fn release_by_a_non_owner_cannot_succeed() {
+    // Handle 2 never held the lock.
+    assert!(!linearizable(&[acq(1, 1, 0, 5), rel(2, 2, 10, Some(15))]));
+    // An old incarnation releasing after a newer grant: the holder is handle 2 by then.
+    assert!(!linearizable(&[
+        acq(1, 1, 0, 5),
+        acq(2, 2, 200, 205),
+        rel(1, 1, 210, Some(215))
+    ]));
+}
+
+#[test]
+fn a_release_after_the_lease_surely_expired_cannot_succeed() {
+    assert!(!linearizable(&[acq(1, 1, 0, 5), rel(1, 1, 120, Some(130))]));
+    // But inside the uncertainty window it can.
+    assert!(linearizable(&[acq(1, 1, 0, 5), rel(1, 1, 100, Some(130))]));
+}
+
+#[test]
+fn a_late_ok_lets_the_lease_start_late() {
+    // The first acquire took 90 ms to complete: its lease may have started as late as 90 ms,
+    // so a release at 180 ms is fine (90 + 100 + 10 > 180) ...
+    assert!(linearizable(&[acq(1, 1, 0, 90), rel(1, 1, 180, Some(185))]));
+    // ... and then another client can have it at once.
+    assert!(linearizable(&[
+        acq(1, 1, 0, 90),
+        rel(1, 1, 180, Some(185)),
+        acq(2, 2, 186, 190)
+    ]));
+    // A release at [200, 205] needs a lease start after 200 − 110 = 90: too late for an
+    // acquire that completed at 90 ...
+    assert!(!linearizable(&[
+        acq(1, 1, 0, 90),
+        rel(1, 1, 200, Some(205))
+    ]));
+    // ... while one at [195, 199] needs a start after 85: still possible.
+    assert!(linearizable(&[acq(1, 1, 0, 90), rel(1, 1, 195, Some(199))]));
+}
+
+#[test]
+fn an_unknown_release_may_or_may_not_have_freed_the_lock() {
+    // It freed it: the second grant at 40 ms is fine.
+    assert!(linearizable(&[
+        acq(1, 1, 0, 5),
+        rel(1, 1, 20, None),
+        acq(2, 2, 30, 40)
+    ]));
+    // It did not: a later extend by the holder is fine too.
+    assert!(linearizable(&[
+        acq(1, 1, 0, 5),
+        rel(1, 1, 20, None),
+        ext(1, 1, 50, Some(55))
+    ]));
+}
+
+#[test]
+fn an_unknown_acquire_is_left_out_and_blocks_nobody() {
+    let unknown = op(
+        3,
+        LockInput::Acquire {
+            key: 0,
+            ttl: TTL,
+            handle: 99,
+        },
+        LockOutput::Unknown,
+        0,
+        None,
+    );
+    assert!(linearizable(&[
+        unknown,
+        acq(1, 1, 10, 15),
+        rel(1, 1, 20, Some(25))
+    ]));
+}
+
+#[test]
+fn an_extension_moves_the_expiry() {
+    // Extended at [80, 85]: the new lease runs to at least 80 + 110 = 190.
+    assert!(!linearizable(&[
+        acq(1, 1, 0, 5),
+        ext(1, 1, 80, Some(85)),
+        acq(2, 2, 150, 160)
+    ]));
+    assert!(linearizable(&[
+        acq(1, 1, 0, 5),
+        ext(1, 1, 80, Some(85)),
+        acq(2, 2, 190, 200)
+    ]));
+}
+
+#[test]
+fn keys_are_independent() {
+    let other = op(
+        2,
+        LockInput::Acquire {
+            key: 1,
+            ttl: TTL,
+            handle: 2,
+        },
+        LockOutput::Ok,
+        1,
+        Some(3),
+    );
+    assert!(linearizable(&[acq(1, 1, 0, 5), other]));
+}
