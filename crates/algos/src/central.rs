@@ -37,13 +37,15 @@ pub struct Central {
 }
 
 impl Central {
-    /// Builds `central` (`fencing = false`) or `central-fencing` from its knobs.
+    /// Builds `central` (`fencing = false`) or `central-fencing` from its knobs, for clients
+    /// asking for leases of `workload.ttl`.
     ///
     /// # Errors
     /// A message naming a bad or unknown knob.
     pub fn from_config(
         fencing: bool,
         config: &std::collections::BTreeMap<String, String>,
+        workload: &locksim_core::Workload,
     ) -> Result<Self, String> {
         let name = if fencing {
             "central-fencing"
@@ -56,6 +58,8 @@ impl Central {
             "never" => Fsync::Never,
             _ => Fsync::Always,
         };
+        let drift_ppm = k.fraction_ppm("drift_factor")?;
+        crate::knobs::check_ttl(name, workload.ttl, drift_ppm)?;
         Ok(Central {
             name,
             server: ServerConfig {
@@ -65,7 +69,7 @@ impl Central {
                 restart_delay: 0,
             },
             timeout: k.duration("timeout")?,
-            drift_ppm: k.fraction_ppm("drift_factor")?,
+            drift_ppm,
             client_clock: crate::knobs::local_clock(&k, "client_clock")?,
         })
     }

@@ -76,15 +76,15 @@ impl<'a> Knobs<'a> {
         })
     }
 
-    /// A non-negative duration such as `50ms`.
+    /// A positive duration such as `50ms`.
     ///
     /// # Errors
-    /// When the value is not a non-negative duration.
+    /// When the value is not a positive duration.
     pub fn duration(&self, key: &str) -> Result<Nanos, String> {
         let v = self.raw(key);
         match parse_duration(v) {
-            Ok(d) if d >= 0 => Ok(d as Nanos),
-            Ok(_) => Err(format!("{}: `{key}={v}` must not be negative", self.algo)),
+            Ok(d) if d > 0 => Ok(d as Nanos),
+            Ok(_) => Err(format!("{}: `{key}={v}` must be more than zero", self.algo)),
             Err(e) => Err(format!("{}: `{key}`: {e}", self.algo)),
         }
     }
@@ -132,6 +132,9 @@ impl<'a> Knobs<'a> {
             return Err(err());
         }
         let int: u64 = int.parse().map_err(|_| err())?;
+        if int > 1 {
+            return Err(err());
+        }
         let frac_ppm: u64 = if frac.is_empty() {
             0
         } else {
@@ -143,6 +146,23 @@ impl<'a> Knobs<'a> {
         }
         Ok(ppm)
     }
+}
+
+/// Refuses a TTL that the client's drift allowance (`ttl·factor + 2 ms`) would use up: every
+/// grant would be invalid on arrival and the run would test nothing.
+///
+/// # Errors
+/// Names the TTL and the allowance.
+pub fn check_ttl(algo: &str, ttl: Nanos, drift_ppm: u64) -> Result<(), String> {
+    let allowance = crate::lockserver::drift_allowance(ttl, drift_ppm);
+    if ttl <= allowance {
+        return Err(format!(
+            "{algo}: ttl {} is within the clients' drift allowance of {} (ttl·drift_factor + 2ms): no grant would ever be valid",
+            locksim_core::time::fmt_nanos(ttl as i128),
+            locksim_core::time::fmt_nanos(allowance as i128)
+        ));
+    }
+    Ok(())
 }
 
 /// Reads a `wall | mono` knob.

@@ -71,8 +71,12 @@ pub fn build(
     workload: &Workload,
 ) -> Result<Arc<dyn LockAlgorithm>, String> {
     match name {
-        "central" => Ok(Arc::new(central::Central::from_config(false, config)?)),
-        "central-fencing" => Ok(Arc::new(central::Central::from_config(true, config)?)),
+        "central" => Ok(Arc::new(central::Central::from_config(
+            false, config, workload,
+        )?)),
+        "central-fencing" => Ok(Arc::new(central::Central::from_config(
+            true, config, workload,
+        )?)),
         "redlock" => Ok(Arc::new(redlock::Redlock::from_config(config, workload)?)),
         other => Err(format!("unknown algorithm `{other}` (valid: {})", names())),
     }

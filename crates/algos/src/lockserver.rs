@@ -127,7 +127,7 @@ pub async fn serve(ctx: NodeCtx, cfg: ServerConfig) {
                         key,
                         Entry {
                             owner,
-                            expires: t + ttl as i64,
+                            expires: t.saturating_add(ttl as i64),
                         },
                     );
                     let token = cfg.fencing.then(|| {
@@ -157,7 +157,7 @@ pub async fn serve(ctx: NodeCtx, cfg: ServerConfig) {
                         key,
                         Entry {
                             owner,
-                            expires: t + ttl as i64,
+                            expires: t.saturating_add(ttl as i64),
                         },
                     );
                     changed = true;

@@ -65,6 +65,8 @@ impl Redlock {
         } else {
             0
         };
+        let drift_ppm = k.fraction_ppm("drift_factor")?;
+        crate::knobs::check_ttl("redlock", workload.ttl, drift_ppm)?;
         Ok(Redlock {
             masters: k.int("masters", 1..=15)?,
             server: ServerConfig {
@@ -74,7 +76,7 @@ impl Redlock {
                 restart_delay,
             },
             timeout: k.duration("timeout")?,
-            drift_ppm: k.fraction_ppm("drift_factor")?,
+            drift_ppm,
             client_clock: crate::knobs::local_clock(&k, "client_clock")?,
         })
     }

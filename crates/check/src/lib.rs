@@ -6,17 +6,21 @@
 //! - [`holds`] derives each client's hold intervals in true time (DESIGN §6);
 //! - [`mutex`] checks S1, mutual exclusion (no two holders' intervals overlap on a key);
 //! - [`stale`] checks S2, resource safety (no write of an older grant accepted after a write
-//!   of a newer one; accepted fencing tokens never decrease).
+//!   of a newer one; accepted fencing tokens never decrease);
+//! - [`lease`] checks S3, linearizability of the lock operations against a lease lock, with the
+//!   general checker of [`linear`] (which also reads real Jepsen histories through [`formats`]).
 
 use locksim_core::{Cluster, History, NodeId, Verdict};
 
 pub mod formats;
 pub mod holds;
+pub mod lease;
 pub mod linear;
 pub mod mutex;
 pub mod stale;
 
 pub use holds::{derive_holds, Hold, HoldEnd};
+pub use lease::LeaseSpec;
 
 /// At most this many violations of one property are listed per key; the rest are counted in
 /// [`Verdict::omitted`].
@@ -36,13 +40,31 @@ impl Names<'_> {
     }
 }
 
-/// Runs every checker of this crate (S1 and S2) and returns one verdict, violations ordered
-/// by property, then key, then time.
-pub fn check_all(history: &History, cluster: Option<&Cluster>) -> Verdict {
-    let names = Names(cluster);
+/// What [`check_all`] needs beyond the history.
+#[derive(Debug, Clone, Default)]
+pub struct CheckOptions<'a> {
+    /// The cluster, for node names in summaries.
+    pub cluster: Option<&'a Cluster>,
+    /// The lease spec for S3; `None` skips S3.
+    pub lease: Option<LeaseSpec>,
+    /// S3's search budget. Inside campaigns give `max_steps` (deterministic), not a timeout.
+    pub budget: linear::Budget,
+}
+
+/// The default S3 step budget of simulated runs: generous for lock histories (whose search is
+/// nearly linear), and deterministic.
+pub const S3_MAX_STEPS: u64 = 5_000_000;
+
+/// Runs every checker — S1, S2 and, with a lease spec, S3 — and returns one verdict, violations
+/// ordered by property, then key, then time.
+pub fn check_all(history: &History, opts: &CheckOptions) -> Verdict {
+    let names = Names(opts.cluster);
     let holds = derive_holds(history);
     let mut verdict = Verdict::default();
     mutex::check(history, &holds, names, &mut verdict);
     stale::check(history, &holds, names, &mut verdict);
+    if let Some(spec) = opts.lease {
+        lease::check_s3(history, spec, &opts.budget, &mut verdict);
+    }
     verdict
 }

@@ -33,7 +33,9 @@ pub fn check(_history: &History, holds: &[Hold], names: Names, verdict: &mut Ver
         }
         active.retain(|a| a.end > b.start);
         for a in &active {
-            if a.handle == b.handle {
+            // Half-open intervals: an overlap needs a positive length (a zero-length hold,
+            // given up at once, overlaps nothing).
+            if a.handle == b.handle || a.end.min(b.end) <= b.start {
                 continue;
             }
             if listed >= MAX_LISTED_PER_KEY {

@@ -1,6 +1,18 @@
 //! S1 and S2 on hand-built histories: each case is small enough to verify by reading.
 
-use locksim_check::{check_all, derive_holds, HoldEnd};
+use locksim_check::{check_all, derive_holds, CheckOptions, HoldEnd};
+
+/// S1 and S2 only (these hand-built histories have no TTL to judge S3 by).
+const NO_S3: CheckOptions = CheckOptions {
+    cluster: None,
+    lease: None,
+    budget: locksim_check::linear::Budget {
+        timeout: None,
+        max_steps: None,
+        max_configs: None,
+        threads: 0,
+    },
+};
 use locksim_core::history::{Deadline, EventKind, LocalClock, OpF, Phase};
 use locksim_core::{Event, Fault, History, Property};
 
@@ -111,7 +123,7 @@ fn sequential_grants_are_safe() {
     let mut h = H::default();
     h.grant(1, 1, 0, Some(1000), Some(400));
     h.grant(2, 2, 400, Some(1400), Some(800));
-    let v = check_all(&h.done(2000), None);
+    let v = check_all(&h.done(2000), &NO_S3);
     assert!(v.is_safe(), "{v:?}");
 }
 
@@ -120,7 +132,7 @@ fn overlapping_grants_violate_s1_with_the_window() {
     let mut h = H::default();
     h.grant(1, 1, 0, None, Some(500));
     h.grant(2, 2, 300, None, Some(900));
-    let v = check_all(&h.done(2000), None);
+    let v = check_all(&h.done(2000), &NO_S3);
     assert_eq!(v.kinds(), vec![Property::S1]);
     assert_eq!(v.violations[0].window, Some((300_000_000, 500_000_000)));
 }
@@ -143,7 +155,7 @@ fn the_deadline_ends_a_hold_but_a_late_write_extends_it() {
     let hist = h.done(3000);
     let holds = derive_holds(&hist);
     assert!(matches!(holds[0].ended_by, HoldEnd::LateWrite(_)));
-    let v = check_all(&hist, None);
+    let v = check_all(&hist, &NO_S3);
     assert_eq!(v.kinds(), vec![Property::S1]);
     assert_eq!(v.violations[0].window, Some((1_100_000_000, 1_200_000_000)));
 }
@@ -178,7 +190,7 @@ fn a_crash_ends_the_hold_of_a_client() {
         },
     );
     h.grant(2, 2, 400, None, Some(600));
-    assert!(check_all(&h.done(1000), None).is_safe());
+    assert!(check_all(&h.done(1000), &NO_S3).is_safe());
 }
 
 #[test]
@@ -186,7 +198,7 @@ fn distinct_handles_of_one_client_count_as_two_holders() {
     let mut h = H::default();
     h.grant(1, 1, 0, None, Some(500));
     h.grant(1, 2, 200, None, Some(600));
-    assert!(check_all(&h.done(1000), None).violates(Property::S1));
+    assert!(check_all(&h.done(1000), &NO_S3).violates(Property::S1));
 }
 
 #[test]
@@ -197,7 +209,7 @@ fn a_stale_write_after_a_newer_grant_violates_s2() {
     h.accepted(1200, 2, None);
     h.accepted(1300, 1, None); // c1's delayed write lands after c2's
     let hist = h.done(3000);
-    let v = check_all(&hist, None);
+    let v = check_all(&hist, &NO_S3);
     assert_eq!(v.kinds(), vec![Property::S2]);
     let witness = &hist.events[v.violations[0].events[0] as usize];
     assert_eq!(
@@ -217,7 +229,7 @@ fn an_old_write_before_the_newer_grant_wrote_is_fine() {
     h.grant(2, 2, 1100, Some(2100), Some(1500));
     h.accepted(1050, 1, None);
     h.accepted(1200, 2, None);
-    assert!(check_all(&h.done(3000), None).is_safe());
+    assert!(check_all(&h.done(3000), &NO_S3).is_safe());
 }
 
 #[test]
@@ -229,7 +241,7 @@ fn decreasing_accepted_tokens_violate_s2() {
     h.op_full(200, 2, OpF::Acquire, Phase::Ok, Some(2), Some(7), None);
     h.accepted(50, 1, Some(9));
     h.accepted(250, 2, Some(7));
-    let v = check_all(&h.done(1000), None);
+    let v = check_all(&h.done(1000), &NO_S3);
     assert_eq!(v.kinds(), vec![Property::S2]);
     assert!(
         v.violations[0].summary.contains("token 7"),
@@ -254,5 +266,15 @@ fn rejected_writes_are_not_violations() {
             highest: 2,
         },
     );
-    assert!(check_all(&h.done(3000), None).is_safe());
+    assert!(check_all(&h.done(3000), &NO_S3).is_safe());
+}
+
+#[test]
+fn a_hold_given_up_at_once_overlaps_nothing() {
+    // c2's grant arrived already expired: it gave up at the same instant (a zero-length hold).
+    let mut h = H::default();
+    h.grant(1, 1, 0, None, Some(500));
+    h.op_full(300, 2, OpF::Acquire, Phase::Ok, Some(2), None, Some(300));
+    let v = check_all(&h.done(1000), &NO_S3);
+    assert!(v.is_safe(), "{v:?}");
 }

@@ -2,6 +2,7 @@
 //! which ones grant the same lock twice.
 
 mod campaign;
+mod check;
 mod run;
 mod timeline;
 
@@ -19,10 +20,13 @@ clients take the lock, do some work and write to a protected resource, while a n
 partitions the network, pauses processes, steps and skews clocks and crashes servers. \
 Every run is fixed by its seed: the same seed gives the same run, event for event.
 
-Two safety properties are checked on every run:
+Three safety properties are checked on every run:
   S1  mutual exclusion: no two clients hold the same lock at the same true time
   S2  resource safety: the resource never accepts a write from an older grant after a
-      write from a newer one (what fencing tokens are for)";
+      write from a newer one (what fencing tokens are for)
+  S3  linearizability: the lock operations the clients saw are those of a correct lease
+      lock, up to the declared clock uncertainty (S1 without S3 means the service behaved
+      and a client acted late; S3 means the service itself granted too early)";
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -30,6 +34,7 @@ Examples:
   locksim campaign --algo redlock --faults pause --seeds 1000
   locksim run --algo redlock --seed 42 --faults pause
   locksim run --algo central --seed 7 --faults clock-jump --set clock=mono --set ttl=2s
+  locksim check --model etcd ../shared/data/histories/etcd/*.log
   locksim list                                      algorithms, their settings, fault kinds";
 
 #[derive(Parser)]
@@ -45,6 +50,8 @@ enum Command {
     Run(run::RunArgs),
     /// Run an algorithm × fault-kind matrix over many seeds and print a table.
     Campaign(campaign::CampaignArgs),
+    /// Check histories for linearizability: Jepsen etcd logs, EDN kv histories, locksim runs.
+    Check(check::CheckArgs),
     /// List the algorithms with their settings, the workload settings and the fault kinds.
     List,
 }
@@ -54,6 +61,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(a) => run::main(a),
         Command::Campaign(a) => campaign::main(a),
+        Command::Check(a) => check::main(a),
         Command::List => {
             list();
             Ok(ExitCode::SUCCESS)
@@ -69,31 +77,34 @@ fn main() -> ExitCode {
 }
 
 fn list() {
-    println!("Algorithms (--algo NAME) and their settings (--set key=value):");
+    let mut t = String::from("Algorithms (--algo NAME) and their settings (--set key=value):\n");
     for (name, what) in locksim_algos::ALGORITHMS {
-        println!("  {name:<16} {what}");
+        t += &format!("  {name:<16} {what}\n");
         for k in locksim_algos::knobs(name).unwrap_or(&[]) {
-            println!("      {:<16} {} (default {})", k.key, k.help, k.default);
+            t += &format!("      {:<16} {} (default {})\n", k.key, k.help, k.default);
         }
     }
-    println!("\nWorkload settings (--set key=value, any algorithm):");
+    t +=
+        "\nWorkload settings (--set key=value, any algorithm; durations need a unit: 500ms, 2s):\n";
     for (k, help) in locksim_explore::setup::WORKLOAD_KNOBS {
-        println!("  {k:<16} {help}");
+        t += &format!("  {k:<16} {help}\n");
     }
-    println!("\nFault kinds (--faults KIND[,KIND]):");
+    t += "\nFault kinds (--faults KIND[,KIND]):\n";
     for k in locksim_core::FaultKind::ALL {
-        println!("  {k}");
+        t += &format!("  {k}\n");
     }
+    out(&t);
 }
 
-/// Parses `--set` values and builds each algorithm's setup.
-fn setups(algos: &[String], sets: &[String]) -> Result<Vec<locksim_explore::Setup>, String> {
-    let settings = sets
-        .iter()
-        .map(|s| locksim_explore::parse_setting(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    algos
-        .iter()
-        .map(|a| locksim_explore::Setup::registered(a, &settings))
-        .collect()
+/// Writes to stdout, ignoring a closed pipe (`locksim run … | head` is not an error).
+pub(crate) fn out(text: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(text.as_bytes()).and_then(|_| o.flush());
+}
+
+/// `n thing` or `n things`.
+pub(crate) fn plural(n: impl Into<u64>, thing: &str) -> String {
+    let n = n.into();
+    format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
 }

@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 use locksim_core::fault::parse_kinds;
-use locksim_explore::check_scenario;
+use locksim_explore::{check_scenario, setups_for};
 
-use crate::timeline;
+use crate::{out, timeline};
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -21,40 +21,53 @@ pub struct RunArgs {
     #[arg(long, value_name = "KIND[,KIND]", default_value = "mixed")]
     faults: String,
     /// A workload or algorithm setting, e.g. `ttl=2s`, `clients=5`, `clock=mono` (repeatable;
-    /// see `locksim list`).
+    /// the last value of a key wins; see `locksim list`).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Print every event, not only faults, losses, rejections and the violations' witnesses.
     #[arg(long)]
     events: bool,
-    /// Print one JSON object (scenario, digest, verdict, counts) instead of text.
+    /// Print one JSON object (scenario, node names, digest, verdict, counts) instead of text;
+    /// with --events, the history too.
     #[arg(long)]
     json: bool,
 }
 
 pub fn main(a: RunArgs) -> Result<ExitCode, String> {
     let kinds = parse_kinds(&a.faults)?;
-    let setup = crate::setups(std::slice::from_ref(&a.algo), &a.set)?.remove(0);
+    let setup = setups_for(std::slice::from_ref(&a.algo), &a.set)?.remove(0);
     let scenario = setup.scenario(a.seed, &kinds);
-    let out = check_scenario(&scenario, setup.algo.clone());
-    if let Some(e) = &out.error {
+    let result = check_scenario(&scenario, setup.algo.clone());
+    if let Some(e) = &result.error {
         return Err(format!("the simulation of seed {} failed: {e}", a.seed));
     }
-    let history = out.history.as_ref().expect("no error means a history");
+    let history = result.history.as_ref().expect("no error means a history");
     if a.json {
-        let v = serde_json::json!({
+        let names: Vec<String> = (0..scenario.cluster.nodes())
+            .map(|n| scenario.cluster.name(n))
+            .collect();
+        let mut v = serde_json::json!({
             "scenario": scenario,
+            "nodes": names,
             "digest": history.digest(),
             "events": history.events.len(),
             "messages_sent": history.messages_sent,
             "messages_dropped": history.messages_dropped,
-            "verdict": out.verdict,
+            "verdict": result.verdict,
         });
-        println!("{}", serde_json::to_string(&v).expect("serializable"));
+        if a.events {
+            v["history"] = serde_json::to_value(history).expect("serializable");
+        }
+        out(&format!("{v}\n"));
     } else {
-        timeline::print(&scenario, history, &out.verdict, a.events);
+        out(&timeline::render(
+            &scenario,
+            history,
+            &result.verdict,
+            a.events,
+        ));
     }
-    Ok(if out.verdict.is_safe() {
+    Ok(if result.verdict.is_safe() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

@@ -1,10 +1,13 @@
 //! A human-readable account of one run.
 
 use std::collections::BTreeSet;
+use std::fmt::Write;
 
 use locksim_core::history::{EventKind, OpF, Phase};
 use locksim_core::time::fmt_nanos;
 use locksim_core::{Event, History, Scenario, Verdict};
+
+use crate::plural;
 
 fn describe(s: &Scenario, e: &Event) -> String {
     let c = &s.cluster;
@@ -19,7 +22,7 @@ fn describe(s: &Scenario, e: &Event) -> String {
             error,
             ..
         } => {
-            let mut t = format!("{:?} {:?} k{key}", f, phase).to_lowercase();
+            let mut t = format!("{f:?} {phase:?} k{key}").to_lowercase();
             if let Some(h) = handle {
                 t += &format!(" handle {h}");
             }
@@ -70,17 +73,20 @@ fn interesting(e: &Event) -> bool {
     )
 }
 
-/// Prints the scenario, a timeline and the verdict.
-pub fn print(s: &Scenario, h: &History, v: &Verdict, all: bool) {
+/// The scenario, a timeline and the verdict, as text.
+pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool) -> String {
     let c = &s.cluster;
-    println!(
-        "{} seed {} — {} servers, {} clients, ttl {}, {} simulated, faults: {}",
+    let mut t = String::new();
+    let _ = writeln!(
+        t,
+        "{} seed {} — {}, {}, ttl {}, {} of workload (the run ends at {}), faults: {}",
         s.algorithm,
         s.seed,
-        c.servers,
-        c.clients,
+        plural(c.servers, "server"),
+        plural(c.clients, "client"),
         fmt_nanos(s.workload.ttl as i128),
         fmt_nanos(s.workload.duration as i128),
+        fmt_nanos(h.end as i128),
         s.fault_kinds
             .iter()
             .map(|k| k.name())
@@ -89,14 +95,18 @@ pub fn print(s: &Scenario, h: &History, v: &Verdict, all: bool) {
     );
     if !s.config.is_empty() {
         let cfg: Vec<String> = s.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        println!("settings: {}", cfg.join(" "));
+        let _ = writeln!(t, "settings: {}", cfg.join(" "));
     }
     let witnesses: BTreeSet<u64> = v
         .violations
         .iter()
         .flat_map(|x| x.events.iter().copied())
         .collect();
-    println!("\ntimeline (true time, node, local wall-clock offset from true time):");
+    let _ = writeln!(
+        t,
+        "\ntimeline: true time, node, the node's wall-clock offset from true time (when not 0), event{}",
+        if all { "" } else { " [#id: witnesses of a violation]" }
+    );
     let mut shown = 0;
     for e in &h.events {
         let is_witness = witnesses.contains(&e.id);
@@ -105,7 +115,8 @@ pub fn print(s: &Scenario, h: &History, v: &Verdict, all: bool) {
         }
         shown += 1;
         let skew = e.wall as i128 - e.time as i128;
-        println!(
+        let _ = writeln!(
+            t,
             "  {:>9}  {:<4} {:>9}  {}{}",
             fmt_nanos(e.time as i128),
             c.name(e.node),
@@ -115,7 +126,7 @@ pub fn print(s: &Scenario, h: &History, v: &Verdict, all: bool) {
                 format!("{:+}", fmt_nanos(skew)).replace("+-", "-")
             },
             describe(s, e),
-            if is_witness && !all {
+            if is_witness || all {
                 format!("  [#{}]", e.id)
             } else {
                 String::new()
@@ -123,7 +134,7 @@ pub fn print(s: &Scenario, h: &History, v: &Verdict, all: bool) {
         );
     }
     if shown == 0 {
-        println!("  (no faults, losses or rejections; --events shows every event)");
+        t += "  (no faults, losses or rejections; --events shows every event)\n";
     }
     let count = |f: OpF, p: Phase| {
         h.events
@@ -133,7 +144,8 @@ pub fn print(s: &Scenario, h: &History, v: &Verdict, all: bool) {
             )
             .count()
     };
-    println!(
+    let _ = writeln!(
+        t,
         "\nacquires: {} ok, {} fail, {} info; writes: {} ok, {} fail, {} info; {} events, {} messages ({} dropped)",
         count(OpF::Acquire, Phase::Ok),
         count(OpF::Acquire, Phase::Fail),
@@ -145,17 +157,27 @@ pub fn print(s: &Scenario, h: &History, v: &Verdict, all: bool) {
         h.messages_sent,
         h.messages_dropped
     );
-    println!("digest: {}", h.digest());
+    t += "(Jepsen's terms: ok = it happened, fail = it did not, info = unknown, e.g. a timeout; \
+          a handle is one grant of the lock)\n";
+    let _ = writeln!(t, "digest: {}", h.digest());
     if v.is_safe() {
-        println!("\nverdict: SAFE (S1 mutual exclusion and S2 resource safety hold)");
+        t += "\nverdict: SAFE (S1 mutual exclusion, S2 resource safety and S3 linearizability hold)\n";
     } else {
         let kinds: Vec<String> = v.kinds().iter().map(|k| k.to_string()).collect();
-        println!("\nverdict: VIOLATED {}", kinds.join(", "));
+        let _ = writeln!(t, "\nverdict: VIOLATED {}", kinds.join(", "));
         for x in &v.violations {
-            println!("  {}: {}  (events {:?})", x.kind, x.summary, x.events);
+            let mut ids = x.events.clone();
+            ids.sort_unstable();
+            ids.dedup();
+            let ids: Vec<String> = ids.iter().map(|i| format!("#{i}")).collect();
+            let _ = writeln!(t, "  {}: {}  ({})", x.kind, x.summary, ids.join(" "));
         }
         if v.omitted > 0 {
-            println!("  … and {} more", v.omitted);
+            let _ = writeln!(t, "  … and {} more", v.omitted);
         }
     }
+    for note in &v.inconclusive {
+        let _ = writeln!(t, "  undecided: {note}");
+    }
+    t
 }

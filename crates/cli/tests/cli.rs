@@ -100,6 +100,67 @@ fn bad_input_gets_one_line_naming_the_problem_and_the_choices() {
         &["`quorum`", "clients", "clock"],
     );
     rejects(&["campaign", "--seeds", "0"], &["--seeds"]);
+    rejects(
+        &["campaign", "--seeds", "878416384462359601"],
+        &["--seeds", "1 to"],
+    );
+    rejects(&["campaign", "--jobs", "0"], &["--jobs"]);
+    rejects(
+        &[
+            "run", "--algo", "central", "--seed", "1", "--set", "ttl=500",
+        ],
+        &["needs a unit", "500ms"],
+    );
+    rejects(
+        &[
+            "run",
+            "--algo",
+            "central",
+            "--seed",
+            "1",
+            "--set",
+            "ttl=9223372036s",
+        ],
+        &["longer than a day"],
+    );
+    rejects(
+        &["run", "--algo", "central", "--seed", "1", "--set", "ttl=0"],
+        &["more than zero"],
+    );
+    rejects(
+        &[
+            "run", "--algo", "redlock", "--seed", "1", "--set", "ttl=2ms",
+        ],
+        &["drift allowance"],
+    );
+    rejects(
+        &[
+            "run",
+            "--algo",
+            "redlock",
+            "--seed",
+            "1",
+            "--set",
+            "drift_factor=18446744073710",
+        ],
+        &["from 0 to 1"],
+    );
+    rejects(
+        &[
+            "run",
+            "--algo",
+            "central",
+            "--seed",
+            "1",
+            "--set",
+            "duration=2h",
+        ],
+        &["an hour"],
+    );
+    rejects(
+        &["check", "--model", "etcd", "/nonexistent/history.log"],
+        &["/nonexistent/history.log", "cannot read"],
+    );
 }
 
 #[test]
@@ -166,6 +227,54 @@ fn campaign_json_has_the_documented_cells() {
     assert_eq!(cells[0]["algorithm"], "central");
     assert_eq!(cells[0]["faults"], "none");
     assert_eq!(cells[0]["first_failing_seed"], serde_json::Value::Null);
+}
+
+#[test]
+fn campaign_settings_reach_the_algorithms_that_have_them() {
+    // `delayed_restart` is a Redlock setting; the central lock must not reject it.
+    let o = locksim(&[
+        "campaign",
+        "--algo",
+        "central,redlock",
+        "--faults",
+        "none",
+        "--seeds",
+        "2",
+        "--set",
+        "delayed_restart=true",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn a_closed_pipe_is_not_a_crash() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locksim"))
+        .args(["run", "--algo", "redlock", "--seed", "1", "--events"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
+    drop(child.stdout.take());
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(!err.contains("panicked"), "{err}");
+    assert_ne!(status.code(), Some(101), "{err}");
 }
 
 #[test]

@@ -11,6 +11,11 @@ use crate::time::{fmt_nanos, Nanos};
 /// A set of nodes, as sorted node ids.
 pub type NodeSet = Vec<NodeId>;
 
+/// The longest duration a fault may have (and the latest a restart may come): one day, ns.
+pub const MAX_FAULT_NS: Nanos = 86_400 * 1_000_000_000;
+/// The largest clock step, either way: about three years, ns.
+pub const MAX_CLOCK_STEP_NS: u64 = 100_000_000 * 1_000_000_000;
+
 /// One fault. Faults that last carry their `duration` (true-time nanoseconds) and end by
 /// themselves, so that a shrinker can shorten them; [`Fault::Heal`] ends every network fault
 /// at once.
@@ -184,11 +189,54 @@ impl Fault {
         }
     }
 
-    /// Checks node ids and values against the cluster.
+    /// Checks node ids and values against the cluster, and magnitudes against
+    /// [`MAX_FAULT_NS`] and [`MAX_CLOCK_STEP_NS`].
     ///
     /// # Errors
     /// A message naming the bad field.
     pub fn validate(&self, cluster: &Cluster) -> Result<(), String> {
+        self.validate_nodes(cluster)?;
+        let long = |d: Nanos, field: &str| {
+            if d > MAX_FAULT_NS {
+                Err(format!(
+                    "`{field}`: {} is longer than a day",
+                    fmt_nanos(d as i128)
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        match self {
+            Fault::Partition { duration, .. }
+            | Fault::PartitionOneway { duration, .. }
+            | Fault::Isolate { duration, .. }
+            | Fault::Loss { duration, .. }
+            | Fault::Duplicate { duration, .. }
+            | Fault::DropReplies { duration, .. }
+            | Fault::Pause { duration, .. } => long(*duration, "duration"),
+            Fault::Delay { max, duration, .. } => {
+                long(*max, "max")?;
+                long(*duration, "duration")
+            }
+            Fault::Crash {
+                restart_after: Some(r),
+                ..
+            } => long(*r, "restart_after"),
+            Fault::ClockStep { delta, .. } if delta.unsigned_abs() > MAX_CLOCK_STEP_NS => {
+                Err(format!(
+                    "`delta`: a step of {} is beyond ±{}",
+                    fmt_nanos(*delta as i128),
+                    fmt_nanos(MAX_CLOCK_STEP_NS as i128)
+                ))
+            }
+            Fault::ClockDrift { ppm, .. } if *ppm > 1_000_000 => Err(format!(
+                "`ppm`: {ppm} is above 1000000 (a clock at twice the speed)"
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn validate_nodes(&self, cluster: &Cluster) -> Result<(), String> {
         let n = cluster.nodes();
         let check = |id: NodeId, field: &str| {
             if id < n {
@@ -306,6 +354,9 @@ impl FaultPlan {
     /// A message naming the fault's index and the bad field.
     pub fn validate(&self, cluster: &Cluster) -> Result<(), String> {
         for (i, f) in self.faults.iter().enumerate() {
+            if f.at > MAX_FAULT_NS {
+                return Err(format!("faults[{i}]: `at` is more than a day into the run"));
+            }
             f.fault
                 .validate(cluster)
                 .map_err(|e| format!("faults[{i}]: {e}"))?;

@@ -119,6 +119,18 @@ pub struct Workload {
     /// Renew (extend) the lease every this many nanoseconds from a watchdog task, as Redisson
     /// does; `None` disables renewal. A renewing client trusts its grant until it releases.
     pub renew_every: Option<Nanos>,
+    /// The declared clock-uncertainty bound `ε` of the lock service, ns of true time, used by
+    /// S3: leases may end up to `ε` early or late. `None` means `ttl·0.01 + 2 ms`, the drift
+    /// allowance of the Redlock reference clients.
+    #[serde(default)]
+    pub uncertainty: Option<Nanos>,
+}
+
+impl Workload {
+    /// The declared clock-uncertainty bound in ns (see `uncertainty`).
+    pub fn uncertainty(&self) -> Nanos {
+        self.uncertainty.unwrap_or(self.ttl / 100 + 2 * MS)
+    }
 }
 
 impl Default for Workload {
@@ -135,7 +147,83 @@ impl Default for Workload {
             rpc_timeout: 100 * MS,
             check_validity: true,
             renew_every: None,
+            uncertainty: None,
         }
+    }
+}
+
+/// The longest simulated run a scenario may ask for: one hour, ns.
+pub const MAX_RUN_NS: Nanos = 3_600 * SEC;
+/// The longest TTL, work, think, retry or timeout duration: one day, ns.
+pub const MAX_DURATION_NS: Nanos = 86_400 * SEC;
+/// The most nodes a cluster may have.
+pub const MAX_NODES: u32 = 1_000;
+
+impl Workload {
+    /// Checks the workload's values.
+    ///
+    /// # Errors
+    /// A message naming the bad field.
+    pub fn validate(&self) -> Result<(), String> {
+        let positive = [
+            ("ttl", self.ttl),
+            ("duration", self.duration),
+            ("rpc_timeout", self.rpc_timeout),
+        ];
+        for (name, v) in positive {
+            if v == 0 {
+                return Err(format!("workload `{name}` must be more than zero"));
+            }
+        }
+        if self.duration > MAX_RUN_NS {
+            return Err("workload `duration` is longer than an hour of simulated time".into());
+        }
+        let bounded = [
+            ("ttl", self.ttl),
+            ("work_min", self.work_min),
+            ("work_max", self.work_max),
+            ("think_max", self.think_max),
+            ("retry_delay_max", self.retry_delay_max),
+            ("rpc_timeout", self.rpc_timeout),
+            ("renew_every", self.renew_every.unwrap_or(0)),
+            ("uncertainty", self.uncertainty.unwrap_or(0)),
+        ];
+        for (name, v) in bounded {
+            if v > MAX_DURATION_NS {
+                return Err(format!("workload `{name}` is longer than a day"));
+            }
+        }
+        if self.work_min > self.work_max {
+            return Err("workload `work_min` is above `work_max`".into());
+        }
+        if self.keys == 0 {
+            return Err("workload `keys` must be at least 1".into());
+        }
+        if self.renew_every == Some(0) {
+            return Err("workload `renew_every` must be more than zero (or absent)".into());
+        }
+        Ok(())
+    }
+}
+
+impl Scenario {
+    /// Checks the cluster, the workload and the fault plan.
+    ///
+    /// # Errors
+    /// A message naming the bad field.
+    pub fn validate(&self) -> Result<(), String> {
+        let c = &self.cluster;
+        if c.servers == 0 || c.clients == 0 {
+            return Err("cluster: a run needs at least one server and one client".into());
+        }
+        if c.nodes() > MAX_NODES {
+            return Err(format!(
+                "cluster: {} nodes is more than {MAX_NODES}",
+                c.nodes()
+            ));
+        }
+        self.workload.validate()?;
+        self.faults.validate(c)
     }
 }
 

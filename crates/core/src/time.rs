@@ -31,12 +31,13 @@ pub fn fmt_nanos(ns: i128) -> String {
     }
 }
 
-/// Parses a duration such as `500ms`, `2s`, `1.5s`, `250us`, `100ns` or a bare number of
-/// nanoseconds. Negative values are allowed with a leading `-` (for clock steps).
+/// Parses a duration such as `500ms`, `2s`, `1.5s`, `250us` or `100ns`; the unit is required
+/// (a bare `500` is ambiguous) except for `0`. Negative values are allowed with a leading `-`
+/// (for clock steps).
 ///
 /// # Errors
-/// A message naming the problem when the text is not a number followed by an optional
-/// unit among `ns`, `us`, `µs`, `ms`, `s`, `m`.
+/// A message naming the problem when the text is not a number followed by a unit among `ns`,
+/// `us`, `µs`, `ms`, `s`, `m`, `h`.
 pub fn parse_duration(text: &str) -> Result<i128, String> {
     let t = text.trim();
     let (neg, t) = match t.strip_prefix('-') {
@@ -51,14 +52,17 @@ pub fn parse_duration(text: &str) -> Result<i128, String> {
         return Err(format!("`{text}` is not a duration (e.g. 500ms, 2s, 1.5s)"));
     }
     let scale: u128 = match unit {
-        "" | "ns" => 1,
+        "" if num.chars().all(|c| c == '0') => 1,
+        "" => return Err(format!("`{text}` needs a unit, e.g. {num}ms or {num}s")),
+        "ns" => 1,
         "us" | "µs" => 1_000,
         "ms" => MS as u128,
         "s" => SEC as u128,
         "m" | "min" => 60 * SEC as u128,
+        "h" => 3_600 * SEC as u128,
         other => {
             return Err(format!(
-                "`{text}`: unknown unit `{other}` (use ns, us, ms, s or m)"
+                "`{text}`: unknown unit `{other}` (use ns, us, ms, s, m or h)"
             ))
         }
     };
@@ -94,7 +98,9 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(500 * MS as i128));
         assert_eq!(parse_duration("1.5s"), Ok(1_500 * MS as i128));
         assert_eq!(parse_duration("-2s"), Ok(-2 * SEC as i128));
-        assert_eq!(parse_duration("7"), Ok(7));
+        assert_eq!(parse_duration("7ns"), Ok(7));
+        assert_eq!(parse_duration("0"), Ok(0));
+        assert!(parse_duration("500").unwrap_err().contains("needs a unit"));
         assert!(parse_duration("ms").is_err());
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("1.2.3s").is_err());

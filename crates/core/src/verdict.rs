@@ -53,6 +53,9 @@ pub struct Verdict {
     /// Further violations found but not listed (checkers list at most a few per key).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub omitted: u64,
+    /// Checks that ran out of budget before deciding (e.g. "S3: step budget … exhausted").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inconclusive: Vec<String>,
 }
 
 fn is_zero(n: &u64) -> bool {

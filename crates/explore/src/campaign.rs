@@ -38,6 +38,10 @@ pub struct CellSummary {
     pub s1_violations: u64,
     /// Seeds whose history violates S2 (stale write accepted).
     pub s2_violations: u64,
+    /// Seeds whose lock operations are not linearizable against the lease lock (S3).
+    pub s3_violations: u64,
+    /// Seeds where S3 ran out of its step budget before deciding.
+    pub s3_inconclusive: u64,
     /// Smallest seed with any violation.
     pub first_failing_seed: Option<u64>,
     /// Seeds whose simulation failed (an algorithm panicked); never counted as safe.
@@ -63,6 +67,8 @@ pub fn run_campaign(spec: &CampaignSpec, progress: &(dyn Fn(u64, u64) + Sync)) -
                 seeds: 0,
                 s1_violations: 0,
                 s2_violations: 0,
+                s3_violations: 0,
+                s3_inconclusive: 0,
                 first_failing_seed: None,
                 errors: 0,
                 first_error_seed: None,
@@ -97,6 +103,8 @@ pub fn run_campaign(spec: &CampaignSpec, progress: &(dyn Fn(u64, u64) + Sync)) -
                     let v = &out.verdict;
                     c.s1_violations += v.violates(Property::S1) as u64;
                     c.s2_violations += v.violates(Property::S2) as u64;
+                    c.s3_violations += v.violates(Property::S3) as u64;
+                    c.s3_inconclusive += !v.inconclusive.is_empty() as u64;
                     if !v.is_safe() {
                         c.first_failing_seed =
                             Some(c.first_failing_seed.map_or(seed, |f| f.min(seed)));

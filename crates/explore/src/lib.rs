@@ -12,4 +12,4 @@ pub mod setup;
 
 pub use campaign::{run_campaign, CampaignSpec, CellSummary};
 pub use outcome::{check_scenario, SeedOutcome};
-pub use setup::{parse_setting, Setup};
+pub use setup::{parse_setting, setups_for, Setup};

@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use locksim_check::linear::Budget;
+use locksim_check::{CheckOptions, LeaseSpec, S3_MAX_STEPS};
 use locksim_core::{History, Scenario, Verdict};
 use locksim_sim::LockAlgorithm;
 
@@ -18,11 +20,27 @@ pub struct SeedOutcome {
     pub error: Option<String>,
 }
 
+/// The checkers' options for a simulated scenario: node names, the lease spec of S3 (the
+/// workload's TTL and declared uncertainty) and S3's deterministic step budget.
+pub fn check_options(scenario: &Scenario) -> CheckOptions<'_> {
+    CheckOptions {
+        cluster: Some(&scenario.cluster),
+        lease: Some(LeaseSpec {
+            ttl: scenario.workload.ttl,
+            uncertainty: scenario.workload.uncertainty(),
+        }),
+        budget: Budget {
+            max_steps: Some(S3_MAX_STEPS),
+            ..Budget::default()
+        },
+    }
+}
+
 /// Runs `scenario` with `algo` on a fresh thread and checks the history.
 pub fn check_scenario(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> SeedOutcome {
     match locksim_sim::run_isolated(scenario, algo) {
         Ok(history) => {
-            let verdict = locksim_check::check_all(&history, Some(&scenario.cluster));
+            let verdict = locksim_check::check_all(&history, &check_options(scenario));
             SeedOutcome {
                 seed: scenario.seed,
                 history: Some(history),

@@ -42,6 +42,10 @@ pub const WORKLOAD_KNOBS: &[(&str, &str)] = &[
         "renew_every",
         "renew the lease from a watchdog this often; off to disable (default off)",
     ),
+    (
+        "uncertainty",
+        "declared clock-uncertainty bound of the lock service, for S3 (default ttl/100 + 2ms)",
+    ),
 ];
 
 /// An algorithm with its settings, ready to run any seed.
@@ -61,9 +65,19 @@ pub struct Setup {
 
 fn dur(key: &str, v: &str) -> Result<Nanos, String> {
     match parse_duration(v) {
+        Ok(d) if d > locksim_core::scenario::MAX_DURATION_NS as i128 => {
+            Err(format!("`{key}={v}` is longer than a day"))
+        }
         Ok(d) if d >= 0 => Ok(d as Nanos),
         Ok(_) => Err(format!("`{key}={v}` must not be negative")),
         Err(e) => Err(format!("`{key}`: {e}")),
+    }
+}
+
+fn positive(key: &str, v: &str) -> Result<Nanos, String> {
+    match dur(key, v)? {
+        0 => Err(format!("`{key}={v}` must be more than zero")),
+        d => Ok(d),
     }
 }
 
@@ -87,22 +101,23 @@ pub fn apply_workload(
     match key {
         "clients" => *clients = int(key, v, 1, 64)?,
         "keys" => w.keys = int(key, v, 1, 1_000)?,
-        "ttl" => w.ttl = dur(key, v)?.max(1),
-        "duration" => w.duration = dur(key, v)?,
+        "ttl" => w.ttl = positive(key, v)?,
+        "duration" => w.duration = positive(key, v)?,
         "writes" => w.writes_per_hold = int(key, v, 0, 1_000)?,
         "work_min" => w.work_min = dur(key, v)?,
         "work_max" => w.work_max = dur(key, v)?,
         "think_max" => w.think_max = dur(key, v)?,
         "retry_delay" => w.retry_delay_max = dur(key, v)?,
-        "rpc_timeout" => w.rpc_timeout = dur(key, v)?.max(1),
+        "rpc_timeout" => w.rpc_timeout = positive(key, v)?,
         "check_validity" => {
             w.check_validity =
                 parse_flag(v).ok_or_else(|| format!("`{key}={v}` must be true or false"))?
         }
+        "uncertainty" => w.uncertainty = Some(dur(key, v)?),
         "renew_every" => {
             w.renew_every = match parse_flag(v) {
                 Some(false) => None,
-                _ => Some(dur(key, v)?.max(1)),
+                _ => Some(positive(key, v)?),
             }
         }
         _ => return Ok(false),
@@ -148,6 +163,9 @@ impl Setup {
                 locksim_core::time::fmt_nanos(workload.work_max as i128)
             ));
         }
+        workload
+            .validate()
+            .map_err(|e| e.replace("workload ", ""))?;
         let algo = locksim_algos::build(algorithm, &config, &workload)?;
         Ok(Setup::custom(algo, config, clients, workload))
     }
@@ -196,4 +214,55 @@ pub fn parse_setting(s: &str) -> Result<(String, String), String> {
             "`{s}` is not a setting (write key=value, e.g. ttl=2s)"
         )),
     }
+}
+
+/// Builds several registered algorithms with one list of settings, as a campaign does: each
+/// algorithm gets the workload settings and the algorithm settings it knows, so
+/// `--set delayed_restart=true` reaches Redlock and leaves the central lock alone.
+///
+/// # Errors
+/// An unknown algorithm, a malformed setting, a key no selected algorithm knows (listing the
+/// valid keys), or a bad value.
+pub fn setups_for(algorithms: &[String], settings: &[String]) -> Result<Vec<Setup>, String> {
+    let pairs = settings
+        .iter()
+        .map(|s| parse_setting(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut knobs = Vec::new();
+    for a in algorithms {
+        knobs.push(locksim_algos::knobs(a).ok_or_else(|| {
+            format!(
+                "unknown algorithm `{a}` (valid: {})",
+                locksim_algos::names()
+            )
+        })?);
+    }
+    let is_workload = |k: &str| WORKLOAD_KNOBS.iter().any(|w| w.0 == k);
+    for (k, _) in &pairs {
+        if !is_workload(k) && !knobs.iter().any(|ks| ks.iter().any(|n| n.key == k)) {
+            let mut valid: Vec<&str> = WORKLOAD_KNOBS.iter().map(|w| w.0).collect();
+            for n in knobs.iter().flat_map(|ks| ks.iter()) {
+                if !valid.contains(&n.key) {
+                    valid.push(n.key);
+                }
+            }
+            return Err(format!(
+                "`{k}` is not a setting of {} (valid: {})",
+                algorithms.join(" or "),
+                valid.join(", ")
+            ));
+        }
+    }
+    algorithms
+        .iter()
+        .zip(knobs)
+        .map(|(a, ks)| {
+            let mine: Vec<(String, String)> = pairs
+                .iter()
+                .filter(|(k, _)| is_workload(k) || ks.iter().any(|n| n.key == k))
+                .cloned()
+                .collect();
+            Setup::registered(a, &mine)
+        })
+        .collect()
 }

@@ -45,3 +45,57 @@ fn a_run_on_a_reused_thread_matches_a_fresh_one() {
     .unwrap();
     assert_eq!(fresh, reused);
 }
+
+#[test]
+fn faults_planned_for_one_instant_happen_at_one_instant() {
+    // madsim sleeps at least 1 ms; the nemesis must not spread simultaneous faults apart.
+    use locksim_core::history::EventKind;
+    use locksim_core::{Fault, FaultPlan, TimedFault};
+    let st = common::setup("redlock", &[]);
+    let mut s = st.scenario(1, &[]);
+    s.faults = FaultPlan::new(
+        s.cluster
+            .server_ids()
+            .map(|node| TimedFault {
+                at: 2_000_000_000,
+                fault: Fault::ClockStep { node, delta: 1 },
+            })
+            .collect(),
+    );
+    let h = locksim_sim::run_isolated(&s, st.algo.clone()).unwrap();
+    let times: Vec<u64> = h
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Fault { .. }))
+        .map(|e| e.time)
+        .collect();
+    assert_eq!(times.len(), 5);
+    assert!(times.iter().all(|&t| t == times[0]), "{times:?}");
+    // madsim's timers may fire a few nanoseconds after the instant asked for.
+    assert!(times[0] >= 2_000_000_000 && times[0] < 2_000_001_000, "{times:?}");
+}
+
+#[test]
+fn an_invalid_plan_is_an_error_not_a_panic() {
+    use locksim_core::{Fault, FaultPlan, TimedFault};
+    let st = common::setup("central", &[]);
+    let mut s = st.scenario(1, &[]);
+    s.faults = FaultPlan::new(vec![TimedFault {
+        at: 0,
+        fault: Fault::Pause {
+            node: 99,
+            duration: 1,
+        },
+    }]);
+    let err = locksim_sim::run_isolated(&s, st.algo.clone()).unwrap_err();
+    assert!(err.contains("node 99"), "{err}");
+    s.faults = FaultPlan::new(vec![TimedFault {
+        at: 0,
+        fault: Fault::Pause {
+            node: 0,
+            duration: u64::MAX,
+        },
+    }]);
+    let err = locksim_sim::run_isolated(&s, st.algo.clone()).unwrap_err();
+    assert!(err.contains("longer than a day"), "{err}");
+}

@@ -113,7 +113,7 @@ impl Clock {
         if now == last_t {
             self.steps.pop();
         }
-        self.steps.push((now, sum + delta));
+        self.steps.push((now, sum.saturating_add(delta)));
     }
 
     /// Changes the rate to `1 + ppm/1e6` from true time `now` on.

@@ -33,7 +33,10 @@ pub async fn run_plan(world: Arc<World>, plan: FaultPlan, nodes: NodeMap) {
         world.cluster.nodes() as usize
     ]));
     for tf in plan.faults {
-        madsim::time::sleep_until(world.instant(tf.at)).await;
+        // madsim sleeps at least 1 ms: faults planned for the same instant must not drift apart.
+        if world.now() < tf.at {
+            madsim::time::sleep_until(world.instant(tf.at)).await;
+        }
         inject(&world, &nodes, &state, tf.fault);
     }
 }
@@ -44,7 +47,7 @@ fn all_but(world: &World, node: NodeId) -> Vec<NodeId> {
 
 fn later(world: &Arc<World>, after: Nanos, f: impl FnOnce(&World) + 'static) {
     let world = world.clone();
-    let at = world.now() + after;
+    let at = world.now().saturating_add(after);
     madsim::task::spawn_local(async move {
         madsim::time::sleep_until(world.instant(at)).await;
         f(&world);
@@ -67,7 +70,7 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
         from: from.clone(),
         to: to.clone(),
         effect,
-        until: now + d,
+        until: now.saturating_add(d),
     };
     let window_end = |world: &Arc<World>, d: Nanos, what: String| {
         later(world, d, move |w| {
@@ -147,7 +150,7 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
             window_end(world, duration, "replies flow again".into());
         }
         Fault::Pause { node, duration } => {
-            let until = now + duration;
+            let until = now.saturating_add(duration);
             {
                 let mut s = state.lock().expect("single-threaded");
                 let st = &mut s[node as usize];

@@ -28,8 +28,12 @@ pub fn tail(scenario: &Scenario) -> u64 {
 /// [`run_isolated`] does.
 ///
 /// # Panics
-/// When the algorithm panics, or `algo.servers()` differs from `scenario.cluster.servers`.
+/// When the algorithm panics, the scenario is invalid ([`Scenario::validate`]), or
+/// `algo.servers()` differs from `scenario.cluster.servers`.
 pub fn run(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> History {
+    if let Err(e) = scenario.validate() {
+        panic!("invalid scenario: {e}");
+    }
     assert_eq!(
         algo.servers(),
         scenario.cluster.servers,
@@ -105,6 +109,9 @@ fn finish(world: &World, end: u64) -> History {
 /// [`run`] on a fresh OS thread, so that nothing a previous run left in thread-local state can
 /// change this one. A panic inside the simulation comes back as `Err` with its message.
 pub fn run_isolated(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> Result<History, String> {
+    scenario
+        .validate()
+        .map_err(|e| format!("invalid scenario: {e}"))?;
     let scenario = scenario.clone();
     std::thread::Builder::new()
         .name(format!("locksim-seed-{}", scenario.seed))

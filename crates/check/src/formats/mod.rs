@@ -1,5 +1,6 @@
 //! Readers of histories recorded elsewhere, into operations for the linearizability checker:
-//! Jepsen's etcd logs ([`jepsen`]) and Porcupine's EDN key-value histories ([`edn`]).
+//! Jepsen's etcd logs ([`jepsen`]), Porcupine's EDN key-value histories ([`edn`]) and
+//! locksim's own runs ([`locksim`]).
 //! A malformed line is an error that names the file, the line and the problem.
 
 use std::fmt;
@@ -7,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 pub mod edn;
 pub mod jepsen;
+pub mod locksim;
 
 /// A problem with an input file.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,13 @@
 //! A lease lock in true time (DESIGN §7, S3): an acquire succeeds only if the lock is free or
-//! the holder's lease has expired, in true time, by at least the declared clock-uncertainty
-//! bound `ε`; a release or renewal succeeds only for the current holder's incarnation (its lock
-//! handle) while its lease has not surely expired.
+//! the holder's lease has expired in true time, up to the declared clock-uncertainty bound `ε`;
+//! a release or renewal succeeds only for the current holder's incarnation (its lock handle)
+//! while its lease has not surely expired. With a lease of `ttl` granted at `a`, another acquire
+//! may take effect at `t ≥ a + ttl − ε`, and the holder may release or renew at `t < a + ttl + ε`.
+//!
+//! `ε` is a tolerance, not a wait: a service whose clocks disagree with true time by at most `ε`
+//! passes. (Reading it as "expired by at least `ε`" would flag a server with perfect clocks that
+//! grants at the very moment a lease ends whenever the network is fast, since the checker can
+//! only place the first grant somewhere inside its client's call.)
 //!
 //! Because the spec speaks of time, each operation's linearization point is a time `t` inside
 //! its interval `[call, ret]`, and points never decrease along the linearization. The state
@@ -150,8 +156,8 @@ impl Model for LeaseLock {
         match (op.input, op.output) {
             (LockInput::Acquire { ttl, handle, .. }, LockOutput::Ok) => {
                 if let Some((_, held_ttl)) = s.holder {
-                    // t ≥ a + ttl_held + ε, i.e. a − t ≤ −(ttl_held + ε)
-                    d[A][T] = d[A][T].min(-((held_ttl + self.uncertainty) as i64));
+                    // t ≥ a + ttl_held − ε, i.e. a − t ≤ ε − ttl_held
+                    d[A][T] = d[A][T].min(self.uncertainty as i64 - held_ttl as i64);
                 }
                 close(&mut d).then(|| Self::project(&d, Some((handle, ttl)), true))
             }

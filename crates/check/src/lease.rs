@@ -1,0 +1,57 @@
+//! S3 (DESIGN §7): the history of lock operations is linearizable with respect to the
+//! sequential lease-lock spec ([`crate::linear::models::lock`]), judged per key.
+
+use locksim_core::time::fmt_nanos;
+use locksim_core::{History, Property, Verdict, Violation};
+
+use crate::linear::lock_history::lock_operations;
+use crate::linear::models::lock::{LeaseLock, LockInput};
+use crate::linear::{check, Budget, Verdict as Lin};
+
+/// What S3 needs to know about the lock service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseSpec {
+    /// The lease length every acquire asked for, ns.
+    pub ttl: u64,
+    /// The declared clock-uncertainty bound `ε`, ns.
+    pub uncertainty: u64,
+}
+
+/// Adds an S3 violation to `verdict` when the lock operations are not linearizable, or a note
+/// to `verdict.inconclusive` when the budget ran out first.
+pub fn check_s3(history: &History, spec: LeaseSpec, budget: &Budget, verdict: &mut Verdict) {
+    let ops = lock_operations(history, spec.ttl);
+    let model = LeaseLock {
+        uncertainty: spec.uncertainty,
+    };
+    match check(&model, &ops, budget).0 {
+        Lin::Linearizable => {}
+        Lin::Unknown(why) => verdict.inconclusive.push(format!("S3: {why}")),
+        Lin::NotLinearizable(c) => {
+            let key = ops
+                .iter()
+                .find(|o| c.stuck.first() == Some(&o.id))
+                .map_or(0, |o| match o.input {
+                    LockInput::Acquire { key, .. }
+                    | LockInput::Release { key, .. }
+                    | LockInput::Extend { key, .. } => key,
+                });
+            let mut events: Vec<u64> = c.stuck.clone();
+            events.extend(c.prefix.last());
+            verdict.violations.push(Violation {
+                kind: Property::S3,
+                key,
+                summary: format!(
+                    "lock operations on k{key} are not linearizable (lease {} ± {}): after {} \
+                     operations, none of these can take effect: {}",
+                    fmt_nanos(spec.ttl as i128),
+                    fmt_nanos(spec.uncertainty as i128),
+                    c.prefix.len(),
+                    c.stuck_described.join("; ")
+                ),
+                events,
+                window: None,
+            });
+        }
+    }
+}
