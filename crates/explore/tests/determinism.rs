@@ -72,7 +72,10 @@ fn faults_planned_for_one_instant_happen_at_one_instant() {
     assert_eq!(times.len(), 5);
     assert!(times.iter().all(|&t| t == times[0]), "{times:?}");
     // madsim's timers may fire a few nanoseconds after the instant asked for.
-    assert!(times[0] >= 2_000_000_000 && times[0] < 2_000_001_000, "{times:?}");
+    assert!(
+        times[0] >= 2_000_000_000 && times[0] < 2_000_001_000,
+        "{times:?}"
+    );
 }
 
 #[test]
