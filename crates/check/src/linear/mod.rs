@@ -143,6 +143,9 @@ pub(crate) enum PartResult {
     OutOfBudget(String),
 }
 
+/// Histories shorter than this are checked on the calling thread whatever `Budget::threads`.
+pub const PARALLEL_MIN_OPS: usize = 1_000;
+
 /// Checks a whole history against `model`: splits it with [`Model::partition`] and searches
 /// each part, in parallel when `budget.threads > 1`; stops at the first failing part.
 pub fn check<M: Model>(
@@ -153,7 +156,13 @@ pub fn check<M: Model>(
     let parts = model.partition(ops);
     let started = Instant::now();
     let shared = search::Shared::new(budget, started);
-    let threads = budget.threads.max(1).min(parts.len().max(1));
+    // Threads pay only for big histories: starting one costs about as much as checking a few
+    // hundred operations.
+    let threads = if ops.len() < PARALLEL_MIN_OPS {
+        1
+    } else {
+        budget.threads.max(1).min(parts.len().max(1))
+    };
     let results: Vec<(usize, PartResult, u64, usize)> = if threads <= 1 {
         let mut out = Vec::new();
         for (i, p) in parts.iter().enumerate() {
