@@ -1,11 +1,14 @@
 //! S3 (DESIGN §7): the history of lock operations is linearizable with respect to the
-//! sequential lease-lock spec ([`crate::linear::models::lock`]), judged per key.
+//! sequential lease-lock spec ([`crate::linear::models::lock`]), judged per key; and the
+//! resource's history is linearizable as one register per key (each write a swap).
 
 use locksim_core::time::fmt_nanos;
 use locksim_core::{History, Property, Verdict, Violation};
 
 use crate::linear::lock_history::lock_operations;
 use crate::linear::models::lock::{LeaseLock, LockInput};
+use crate::linear::models::register::Register;
+use crate::linear::resource_history::resource_operations;
 use crate::linear::{check, Budget, Verdict as Lin};
 
 /// What S3 needs to know about the lock service.
@@ -52,6 +55,37 @@ pub fn check_s3(history: &History, spec: LeaseSpec, budget: &Budget, verdict: &m
                 events,
                 window: None,
             });
+        }
+    }
+    check_resource(history, budget, verdict);
+}
+
+/// The resource as a register per key: every accepted write swapped in its value and returned
+/// the one before. A single resource node serializes writes, so this fails only when a write
+/// took effect twice (a duplicated message) or a reply was misdelivered.
+fn check_resource(history: &History, budget: &Budget, verdict: &mut Verdict) {
+    for (key, ops) in resource_operations(history) {
+        match check(&Register, &ops, budget).0 {
+            Lin::Linearizable => {}
+            Lin::Unknown(why) => verdict
+                .inconclusive
+                .push(format!("S3 (resource k{key}): {why}")),
+            Lin::NotLinearizable(c) => {
+                let mut events: Vec<u64> = c.stuck.clone();
+                events.extend(c.prefix.last());
+                verdict.violations.push(Violation {
+                    kind: Property::S3,
+                    key,
+                    summary: format!(
+                        "the resource's writes to k{key} are not linearizable as a register: after {} \
+                         writes, none of these can take effect: {}",
+                        c.prefix.len(),
+                        c.stuck_described.join("; ")
+                    ),
+                    events,
+                    window: None,
+                });
+            }
         }
     }
 }

@@ -69,6 +69,7 @@ impl H {
                 token,
                 deadline,
                 error: None,
+                value: None,
             },
         )
     }

@@ -105,7 +105,7 @@ fn register_op() -> impl Strategy<Value = Operation<RegisterInput, RegisterOutpu
     let v = 0i64..3;
     (
         timing(),
-        0u8..3,
+        0u8..4,
         v.clone(),
         v,
         any::<bool>(),
@@ -115,6 +115,7 @@ fn register_op() -> impl Strategy<Value = Operation<RegisterInput, RegisterOutpu
             let (input, output) = match kind {
                 0 => (RegisterInput::Read, RegisterOutput::Read(read)),
                 1 => (RegisterInput::Write(a), RegisterOutput::Written),
+                2 => (RegisterInput::Swap(a), RegisterOutput::Swapped(read)),
                 _ => (
                     RegisterInput::Cas { from: a, to: b },
                     RegisterOutput::Cas(flag),

@@ -151,7 +151,9 @@ fn table(cells: &[CellSummary]) -> String {
     t += "\nEach column counts seeds (runs) that violate the property:\n";
     t += "S1 = a double grant: two clients held the lock at the same true time\n";
     t += "S2 = a stale write: the resource accepted an older grant's write after a newer one's\n";
-    t += "S3 = the lock service itself misbehaved: its answers fit no correct lease lock\n";
+    t +=
+        "S3 = linearizability: the lock service's answers fit no correct lease lock (the service\n";
+    t += "     itself misbehaved), or the resource's writes fit no register (a write took effect twice)\n";
     t += "grants = successful acquires over all seeds (a cell with none would prove nothing)\n";
     t
 }

@@ -26,7 +26,8 @@ Three safety properties are checked on every run:
       write from a newer one (what fencing tokens are for)
   S3  linearizability: the lock operations the clients saw are those of a correct lease
       lock, up to the declared clock uncertainty (S1 without S3 means the service behaved
-      and a client acted late; S3 means the service itself granted too early)";
+      and a client acted late; S3 means the service itself granted too early), and the
+      resource's writes are those of a register (each write swaps in a value)";
 
 const AFTER_HELP: &str = "\
 Examples:

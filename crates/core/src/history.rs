@@ -88,6 +88,10 @@ pub enum EventKind {
         /// Why a `fail` or `info` ended the operation.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+        /// A write's value: on the invoke, the value written; on the `ok`, the value it replaced
+        /// (0 when the key had never been written). Resource values are never 0.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        value: Option<u64>,
     },
     /// The client stops acting under a grant before releasing it: its validity check failed
     /// or it learned the lease was lost.

@@ -63,3 +63,12 @@ fn redlock_violates_s1_under_pauses_and_clock_jumps() {
         assert!(c.s1_violations > 0, "{c:?}");
     }
 }
+
+#[test]
+fn duplicated_writes_show_up_as_a_non_linearizable_resource() {
+    // A duplicated write request is applied twice by the resource; the register check (S3)
+    // must see it, while S1 and S2 have nothing to say about it.
+    let c = &cells("central", &[FaultKind::Duplicate])[0];
+    assert!(c.s3_violations > 0, "{c:?}");
+    assert_eq!(c.s1_violations, 0, "{c:?}");
+}

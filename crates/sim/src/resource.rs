@@ -1,7 +1,9 @@
 //! The protected resource: a storage node that accepts writes. A write that carries a fencing
 //! token is rejected when the token is below the highest token the resource has seen for that
 //! key (Kleppmann's fencing; Chubby's sequencers, Burrows 2006 §2.4). Writes without a token are
-//! always accepted. Its state is kept in memory; the resource is not crashed by the nemesis.
+//! always accepted. Each key holds the last value written, and an accepted write answers with the
+//! value it replaced (a swap, like Redis' `GETSET`), so the resource's history can be checked for
+//! linearizability as a register. Its state is kept in memory; the nemesis does not crash it.
 
 use std::collections::BTreeMap;
 
@@ -18,13 +20,15 @@ pub struct WriteReq {
     pub handle: u64,
     /// Fencing token, when the grant has one.
     pub token: Option<u64>,
+    /// The value written (never 0).
+    pub value: u64,
 }
 
 /// The resource's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WriteResp {
-    /// Written.
-    Accepted,
+    /// Written; `previous` is the value it replaced (0 for a key never written).
+    Accepted { previous: u64 },
     /// Rejected: the token is below `highest`.
     Fenced { highest: u64 },
 }
@@ -32,6 +36,7 @@ pub enum WriteResp {
 /// Runs the resource until the run ends.
 pub async fn serve(ctx: NodeCtx) {
     let mut highest: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut values: BTreeMap<u32, u64> = BTreeMap::new();
     loop {
         let msg = ctx.recv().await;
         let Some(req) = msg.body.downcast_ref::<WriteReq>() else {
@@ -56,7 +61,8 @@ pub async fn serve(ctx: NodeCtx) {
                     handle: req.handle,
                     token,
                 });
-                WriteResp::Accepted
+                let previous = values.insert(req.key, req.value).unwrap_or(0);
+                WriteResp::Accepted { previous }
             }
         };
         ctx.reply(&msg, resp).await;

@@ -29,6 +29,17 @@ struct OpRec<'a> {
 }
 
 impl<'a> OpRec<'a> {
+    fn start(ctx: &'a NodeCtx, f: OpF, key: u32, handle: Option<u64>, token: Option<u64>) -> Self {
+        let op = ctx.world().new_op();
+        OpRec {
+            ctx,
+            op,
+            f,
+            key,
+            handle,
+            token,
+        }
+    }
     fn invoke(ctx: &'a NodeCtx, f: OpF, key: u32, handle: Option<u64>, token: Option<u64>) -> Self {
         let op = ctx.world().new_op();
         let r = OpRec {
@@ -56,6 +67,20 @@ impl<'a> OpRec<'a> {
                 at: 0,
             }),
             error,
+            value: None,
+        });
+    }
+    fn emit_value(&self, phase: Phase, value: u64) {
+        self.ctx.record(EventKind::Op {
+            op: self.op,
+            phase,
+            f: self.f,
+            key: self.key,
+            handle: self.handle,
+            token: self.token,
+            deadline: None,
+            error: None,
+            value: Some(value),
         });
     }
     fn outcome<T>(&self, o: &Outcome<T>, deadline: Option<Validity>) {
@@ -150,7 +175,7 @@ async fn hold(
             }
         })
     });
-    for _ in 0..w.writes_per_hold {
+    for i in 0..w.writes_per_hold {
         if lost.get() {
             break;
         }
@@ -173,14 +198,22 @@ async fn hold(
         }
         // The `.await` between the validity check and the write: a pause here is a GC pause.
         ctx.sleep(work).await;
-        let wr = OpRec::invoke(ctx, OpF::Write, key, Some(handle), token);
+        // A value unique in the run, never 0: the handle and the write's number under it.
+        let value = (handle << 16) | (i as u64 + 1);
+        let wr = OpRec::start(ctx, OpF::Write, key, Some(handle), token);
+        wr.emit_value(Phase::Invoke, value);
         let resource = ctx.cluster().resource_id();
-        let req = WriteReq { key, handle, token };
+        let req = WriteReq {
+            key,
+            handle,
+            token,
+            value,
+        };
         match ctx
             .call::<WriteReq, WriteResp>(resource, req, w.rpc_timeout)
             .await
         {
-            Ok(WriteResp::Accepted) => wr.emit(Phase::Ok, None, None),
+            Ok(WriteResp::Accepted { previous }) => wr.emit_value(Phase::Ok, previous),
             Ok(WriteResp::Fenced { highest }) => {
                 let why = format!("fenced: token below {highest}");
                 wr.emit(Phase::Fail, None, Some(why.clone()));

@@ -161,6 +161,7 @@ pub fn parse_etcd_log(path: &Path, text: &str) -> Result<Vec<RegisterOp>, ReadEr
                         op.ret = Some(line as u64);
                         op.output = RegisterOutput::Cas(true);
                     }
+                    (_, RegisterInput::Swap(_)) => unreachable!("the etcd logs have no swaps"),
                 }
             }
             other => {

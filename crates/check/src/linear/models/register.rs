@@ -1,5 +1,5 @@
-//! A register with read, write and compare-and-set, starting empty (`nil`), as in Jepsen's etcd
-//! tests. A read may return `nil`.
+//! A register with read, write, compare-and-set and swap, starting empty (`nil`): Jepsen's etcd
+//! tests use the first three, locksim's resource the swap. A read may return `nil`.
 
 use crate::linear::{Model, Operation};
 
@@ -12,6 +12,8 @@ pub enum RegisterInput {
     Write(i64),
     /// Set to `to` if the value is `from`.
     Cas { from: i64, to: i64 },
+    /// Write a value and return the one it replaced (`GETSET`): locksim's resource.
+    Swap(i64),
 }
 
 /// What a register operation observed.
@@ -23,6 +25,8 @@ pub enum RegisterOutput {
     Written,
     /// A compare-and-set's answer.
     Cas(bool),
+    /// A swap's replaced value (`None` = nil).
+    Swapped(Option<i64>),
     /// Unknown: timed out or never completed.
     Unknown,
 }
@@ -55,6 +59,8 @@ impl Model for Register {
             (I::Cas { from, .. }, O::Cas(false)) => (*s != Some(from)).then_some(*s),
             // Unknown outcome: if it took effect here, it did what a CAS does.
             (I::Cas { from, to }, O::Unknown) => Some(if *s == Some(from) { Some(to) } else { *s }),
+            (I::Swap(v), O::Swapped(prev)) => (prev == *s).then_some(Some(v)),
+            (I::Swap(v), O::Unknown) => Some(Some(v)),
             _ => None,
         }
     }
@@ -65,12 +71,15 @@ impl Model for Register {
             RegisterOutput::Read(None) => "nil".into(),
             RegisterOutput::Written => "ok".into(),
             RegisterOutput::Cas(b) => format!("{b}"),
+            RegisterOutput::Swapped(Some(v)) => format!("replaced {v}"),
+            RegisterOutput::Swapped(None) => "replaced nil".into(),
             RegisterOutput::Unknown => "unknown".into(),
         };
         let inp = match op.input {
             RegisterInput::Read => "read".to_string(),
             RegisterInput::Write(v) => format!("write {v}"),
             RegisterInput::Cas { from, to } => format!("cas {from}->{to}"),
+            RegisterInput::Swap(v) => format!("swap in {v}"),
         };
         format!("process {} {inp} -> {out}", op.process)
     }
