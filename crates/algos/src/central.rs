@@ -15,7 +15,7 @@ use locksim_sim::{
 use rand::Rng;
 
 use crate::knobs::{Knob, Knobs};
-use crate::lockserver::{self, drift_allowance, Fsync, Req, Resp, ServerConfig};
+use crate::lockserver::{self, drift_allowance, Req, Resp, ServerConfig};
 
 /// Knobs of `central` and `central-fencing`.
 pub const KNOBS: &[Knob] = &[
@@ -53,21 +53,11 @@ impl Central {
             "central"
         };
         let k = Knobs::new(name, config, KNOBS)?;
-        let clock = crate::knobs::local_clock(&k, "clock")?;
-        let fsync = match k.choice("fsync", &["never", "always"])? {
-            "never" => Fsync::Never,
-            _ => Fsync::Always,
-        };
         let drift_ppm = k.fraction_ppm("drift_factor")?;
         crate::knobs::check_ttl(name, workload.ttl, drift_ppm)?;
         Ok(Central {
             name,
-            server: ServerConfig {
-                clock,
-                fsync,
-                fencing,
-                restart_delay: 0,
-            },
+            server: ServerConfig::from_knobs(&k, fencing, 0)?,
             timeout: k.duration("timeout")?,
             drift_ppm,
             client_clock: crate::knobs::local_clock(&k, "client_clock")?,

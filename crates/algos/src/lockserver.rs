@@ -33,6 +33,28 @@ pub struct ServerConfig {
     pub restart_delay: Nanos,
 }
 
+impl ServerConfig {
+    /// Reads the `clock` and `fsync` knobs.
+    ///
+    /// # Errors
+    /// A message naming a bad value.
+    pub fn from_knobs(
+        k: &crate::knobs::Knobs,
+        fencing: bool,
+        restart_delay: Nanos,
+    ) -> Result<Self, String> {
+        Ok(ServerConfig {
+            clock: crate::knobs::local_clock(k, "clock")?,
+            fsync: match k.choice("fsync", &["never", "always"])? {
+                "never" => Fsync::Never,
+                _ => Fsync::Always,
+            },
+            fencing,
+            restart_delay,
+        })
+    }
+}
+
 /// A request to a lock server.
 #[derive(Debug, Clone)]
 pub enum Req {

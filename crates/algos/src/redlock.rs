@@ -22,7 +22,7 @@ use locksim_sim::{
 use rand::Rng;
 
 use crate::knobs::{Knob, Knobs};
-use crate::lockserver::{self, drift_allowance, Fsync, Req, Resp, ServerConfig};
+use crate::lockserver::{self, drift_allowance, Req, Resp, ServerConfig};
 
 /// Knobs of `redlock`.
 pub const KNOBS: &[Knob] = &[
@@ -55,11 +55,6 @@ impl Redlock {
         workload: &Workload,
     ) -> Result<Self, String> {
         let k = Knobs::new("redlock", config, KNOBS)?;
-        let clock = crate::knobs::local_clock(&k, "clock")?;
-        let fsync = match k.choice("fsync", &["never", "always"])? {
-            "never" => Fsync::Never,
-            _ => Fsync::Always,
-        };
         let restart_delay = if k.flag("delayed_restart")? {
             workload.ttl
         } else {
@@ -69,12 +64,7 @@ impl Redlock {
         crate::knobs::check_ttl("redlock", workload.ttl, drift_ppm)?;
         Ok(Redlock {
             masters: k.int("masters", 1..=15)?,
-            server: ServerConfig {
-                clock,
-                fsync,
-                fencing: false,
-                restart_delay,
-            },
+            server: ServerConfig::from_knobs(&k, false, restart_delay)?,
             timeout: k.duration("timeout")?,
             drift_ppm,
             client_clock: crate::knobs::local_clock(&k, "client_clock")?,

@@ -9,7 +9,7 @@ use crate::linear::lock_history::lock_operations;
 use crate::linear::models::lock::{LeaseLock, LockInput};
 use crate::linear::models::register::Register;
 use crate::linear::resource_history::resource_operations;
-use crate::linear::{check, Budget, Verdict as Lin};
+use crate::linear::{check, Budget, Counterexample, Verdict as Lin};
 
 /// What S3 needs to know about the lock service.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,65 +27,68 @@ pub fn check_s3(history: &History, spec: LeaseSpec, budget: &Budget, verdict: &m
     let model = LeaseLock {
         uncertainty: spec.uncertainty,
     };
-    match check(&model, &ops, budget).0 {
+    let key_of = |id: Option<&u64>| {
+        ops.iter()
+            .find(|o| id == Some(&o.id))
+            .map_or(0, |o| match o.input {
+                LockInput::Acquire { key, .. }
+                | LockInput::Release { key, .. }
+                | LockInput::Extend { key, .. } => key,
+            })
+    };
+    let what = format!(
+        "lock operations (lease {} ± {})",
+        fmt_nanos(spec.ttl as i128),
+        fmt_nanos(spec.uncertainty as i128)
+    );
+    report(
+        check(&model, &ops, budget).0,
+        |c| key_of(c.stuck.first()),
+        &what,
+        "operations",
+        verdict,
+    );
+    // The resource as a register per key: every accepted write swapped in its value and
+    // returned the one before. A single resource node serializes writes, so this fails only
+    // when a write took effect twice (a duplicated message) or a reply was misdelivered.
+    for (key, ops) in resource_operations(history) {
+        report(
+            check(&Register, &ops, budget).0,
+            |_| key,
+            "the resource's writes (as a register)",
+            "writes",
+            verdict,
+        );
+    }
+}
+
+/// Adds the outcome of one linearizability check to `verdict`.
+fn report(
+    outcome: Lin,
+    key_of: impl Fn(&Counterexample) -> u32,
+    what: &str,
+    unit: &str,
+    verdict: &mut Verdict,
+) {
+    match outcome {
         Lin::Linearizable => {}
-        Lin::Unknown(why) => verdict.inconclusive.push(format!("S3: {why}")),
+        Lin::Unknown(why) => verdict.inconclusive.push(format!("S3, {what}: {why}")),
         Lin::NotLinearizable(c) => {
-            let key = ops
-                .iter()
-                .find(|o| c.stuck.first() == Some(&o.id))
-                .map_or(0, |o| match o.input {
-                    LockInput::Acquire { key, .. }
-                    | LockInput::Release { key, .. }
-                    | LockInput::Extend { key, .. } => key,
-                });
+            let key = key_of(&c);
             let mut events: Vec<u64> = c.stuck.clone();
             events.extend(c.prefix.last());
             verdict.violations.push(Violation {
                 kind: Property::S3,
                 key,
                 summary: format!(
-                    "lock operations on k{key} are not linearizable (lease {} ± {}): after {} \
-                     operations, none of these can take effect: {}",
-                    fmt_nanos(spec.ttl as i128),
-                    fmt_nanos(spec.uncertainty as i128),
+                    "{what} on k{key} are not linearizable: after {} {unit}, none of these can take \
+                     effect: {}",
                     c.prefix.len(),
                     c.stuck_described.join("; ")
                 ),
                 events,
                 window: None,
             });
-        }
-    }
-    check_resource(history, budget, verdict);
-}
-
-/// The resource as a register per key: every accepted write swapped in its value and returned
-/// the one before. A single resource node serializes writes, so this fails only when a write
-/// took effect twice (a duplicated message) or a reply was misdelivered.
-fn check_resource(history: &History, budget: &Budget, verdict: &mut Verdict) {
-    for (key, ops) in resource_operations(history) {
-        match check(&Register, &ops, budget).0 {
-            Lin::Linearizable => {}
-            Lin::Unknown(why) => verdict
-                .inconclusive
-                .push(format!("S3 (resource k{key}): {why}")),
-            Lin::NotLinearizable(c) => {
-                let mut events: Vec<u64> = c.stuck.clone();
-                events.extend(c.prefix.last());
-                verdict.violations.push(Violation {
-                    kind: Property::S3,
-                    key,
-                    summary: format!(
-                        "the resource's writes to k{key} are not linearizable as a register: after {} \
-                         writes, none of these can take effect: {}",
-                        c.prefix.len(),
-                        c.stuck_described.join("; ")
-                    ),
-                    events,
-                    window: None,
-                });
-            }
         }
     }
 }

@@ -75,9 +75,15 @@ fn k1_watchdog_stall_with_fencing_keeps_s2() {
     assert_eq!(v.kinds(), vec![Property::S1], "{v:#?}");
 }
 
-/// K4: five in-memory Redlock masters. A holds n1–n3 (it cannot reach n4, n5); n3 crashes and
-/// restarts at once, empty; B acquires n3, n4, n5: a second majority.
-fn k4(extra: &[&str]) -> (locksim_core::Verdict, Vec<usize>) {
+/// The Redlock cases' common shape: five masters, TTL 10 s; A cannot reach n4 and n5, so it
+/// holds n1–n3 only; B starts after `b_starts`; then `fault` strikes n3 at t=2.
+fn redlock_a_holds_three(
+    extra: &[&str],
+    think_max: &str,
+    b_starts: &str,
+    fault: impl Fn(u32) -> Fault,
+) -> (locksim_core::Verdict, Vec<usize>) {
+    let think = format!("think_max={think_max}");
     let mut settings = vec![
         "clients=2",
         "ttl=10s",
@@ -85,7 +91,7 @@ fn k4(extra: &[&str]) -> (locksim_core::Verdict, Vec<usize>) {
         "writes=2",
         "work_min=4s",
         "work_max=4s",
-        "think_max=0",
+        &think,
         "retry_delay=100ms",
     ];
     settings.extend_from_slice(extra);
@@ -107,19 +113,22 @@ fn k4(extra: &[&str]) -> (locksim_core::Verdict, Vec<usize>) {
                 "0s",
                 Fault::Pause {
                     node: b,
-                    duration: ns("1s"),
+                    duration: ns(b_starts),
                 },
             ),
-            (
-                "2s",
-                Fault::Crash {
-                    node: node(&p, "n3"),
-                    restart_after: Some(0),
-                },
-            ),
+            ("2s", fault(node(&p, "n3"))),
         ],
     );
     verdict(&s, &st)
+}
+
+/// K4: five in-memory Redlock masters. A holds n1–n3 (it cannot reach n4, n5); n3 crashes and
+/// restarts at once, empty; B acquires n3, n4, n5: a second majority.
+fn k4(extra: &[&str]) -> (locksim_core::Verdict, Vec<usize>) {
+    redlock_a_holds_three(extra, "0", "1s", |n3| Fault::Crash {
+        node: n3,
+        restart_after: Some(0),
+    })
 }
 
 #[test]
@@ -154,51 +163,13 @@ fn k4_fsync_always_is_safe() {
 }
 
 /// K5: A holds n1–n3; at t=2 n3's wall clock steps forward by one TTL, so A's key expires there;
-/// at t=3 B acquires n3, n4, n5.
+/// at t=3 B acquires n3, n4, n5. After its round A thinks for a while, so that B can take the
+/// lock in a safe run.
 fn k5(extra: &[&str]) -> (locksim_core::Verdict, Vec<usize>) {
-    let mut settings = vec![
-        "clients=2",
-        "ttl=10s",
-        "duration=12s",
-        "writes=2",
-        "work_min=4s",
-        "work_max=4s",
-        // After its round, A thinks for a while, so that B can take the lock in a safe run.
-        "think_max=1s",
-        "retry_delay=100ms",
-    ];
-    settings.extend_from_slice(extra);
-    let st = setup("redlock", &settings);
-    let p = st.scenario(1, &[]);
-    let (a, b) = (node(&p, "c1"), node(&p, "c2"));
-    let s = scenario(
-        &st,
-        vec![
-            (
-                "0s",
-                Fault::Partition {
-                    a: vec![a],
-                    b: vec![node(&p, "n4"), node(&p, "n5")],
-                    duration: ns("30s"),
-                },
-            ),
-            (
-                "0s",
-                Fault::Pause {
-                    node: b,
-                    duration: ns("3s"),
-                },
-            ),
-            (
-                "2s",
-                Fault::ClockStep {
-                    node: node(&p, "n3"),
-                    delta: ns("10s") as i64,
-                },
-            ),
-        ],
-    );
-    verdict(&s, &st)
+    redlock_a_holds_three(extra, "1s", "3s", |n3| Fault::ClockStep {
+        node: n3,
+        delta: ns("10s") as i64,
+    })
 }
 
 #[test]

@@ -54,6 +54,18 @@ impl<'a> OpRec<'a> {
         r
     }
     fn emit(&self, phase: Phase, deadline: Option<Validity>, error: Option<String>) {
+        self.emit_full(phase, deadline, error, None);
+    }
+    fn emit_value(&self, phase: Phase, value: u64) {
+        self.emit_full(phase, None, None, Some(value));
+    }
+    fn emit_full(
+        &self,
+        phase: Phase,
+        deadline: Option<Validity>,
+        error: Option<String>,
+        value: Option<u64>,
+    ) {
         self.ctx.record(EventKind::Op {
             op: self.op,
             phase,
@@ -67,20 +79,7 @@ impl<'a> OpRec<'a> {
                 at: 0,
             }),
             error,
-            value: None,
-        });
-    }
-    fn emit_value(&self, phase: Phase, value: u64) {
-        self.ctx.record(EventKind::Op {
-            op: self.op,
-            phase,
-            f: self.f,
-            key: self.key,
-            handle: self.handle,
-            token: self.token,
-            deadline: None,
-            error: None,
-            value: Some(value),
+            value,
         });
     }
     fn outcome<T>(&self, o: &Outcome<T>, deadline: Option<Validity>) {

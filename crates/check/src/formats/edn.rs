@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::{read_text, Pending, ReadError};
+use super::{read_text, without, Pending, ReadError};
 use crate::linear::models::kv::{KvInput, KvOutput};
 use crate::linear::Operation;
 
@@ -221,12 +221,7 @@ pub fn parse_kv(path: &Path, text: &str) -> Result<Vec<KvOp>, ReadError> {
             }
         }
     }
-    let mut i = 0;
-    ops.retain(|_| {
-        i += 1;
-        !failed.contains(&(i - 1))
-    });
-    Ok(ops)
+    Ok(without(ops, &failed))
 }
 
 /// Reads and parses one history file.

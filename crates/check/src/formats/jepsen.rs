@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use super::{read_text, Pending, ReadError};
+use super::{read_text, without, Pending, ReadError};
 use crate::linear::models::register::{RegisterInput, RegisterOutput};
 use crate::linear::Operation;
 
@@ -172,12 +172,7 @@ pub fn parse_etcd_log(path: &Path, text: &str) -> Result<Vec<RegisterOp>, ReadEr
             }
         }
     }
-    let mut i = 0;
-    ops.retain(|_| {
-        i += 1;
-        !failed.contains(&(i - 1))
-    });
-    Ok(ops)
+    Ok(without(ops, &failed))
 }
 
 /// Reads and parses one log file.

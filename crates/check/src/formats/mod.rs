@@ -68,3 +68,13 @@ impl<T> Pending<T> {
             .ok_or_else(|| format!("process {process} completes an operation it never invoked"))
     }
 }
+
+/// `ops` without the operations at the indices in `failed` (operations that definitely did not
+/// happen take no part in a history).
+pub(crate) fn without<T>(ops: Vec<T>, failed: &[usize]) -> Vec<T> {
+    ops.into_iter()
+        .enumerate()
+        .filter(|(i, _)| !failed.contains(i))
+        .map(|(_, o)| o)
+        .collect()
+}

@@ -4,9 +4,10 @@
 use std::collections::BTreeMap;
 
 use locksim_core::history::{EventKind, OpF, Phase};
-use locksim_core::{Event, History};
+use locksim_core::History;
 
 use super::models::register::{RegisterInput, RegisterOutput};
+use super::pairs::pair_ops;
 use super::Operation;
 
 /// A resource write as a register swap; `id` is the event id of its invocation, times are true
@@ -16,29 +17,8 @@ pub type ResourceOp = Operation<RegisterInput, RegisterOutput>;
 /// The resource's writes, per key. A write that failed (fenced) did not happen and is left out;
 /// one without a completion (a timeout) is unknown.
 pub fn resource_operations(history: &History) -> BTreeMap<u32, Vec<ResourceOp>> {
-    let mut invokes: BTreeMap<u64, &Event> = BTreeMap::new();
-    let mut done: BTreeMap<u64, (&Event, Phase, Option<u64>)> = BTreeMap::new();
-    for e in &history.events {
-        if let EventKind::Op {
-            op,
-            phase,
-            f: OpF::Write,
-            value,
-            ..
-        } = &e.kind
-        {
-            match phase {
-                Phase::Invoke => {
-                    invokes.insert(*op, e);
-                }
-                p => {
-                    done.insert(*op, (e, *p, *value));
-                }
-            }
-        }
-    }
     let mut by_key: BTreeMap<u32, Vec<ResourceOp>> = BTreeMap::new();
-    for (op, inv) in invokes {
+    for (inv, completion) in pair_ops(history, |f| f == OpF::Write) {
         let EventKind::Op {
             key,
             value: Some(v),
@@ -47,13 +27,18 @@ pub fn resource_operations(history: &History) -> BTreeMap<u32, Vec<ResourceOp>> 
         else {
             continue;
         };
-        let (output, ret) = match done.get(&op) {
-            Some((e, Phase::Ok, Some(prev))) => (
-                RegisterOutput::Swapped((*prev != 0).then_some(*prev as i64)),
-                Some(e.time),
-            ),
-            Some((_, Phase::Fail, _)) => continue,
-            _ => (RegisterOutput::Unknown, None),
+        let (output, ret) = match completion {
+            Some((e, Phase::Ok)) => match e.kind {
+                EventKind::Op {
+                    value: Some(prev), ..
+                } => (
+                    RegisterOutput::Swapped((prev != 0).then_some(prev as i64)),
+                    Some(e.time),
+                ),
+                _ => (RegisterOutput::Unknown, Some(e.time)),
+            },
+            Some((_, Phase::Fail | Phase::Invoke)) => continue,
+            Some((_, Phase::Info)) | None => (RegisterOutput::Unknown, None),
         };
         by_key.entry(key).or_default().push(Operation {
             process: inv.node as u64,
