@@ -86,3 +86,61 @@ fn kv_verdicts_agree_with_expected() {
         }
     }
 }
+
+#[test]
+fn a_budget_that_runs_out_gives_unknown_with_its_reason() {
+    let Some(root) = histories() else { return };
+    // etcd_007 needs over a hundred thousand configurations.
+    let ops = jepsen::read_etcd_log(&root.join("etcd/etcd_007.log")).unwrap();
+    let tight = Budget {
+        max_configs: Some(1_000),
+        ..Budget::default()
+    };
+    match check(&Register, &ops, &tight).0 {
+        Verdict::Unknown(why) => assert!(why.contains("memory budget"), "{why}"),
+        other => panic!("expected unknown, got {other:?}"),
+    }
+    let tight = Budget {
+        max_steps: Some(5_000),
+        ..Budget::default()
+    };
+    assert!(matches!(
+        check(&Register, &ops, &tight).0,
+        Verdict::Unknown(_)
+    ));
+}
+
+#[test]
+fn malformed_lines_name_the_file_the_line_and_the_problem() {
+    use std::path::Path;
+    let p = Path::new("bad.log");
+    let cases = [
+        ("INFO  jepsen.util - 0\t:invoke\t:read\tnil\nINFO  jepsen.util - 0\t:ok\t:read\tseven\n", 2, "not an integer"),
+        ("INFO  jepsen.util - 0\t:invoke\t:frobnicate\t1\n", 1, "unknown function"),
+        ("INFO  jepsen.util - 3\t:ok\t:write\t1\n", 1, "never invoked"),
+        ("INFO  jepsen.util - 0\t:invoke\t:read\tnil\nINFO  jepsen.util - 0\t:invoke\t:read\tnil\n", 2, "still open"),
+        ("garbage\n", 1, "expected"),
+    ];
+    for (text, line, needle) in cases {
+        let e = jepsen::parse_etcd_log(p, text).unwrap_err();
+        assert_eq!(e.line, Some(line), "{e}");
+        assert!(
+            e.to_string().starts_with(&format!("bad.log:{line}: ")),
+            "{e}"
+        );
+        assert!(e.problem.contains(needle), "{e}");
+    }
+    let e = edn::parse_kv(
+        Path::new("kv.txt"),
+        "{:process 1, :type :invoke, :f :get, :key \"a\"}\n{:process 1, :type :ok, :f :put}\n",
+    )
+    .unwrap_err();
+    assert_eq!(e.line, Some(2), "{e}");
+    assert!(e.problem.contains("invoked as :get"), "{e}");
+    let e = edn::parse_kv(
+        Path::new("kv.txt"),
+        "{:process 1, :type :invoke, :f :get, :key \"a}\n",
+    )
+    .unwrap_err();
+    assert!(e.problem.contains("unterminated string"), "{e}");
+}

@@ -290,3 +290,96 @@ fn help_teaches() {
         assert!(out.contains(needle), "list lacks {needle}");
     }
 }
+
+fn histories() -> Option<std::path::PathBuf> {
+    let d =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/histories");
+    if d.is_dir() {
+        Some(d)
+    } else {
+        eprintln!("NOTE: {} is missing; skipping", d.display());
+        None
+    }
+}
+
+#[test]
+fn check_prints_one_json_line_per_file_and_exits_by_the_rules() {
+    let Some(d) = histories() else { return };
+    let ok = d.join("etcd/etcd_007.log");
+    let bad = d.join("etcd/etcd_001.log");
+    let o = locksim(&[
+        "check",
+        "--model",
+        "etcd",
+        "--json",
+        ok.to_str().unwrap(),
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["verdict"], "linearizable");
+    assert_eq!(lines[1]["verdict"], "not_linearizable");
+    for l in &lines {
+        assert!(
+            l["ops"].as_u64().unwrap() > 50 && l["ms"].is_number() && l["file"].is_string(),
+            "{l}"
+        );
+    }
+    // A budget too short for etcd_007: unknown, exit 1.
+    let o = locksim(&[
+        "check",
+        "--model",
+        "etcd",
+        "--timeout",
+        "0.000001",
+        ok.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("unknown"));
+}
+
+#[test]
+fn check_of_a_locksim_run_reads_its_lock_operations() {
+    let dir = std::env::temp_dir().join(format!("locksim-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("run.json");
+    // central under clock jumps, seed 0: the server grants early (S3) in this run.
+    let o = locksim(&[
+        "run",
+        "--algo",
+        "central",
+        "--seed",
+        "0",
+        "--faults",
+        "clock-jump",
+        "--json",
+        "--events",
+    ]);
+    std::fs::write(&file, &o.stdout).unwrap();
+    let run: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let s3 = run["verdict"]["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v["kind"] == "S3");
+    let o = locksim(&["check", "--model", "lock", file.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert_eq!(out.contains("not linearizable"), s3, "{out}");
+    // Without --events the history is missing: a clear error, exit 2.
+    let o = locksim(&["run", "--algo", "central", "--seed", "0", "--json"]);
+    std::fs::write(&file, &o.stdout).unwrap();
+    let o = locksim(&["check", "--model", "lock", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--events"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).ok();
+}
