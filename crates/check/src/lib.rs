@@ -61,7 +61,7 @@ pub fn check_all(history: &History, opts: &CheckOptions) -> Verdict {
     let names = Names(opts.cluster);
     let holds = derive_holds(history);
     let mut verdict = Verdict::default();
-    mutex::check(history, &holds, names, &mut verdict);
+    mutex::check(&holds, names, &mut verdict);
     stale::check(history, &holds, names, &mut verdict);
     if let Some(spec) = opts.lease {
         lease::check_s3(history, spec, &opts.budget, &mut verdict);

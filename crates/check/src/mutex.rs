@@ -2,7 +2,7 @@
 //! different holders (clients, or distinct lock handles of one client) overlap.
 
 use locksim_core::time::fmt_nanos;
-use locksim_core::{History, Property, Verdict, Violation};
+use locksim_core::{Property, Verdict, Violation};
 
 use crate::holds::{Hold, HoldEnd};
 use crate::{Names, MAX_LISTED_PER_KEY};
@@ -21,7 +21,7 @@ fn ended(h: &Hold) -> &'static str {
 /// Adds one S1 violation per overlapping pair of holds to `verdict` (at most
 /// [`MAX_LISTED_PER_KEY`] listed per key, the rest counted in `omitted`). `holds` must be sorted
 /// by (key, start), as [`crate::derive_holds`] returns them.
-pub fn check(_history: &History, holds: &[Hold], names: Names, verdict: &mut Verdict) {
+pub fn check(holds: &[Hold], names: Names, verdict: &mut Verdict) {
     let mut active: Vec<&Hold> = Vec::new();
     let mut listed = 0usize;
     let mut key = None;
