@@ -5,6 +5,7 @@ mod campaign;
 mod check;
 mod run;
 mod timeline;
+mod traces;
 
 use std::process::ExitCode;
 
@@ -35,6 +36,8 @@ Examples:
   locksim campaign --algo redlock --faults pause --seeds 1000
   locksim run --algo redlock --seed 42 --faults pause
   locksim run --algo central --seed 7 --faults clock-jump --set clock=mono --set ttl=2s
+  locksim shrink --algo redlock --seed 5 --faults pause    a minimal trace in traces/
+  locksim replay traces/*.json
   locksim check --model etcd ../shared/data/histories/etcd/*.log
   locksim list                                      algorithms, their settings, fault kinds";
 
@@ -51,6 +54,10 @@ enum Command {
     Run(run::RunArgs),
     /// Run an algorithm × fault-kind matrix over many seeds and print a table.
     Campaign(campaign::CampaignArgs),
+    /// Shrink a failing run to a minimal trace in traces/ that fails the same way.
+    Shrink(traces::ShrinkArgs),
+    /// Replay traces: re-run each and compare its event digest and verdict.
+    Replay(traces::ReplayArgs),
     /// Check histories for linearizability: Jepsen etcd logs, EDN kv histories, locksim runs.
     Check(check::CheckArgs),
     /// List the algorithms with their settings, the workload settings and the fault kinds.
@@ -63,6 +70,8 @@ fn main() -> ExitCode {
         Command::Run(a) => run::main(a),
         Command::Campaign(a) => campaign::main(a),
         Command::Check(a) => check::main(a),
+        Command::Shrink(a) => traces::shrink_main(a),
+        Command::Replay(a) => traces::replay_main(a),
         Command::List => {
             list();
             Ok(ExitCode::SUCCESS)

@@ -383,3 +383,95 @@ fn check_of_a_locksim_run_reads_its_lock_operations() {
     assert!(stderr(&o).contains("--events"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn replay_passes_the_corpus_and_flags_tampered_traces() {
+    let corpus = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../traces");
+    let one = std::fs::read_dir(&corpus)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .expect("a trace in traces/");
+    let o = locksim(&["replay", one.to_str().unwrap()]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        stderr(&o)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("ok "));
+
+    let dir = std::env::temp_dir().join(format!("locksim-replay-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(&one).unwrap();
+    // A digest that does not match: exit 1, both digests and the first differing event shown.
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["digest"] = serde_json::json!("00000000000000000000000000000000");
+    v["events"][3]["time"] = serde_json::json!(1);
+    let tampered = dir.join("tampered.json");
+    std::fs::write(&tampered, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let o = locksim(&["replay", tampered.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("FAIL") && out.contains("digest") && out.contains("event #3"),
+        "{out}"
+    );
+    // A truncated trace: exit 2, the file and a position.
+    let cut = dir.join("cut.json");
+    std::fs::write(&cut, &text[..text.len() / 3]).unwrap();
+    let o = locksim(&["replay", cut.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("cut.json:") && err.contains("truncated"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn shrink_writes_a_trace_that_replays() {
+    let dir = std::env::temp_dir().join(format!("locksim-shrink-cli-{}", std::process::id()));
+    let o = locksim(&[
+        "shrink",
+        "--algo",
+        "central",
+        "--seed",
+        "5",
+        "--faults",
+        "pause",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    let written: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert!(written[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("central-s1-"));
+    let o = locksim(&["replay", written[0].to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0));
+    // Nothing to shrink in a safe run.
+    let o = locksim(&[
+        "shrink",
+        "--algo",
+        "central",
+        "--seed",
+        "1",
+        "--faults",
+        "none",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("nothing to shrink"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -95,6 +95,172 @@ impl Fault {
         }
     }
 
+    /// The same fault with every node id passed through `map`; nodes mapped to `None` leave
+    /// their sets, and a fault left with no node to act on (or an empty set) becomes `None`.
+    /// The shrinker uses it to remove a client.
+    pub fn map_nodes(&self, map: impl Fn(NodeId) -> Option<NodeId>) -> Option<Fault> {
+        let set = |s: &NodeSet| -> Option<NodeSet> {
+            let v: NodeSet = s.iter().filter_map(|&n| map(n)).collect();
+            (!v.is_empty()).then_some(v)
+        };
+        Some(match self {
+            Fault::Partition { a, b, duration } => Fault::Partition {
+                a: set(a)?,
+                b: set(b)?,
+                duration: *duration,
+            },
+            Fault::PartitionOneway { from, to, duration } => Fault::PartitionOneway {
+                from: set(from)?,
+                to: set(to)?,
+                duration: *duration,
+            },
+            Fault::Isolate { node, duration } => Fault::Isolate {
+                node: map(*node)?,
+                duration: *duration,
+            },
+            Fault::Heal => Fault::Heal,
+            Fault::Loss {
+                from,
+                to,
+                rate_pct,
+                duration,
+            } => Fault::Loss {
+                from: set(from)?,
+                to: set(to)?,
+                rate_pct: *rate_pct,
+                duration: *duration,
+            },
+            Fault::Delay {
+                from,
+                to,
+                min,
+                max,
+                duration,
+            } => Fault::Delay {
+                from: set(from)?,
+                to: set(to)?,
+                min: *min,
+                max: *max,
+                duration: *duration,
+            },
+            Fault::Duplicate {
+                from,
+                to,
+                rate_pct,
+                duration,
+            } => Fault::Duplicate {
+                from: set(from)?,
+                to: set(to)?,
+                rate_pct: *rate_pct,
+                duration: *duration,
+            },
+            Fault::DropReplies {
+                clients,
+                servers,
+                duration,
+            } => Fault::DropReplies {
+                clients: set(clients)?,
+                servers: set(servers)?,
+                duration: *duration,
+            },
+            Fault::Pause { node, duration } => Fault::Pause {
+                node: map(*node)?,
+                duration: *duration,
+            },
+            Fault::Crash {
+                node,
+                restart_after,
+            } => Fault::Crash {
+                node: map(*node)?,
+                restart_after: *restart_after,
+            },
+            Fault::ClockStep { node, delta } => Fault::ClockStep {
+                node: map(*node)?,
+                delta: *delta,
+            },
+            Fault::ClockDrift { node, ppm } => Fault::ClockDrift {
+                node: map(*node)?,
+                ppm: *ppm,
+            },
+        })
+    }
+
+    /// The fault's magnitudes a shrinker may make smaller, by name: durations and delays in ns,
+    /// clock steps and drift as absolute values, loss and duplication rates in percent.
+    pub fn magnitudes(&self) -> Vec<(&'static str, u64)> {
+        match self {
+            Fault::Partition { duration, .. }
+            | Fault::PartitionOneway { duration, .. }
+            | Fault::Isolate { duration, .. }
+            | Fault::DropReplies { duration, .. }
+            | Fault::Pause { duration, .. } => vec![("duration", *duration)],
+            Fault::Loss {
+                rate_pct, duration, ..
+            }
+            | Fault::Duplicate {
+                rate_pct, duration, ..
+            } => {
+                vec![("duration", *duration), ("rate_pct", *rate_pct as u64)]
+            }
+            Fault::Delay { max, duration, .. } => vec![("duration", *duration), ("max", *max)],
+            Fault::Crash {
+                restart_after: Some(r),
+                ..
+            } => vec![("restart_after", *r)],
+            Fault::ClockStep { delta, .. } => vec![("delta", delta.unsigned_abs())],
+            Fault::ClockDrift { ppm, .. } => vec![("ppm", ppm.unsigned_abs())],
+            Fault::Crash {
+                restart_after: None,
+                ..
+            }
+            | Fault::Heal => vec![],
+        }
+    }
+
+    /// The same fault with magnitude `name` (see [`Fault::magnitudes`]) set to `v`, keeping
+    /// signs; unknown names leave it unchanged.
+    pub fn with_magnitude(&self, name: &str, v: u64) -> Fault {
+        let mut f = self.clone();
+        let signed = |old: i64| {
+            if old < 0 {
+                -(v.min(i64::MAX as u64) as i64)
+            } else {
+                v.min(i64::MAX as u64) as i64
+            }
+        };
+        match (&mut f, name) {
+            (
+                Fault::Partition { duration, .. }
+                | Fault::PartitionOneway { duration, .. }
+                | Fault::Isolate { duration, .. }
+                | Fault::DropReplies { duration, .. }
+                | Fault::Pause { duration, .. }
+                | Fault::Loss { duration, .. }
+                | Fault::Duplicate { duration, .. }
+                | Fault::Delay { duration, .. },
+                "duration",
+            ) => *duration = v,
+            (Fault::Loss { rate_pct, .. } | Fault::Duplicate { rate_pct, .. }, "rate_pct") => {
+                *rate_pct = v.min(100) as u32
+            }
+            (Fault::Delay { min, max, .. }, "max") => {
+                *max = v;
+                *min = (*min).min(v);
+            }
+            (
+                Fault::Crash {
+                    restart_after: Some(r),
+                    ..
+                },
+                "restart_after",
+            ) => *r = v,
+            (Fault::ClockStep { delta, .. }, "delta") => *delta = signed(*delta),
+            (Fault::ClockDrift { ppm, .. }, "ppm") => *ppm = signed(*ppm),
+            _ => {}
+        }
+        f
+    }
+
     /// A one-line description with node names, e.g. `pause c1 for 2.500s`.
     pub fn describe(&self, cluster: &Cluster) -> String {
         let set = |s: &NodeSet| {

@@ -8,7 +8,8 @@
 //! - [`fault`]: the nemesis' fault kinds and the explicit, timed [`FaultPlan`];
 //! - [`history`]: the recorded events (Jepsen's invoke/ok/fail/info vocabulary plus grants,
 //!   resource writes, faults) and their stable digest;
-//! - [`verdict`]: violations of the safety properties, with the event ids that witness them.
+//! - [`verdict`]: violations of the safety properties, with the event ids that witness them;
+//! - [`trace`]: the versioned JSON file that replays a run.
 //!
 //! Data flows one way: scenario → simulation → history → checkers → verdict.
 
@@ -16,10 +17,12 @@ pub mod fault;
 pub mod history;
 pub mod scenario;
 pub mod time;
+pub mod trace;
 pub mod verdict;
 
 pub use fault::{Fault, FaultKind, FaultPlan, NodeSet, TimedFault};
 pub use history::{Event, EventKind, History, LocalClock, OpF, Phase};
 pub use scenario::{Cluster, NodeId, Role, Scenario, Workload};
 pub use time::Nanos;
+pub use trace::{Trace, TraceError};
 pub use verdict::{Property, Verdict, Violation};

@@ -3,12 +3,15 @@
 //! Exploring many runs: [`setup`] turns an algorithm and settings into scenarios,
 //! [`faultgen`] draws a fault plan from each seed, [`outcome`] runs one scenario through the
 //! simulation and the checkers, and [`campaign`] runs an algorithm × fault-kind matrix over a
-//! seed range on every core.
+//! seed range on every core; [`shrink`] makes a failing scenario small, [`replay`] re-runs a
+//! trace and compares.
 
 pub mod campaign;
 pub mod faultgen;
 pub mod outcome;
+pub mod replay;
 pub mod setup;
+pub mod shrink;
 
 pub use campaign::{run_campaign, CampaignSpec, CellSummary};
 pub use outcome::{check_scenario, SeedOutcome};

@@ -266,3 +266,29 @@ pub fn setups_for(algorithms: &[String], settings: &[String]) -> Result<Vec<Setu
         })
         .collect()
 }
+
+impl Setup {
+    /// Rebuilds a registered algorithm from a scenario (as read from a trace).
+    ///
+    /// # Errors
+    /// An unknown algorithm, a bad knob, or a cluster whose server count the algorithm's
+    /// configuration does not have.
+    pub fn from_scenario(s: &Scenario) -> Result<Setup, String> {
+        let algo = locksim_algos::build(&s.algorithm, &s.config, &s.workload)?;
+        if algo.servers() != s.cluster.servers {
+            return Err(format!(
+                "{} with these settings runs {} servers, but the scenario's cluster has {}",
+                s.algorithm,
+                algo.servers(),
+                s.cluster.servers
+            ));
+        }
+        Ok(Setup {
+            algorithm: s.algorithm.clone(),
+            config: s.config.clone(),
+            algo,
+            cluster: s.cluster.clone(),
+            workload: s.workload.clone(),
+        })
+    }
+}

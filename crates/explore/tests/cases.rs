@@ -3,49 +3,11 @@
 
 mod common;
 
-use common::{node, ns, scenario, setup, verdict};
-use locksim_core::{Fault, Property};
+use common::{cases, ns, verdict};
+use locksim_core::Property;
 
-/// K1: a central lock with a 30 s TTL renewed by a watchdog every 10 s. The holder stalls at
-/// t=5 for 35 s; its lease expires, the other client acquires, and the holder wakes and writes.
 fn k1(algo: &str) -> locksim_core::Verdict {
-    let st = setup(
-        algo,
-        &[
-            "clients=2",
-            "ttl=30s",
-            "renew_every=10s",
-            "duration=60s",
-            "writes=1",
-            "work_min=8s",
-            "work_max=8s",
-            "think_max=0",
-            "retry_delay=500ms",
-        ],
-    );
-    let probe = st.scenario(1, &[]);
-    let (a, b) = (node(&probe, "c1"), node(&probe, "c2"));
-    let s = scenario(
-        &st,
-        vec![
-            // B starts late, so that A is the first holder.
-            (
-                "0s",
-                Fault::Pause {
-                    node: b,
-                    duration: ns("1s"),
-                },
-            ),
-            // A's process stalls in its critical section: no renewal runs.
-            (
-                "5s",
-                Fault::Pause {
-                    node: a,
-                    duration: ns("35s"),
-                },
-            ),
-        ],
-    );
+    let (st, s) = cases::k1(algo);
     verdict(&s, &st).0
 }
 
@@ -75,60 +37,9 @@ fn k1_watchdog_stall_with_fencing_keeps_s2() {
     assert_eq!(v.kinds(), vec![Property::S1], "{v:#?}");
 }
 
-/// The Redlock cases' common shape: five masters, TTL 10 s; A cannot reach n4 and n5, so it
-/// holds n1–n3 only; B starts after `b_starts`; then `fault` strikes n3 at t=2.
-fn redlock_a_holds_three(
-    extra: &[&str],
-    think_max: &str,
-    b_starts: &str,
-    fault: impl Fn(u32) -> Fault,
-) -> (locksim_core::Verdict, Vec<usize>) {
-    let think = format!("think_max={think_max}");
-    let mut settings = vec![
-        "clients=2",
-        "ttl=10s",
-        "duration=12s",
-        "writes=2",
-        "work_min=4s",
-        "work_max=4s",
-        &think,
-        "retry_delay=100ms",
-    ];
-    settings.extend_from_slice(extra);
-    let st = setup("redlock", &settings);
-    let p = st.scenario(1, &[]);
-    let (a, b) = (node(&p, "c1"), node(&p, "c2"));
-    let s = scenario(
-        &st,
-        vec![
-            (
-                "0s",
-                Fault::Partition {
-                    a: vec![a],
-                    b: vec![node(&p, "n4"), node(&p, "n5")],
-                    duration: ns("30s"),
-                },
-            ),
-            (
-                "0s",
-                Fault::Pause {
-                    node: b,
-                    duration: ns(b_starts),
-                },
-            ),
-            ("2s", fault(node(&p, "n3"))),
-        ],
-    );
-    verdict(&s, &st)
-}
-
-/// K4: five in-memory Redlock masters. A holds n1–n3 (it cannot reach n4, n5); n3 crashes and
-/// restarts at once, empty; B acquires n3, n4, n5: a second majority.
 fn k4(extra: &[&str]) -> (locksim_core::Verdict, Vec<usize>) {
-    redlock_a_holds_three(extra, "0", "1s", |n3| Fault::Crash {
-        node: n3,
-        restart_after: Some(0),
-    })
+    let (st, s) = cases::k4(extra);
+    verdict(&s, &st)
 }
 
 #[test]
@@ -162,14 +73,9 @@ fn k4_fsync_always_is_safe() {
     );
 }
 
-/// K5: A holds n1–n3; at t=2 n3's wall clock steps forward by one TTL, so A's key expires there;
-/// at t=3 B acquires n3, n4, n5. After its round A thinks for a while, so that B can take the
-/// lock in a safe run.
 fn k5(extra: &[&str]) -> (locksim_core::Verdict, Vec<usize>) {
-    redlock_a_holds_three(extra, "1s", "3s", |n3| Fault::ClockStep {
-        node: n3,
-        delta: ns("10s") as i64,
-    })
+    let (st, s) = cases::k5(extra);
+    verdict(&s, &st)
 }
 
 #[test]
@@ -204,41 +110,7 @@ fn k5_monotonic_master_clocks_are_safe() {
 
 #[test]
 fn k5_pause_variant_violates_s1_and_s2() {
-    // Kleppmann's example: A pauses longer than its validity after acquiring, B acquires,
-    // A resumes and writes.
-    let st = setup(
-        "redlock",
-        &[
-            "clients=2",
-            "ttl=10s",
-            "duration=20s",
-            "writes=2",
-            "work_min=4s",
-            "work_max=4s",
-            "think_max=0",
-            "retry_delay=100ms",
-        ],
-    );
-    let p = st.scenario(1, &[]);
-    let s = scenario(
-        &st,
-        vec![
-            (
-                "0s",
-                Fault::Pause {
-                    node: node(&p, "c2"),
-                    duration: ns("1s"),
-                },
-            ),
-            (
-                "1s",
-                Fault::Pause {
-                    node: node(&p, "c1"),
-                    duration: ns("15s"),
-                },
-            ),
-        ],
-    );
+    let (st, s) = cases::k5_pause();
     let (v, _) = verdict(&s, &st);
     assert_eq!(v.kinds(), vec![Property::S1, Property::S2], "{v:#?}");
 }

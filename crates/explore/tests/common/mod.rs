@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod cases;
+
 use locksim_core::time::parse_duration;
 use locksim_core::{Fault, FaultPlan, Scenario, TimedFault, Verdict};
 use locksim_explore::{check_scenario, parse_setting, Setup};

@@ -1,0 +1,175 @@
+//! `locksim shrink` and `locksim replay`: minimal, replayable traces.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Args;
+use locksim_core::fault::parse_kinds;
+use locksim_core::{Property, Trace};
+use locksim_explore::replay::{replay, verdict_kinds};
+use locksim_explore::shrink::{shrink, trace_file_name};
+use locksim_explore::{check_scenario, setups_for};
+
+use crate::out;
+
+#[derive(Args)]
+pub struct ShrinkArgs {
+    /// A trace to shrink (or give --algo and --seed to start from a fresh run).
+    #[arg(value_name = "TRACE", conflicts_with_all = ["algo", "seed"])]
+    trace: Option<PathBuf>,
+    /// Algorithm of the run to shrink.
+    #[arg(long, value_name = "NAME", requires = "seed")]
+    algo: Option<String>,
+    /// Seed of the run to shrink.
+    #[arg(long, value_name = "N", requires = "algo")]
+    seed: Option<u64>,
+    /// Fault kinds of the run to shrink.
+    #[arg(long, value_name = "KIND[,KIND]", default_value = "mixed")]
+    faults: String,
+    /// Settings of the run to shrink (as for `run`).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// The violation to keep: S1, S2 or S3 [default: the first the run violates].
+    #[arg(long, value_name = "S1|S2|S3")]
+    kind: Option<String>,
+    /// Where to write the shrunk trace, as <algorithm>-<kind>-<digest prefix>.json.
+    #[arg(long, value_name = "DIR", default_value = "traces")]
+    out_dir: PathBuf,
+    /// Leave the events out of the trace (replay then shows no first differing event).
+    #[arg(long)]
+    no_events: bool,
+}
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// Trace files to replay.
+    #[arg(required = true, value_name = "TRACE")]
+    traces: Vec<PathBuf>,
+}
+
+fn parse_property(s: &str) -> Result<Property, String> {
+    match s.trim().to_ascii_uppercase().as_str() {
+        "S1" => Ok(Property::S1),
+        "S2" => Ok(Property::S2),
+        "S3" => Ok(Property::S3),
+        _ => Err(format!("unknown property `{s}` (valid: S1, S2, S3)")),
+    }
+}
+
+pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
+    let scenario = match (&a.trace, &a.algo, a.seed) {
+        (Some(t), _, _) => Trace::read(t).map_err(|e| e.to_string())?.scenario,
+        (None, Some(algo), Some(seed)) => {
+            let kinds = parse_kinds(&a.faults)?;
+            setups_for(std::slice::from_ref(algo), &a.set)?
+                .remove(0)
+                .scenario(seed, &kinds)
+        }
+        _ => return Err("give a TRACE, or --algo and --seed".into()),
+    };
+    let property = match &a.kind {
+        Some(k) => parse_property(k)?,
+        None => {
+            let setup = locksim_explore::Setup::from_scenario(&scenario)?;
+            let first = check_scenario(&scenario, setup.algo)
+                .verdict
+                .kinds()
+                .first()
+                .copied();
+            first.ok_or("the run violates nothing: nothing to shrink")?
+        }
+    };
+    let started = Instant::now();
+    eprintln!(
+        "shrinking {} seed {} ({} faults, {} clients), keeping {property}",
+        scenario.algorithm,
+        scenario.seed,
+        scenario.faults.len(),
+        scenario.cluster.clients
+    );
+    let shrunk = shrink(&scenario, property, &|line| eprintln!("  {line}"))?;
+    let trace = shrunk.trace(!a.no_events);
+    let path = a.out_dir.join(trace_file_name(&trace, property));
+    trace.write_new(&path)?;
+    let mut t = format!(
+        "{}: {} faults, {} clients, {} runs in {:.1}s; verdict {}\n",
+        path.display(),
+        shrunk.scenario.faults.len(),
+        shrunk.scenario.cluster.clients,
+        shrunk.runs,
+        started.elapsed().as_secs_f64(),
+        verdict_kinds(&shrunk.verdict)
+    );
+    for f in &shrunk.scenario.faults.faults {
+        t += &format!(
+            "  at {}: {}\n",
+            locksim_core::time::fmt_nanos(f.at as i128),
+            f.fault.describe(&shrunk.scenario.cluster)
+        );
+    }
+    t += &format!("replay it with: locksim replay {}\n", path.display());
+    out(&t);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn replay_main(a: ReplayArgs) -> Result<ExitCode, String> {
+    let (mut mismatch, mut unreadable) = (false, false);
+    for file in &a.traces {
+        let trace = match Trace::read(file) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: {e}");
+                unreadable = true;
+                continue;
+            }
+        };
+        let started = Instant::now();
+        let r = match replay(&trace) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: {}: {e}", file.display());
+                unreadable = true;
+                continue;
+            }
+        };
+        let ms = started.elapsed().as_secs_f64() * 1e3;
+        if r.ok() {
+            out(&format!(
+                "ok    {}: digest {}, verdict {} ({ms:.0} ms)\n",
+                file.display(),
+                &r.digest[..8],
+                verdict_kinds(&r.outcome.verdict)
+            ));
+        } else {
+            mismatch = true;
+            let mut t = format!("FAIL  {}:", file.display());
+            if !r.digest_matches {
+                t += &format!(
+                    " digest {} where the trace recorded {};",
+                    &r.digest[..8],
+                    &trace.digest[..8.min(trace.digest.len())]
+                );
+            }
+            if !r.verdict_matches {
+                t += &format!(
+                    " verdict {} where the trace recorded {};",
+                    verdict_kinds(&r.outcome.verdict),
+                    verdict_kinds(&trace.verdict)
+                );
+            }
+            t += "\n";
+            if let Some(d) = &r.first_difference {
+                t += &format!("  first difference: {d}\n");
+            }
+            out(&t);
+        }
+    }
+    Ok(if unreadable {
+        ExitCode::from(2)
+    } else if mismatch {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,189 @@
+//! Traces (DESIGN §8): one JSON file that re-runs a scenario and says what it must show.
+//!
+//! ```json
+//! {"format":"locksim-trace","version":1,"locksim":"0.1.0",
+//!  "scenario":{…},"digest":"…32 hex…","verdict":{"violations":[{"kind":"S1",…}]},
+//!  "events":[…]}
+//! ```
+//!
+//! `events` is optional. Reading checks `format` and `version` first, so a trace from a newer
+//! locksim gets "version 2 is newer than this locksim reads (1)", not a field error; every other
+//! problem names the file and the line and column.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::history::Event;
+use crate::scenario::Scenario;
+use crate::verdict::Verdict;
+
+/// The `format` field of every trace.
+pub const FORMAT: &str = "locksim-trace";
+/// The trace version this locksim writes and reads.
+pub const VERSION: u32 = 1;
+
+/// A replayable run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trace {
+    /// Always [`FORMAT`].
+    pub format: String,
+    /// [`VERSION`] when written by this locksim.
+    pub version: u32,
+    /// The locksim version that wrote it.
+    pub locksim: String,
+    /// Everything needed to re-run it.
+    pub scenario: Scenario,
+    /// The digest of the run's canonical event log.
+    pub digest: String,
+    /// What the checkers said.
+    pub verdict: Verdict,
+    /// The events themselves, when embedded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<Vec<Event>>,
+}
+
+/// A trace file that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceError {
+    /// The file.
+    pub file: PathBuf,
+    /// Line and column, when the problem has a position.
+    pub position: Option<(usize, usize)>,
+    /// What is wrong.
+    pub problem: String,
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.position {
+            Some((l, c)) => write!(f, "{}:{l}:{c}: {}", self.file.display(), self.problem),
+            None => write!(f, "{}: {}", self.file.display(), self.problem),
+        }
+    }
+}
+
+impl std::error::Error for TraceError {}
+
+impl Trace {
+    /// A trace of `scenario` with this locksim's format, version and crate version.
+    pub fn new(
+        scenario: Scenario,
+        digest: String,
+        verdict: Verdict,
+        events: Option<Vec<Event>>,
+    ) -> Trace {
+        Trace {
+            format: FORMAT.into(),
+            version: VERSION,
+            locksim: env!("CARGO_PKG_VERSION").into(),
+            scenario,
+            digest,
+            verdict,
+            events,
+        }
+    }
+
+    /// Parses a trace; `file` names it in errors.
+    ///
+    /// # Errors
+    /// Not JSON (with line and column), not a locksim trace, a newer version, an unknown or
+    /// missing field (with line and column), or a scenario that fails validation.
+    pub fn parse(file: &Path, text: &str) -> Result<Trace, TraceError> {
+        let err = |position, problem: String| TraceError {
+            file: file.to_path_buf(),
+            position,
+            problem,
+        };
+        let json = |e: serde_json::Error| {
+            let what = match e.classify() {
+                serde_json::error::Category::Eof => "the file ends early (truncated?)".to_string(),
+                _ => e.to_string(),
+            };
+            // serde_json appends " at line L column C"; the position is shown up front instead.
+            let what = what.split(" at line ").next().unwrap_or(&what).to_string();
+            err(Some((e.line(), e.column())), what)
+        };
+        let value: serde_json::Value = serde_json::from_str(text).map_err(json)?;
+        match value.get("format").and_then(|f| f.as_str()) {
+            Some(FORMAT) => {}
+            Some(other) => return Err(err(None, format!("`format` is {other:?}, not {FORMAT:?}"))),
+            None => return Err(err(None, format!("no `format` field: not a {FORMAT} file"))),
+        }
+        match value.get("version").and_then(|v| v.as_u64()) {
+            Some(v) if v == VERSION as u64 => {}
+            Some(v) if v > VERSION as u64 => {
+                return Err(err(
+                    None,
+                    format!(
+                        "version {v} is newer than this locksim reads ({VERSION}): upgrade locksim"
+                    ),
+                ))
+            }
+            Some(v) => {
+                return Err(err(
+                    None,
+                    format!("version {v} is not supported (this locksim reads {VERSION})"),
+                ))
+            }
+            None => return Err(err(None, "no numeric `version` field".into())),
+        }
+        let trace: Trace = serde_json::from_str(text).map_err(json)?;
+        trace
+            .scenario
+            .validate()
+            .map_err(|e| err(None, format!("`scenario`: {e}")))?;
+        Ok(trace)
+    }
+
+    /// Reads a trace file.
+    ///
+    /// # Errors
+    /// When the file cannot be read, or as [`Trace::parse`].
+    pub fn read(file: &Path) -> Result<Trace, TraceError> {
+        let text = std::fs::read_to_string(file).map_err(|e| TraceError {
+            file: file.to_path_buf(),
+            position: None,
+            problem: format!("cannot read: {e}"),
+        })?;
+        Trace::parse(file, &text)
+    }
+
+    /// Pretty JSON, ending with a newline.
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).expect("traces always serialize");
+        s.push('\n');
+        s
+    }
+
+    /// Writes the trace to `path` through a temporary file in the same folder and a rename, so
+    /// a crash never leaves half a trace. An existing file with other contents is never
+    /// replaced.
+    ///
+    /// # Errors
+    /// When `path` holds a different trace, or on an I/O error.
+    pub fn write_new(&self, path: &Path) -> Result<(), String> {
+        let text = self.to_json();
+        if let Ok(existing) = std::fs::read_to_string(path) {
+            if existing == text {
+                return Ok(());
+            }
+            return Err(format!(
+                "{} already holds a different trace; not overwriting it",
+                path.display()
+            ));
+        }
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
+        std::fs::write(&tmp, &text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+        std::fs::rename(&tmp, path).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            format!("cannot rename {} to {}: {e}", tmp.display(), path.display())
+        })
+    }
+}

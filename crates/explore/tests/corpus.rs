@@ -1,0 +1,100 @@
+//! The regression corpus in `traces/`: every trace replays to its recorded digest and verdict.
+//! `write_corpus` (ignored; run it by name) regenerates the corpus from the cases of
+//! `shared/cases/CASES.md` and the default campaign's first failing seeds.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use locksim_core::{FaultKind, Property, Trace};
+use locksim_explore::replay::replay;
+use locksim_explore::shrink::{shrink, trace_file_name};
+use locksim_explore::{check_scenario, Setup};
+
+fn corpus() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../traces")
+}
+
+#[test]
+fn every_trace_in_the_corpus_replays_exactly() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(corpus())
+        .expect("traces/ exists")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 5,
+        "the corpus holds at least K1, K4, K5 and the campaign's finds: {files:?}"
+    );
+    for f in &files {
+        let trace = Trace::read(f).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            !trace.verdict.is_safe(),
+            "{}: a corpus trace records a violation",
+            f.display()
+        );
+        let r = replay(&trace).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert!(
+            r.ok(),
+            "{}: digest {} (recorded {}), first difference {:?}",
+            f.display(),
+            r.digest,
+            trace.digest,
+            r.first_difference
+        );
+    }
+}
+
+fn keep(dir: &Path, name: &str, trace: &Trace) {
+    let path = dir.join(name);
+    trace.write_new(&path).unwrap();
+    eprintln!("wrote {}", path.display());
+}
+
+fn hand_written(
+    dir: &Path,
+    case: &str,
+    property: Property,
+    (setup, scenario): (Setup, locksim_core::Scenario),
+) {
+    let out = check_scenario(&scenario, setup.algo);
+    let h = out.history.expect("runs");
+    assert!(out.verdict.violates(property), "{case}: {:?}", out.verdict);
+    let trace = Trace::new(scenario, h.digest(), out.verdict, Some(h.events));
+    keep(
+        dir,
+        &format!("{case}-{}", trace_file_name(&trace, property)),
+        &trace,
+    );
+}
+
+fn shrunk(dir: &Path, algo: &str, seed: u64, kind: FaultKind, property: Property) {
+    let setup = Setup::registered(algo, &[]).unwrap();
+    let s = shrink(&setup.scenario(seed, &[kind]), property, &|_| {}).unwrap();
+    let trace = s.trace(true);
+    keep(dir, &trace_file_name(&trace, property), &trace);
+}
+
+#[test]
+#[ignore = "regenerates traces/: cargo test -p locksim-explore --test corpus -- --ignored write_corpus"]
+fn write_corpus() {
+    let dir = corpus();
+    hand_written(&dir, "k1", Property::S2, common::cases::k1("central"));
+    hand_written(
+        &dir,
+        "k1",
+        Property::S1,
+        common::cases::k1("central-fencing"),
+    );
+    hand_written(&dir, "k4", Property::S1, common::cases::k4(&[]));
+    hand_written(&dir, "k5", Property::S1, common::cases::k5(&[]));
+    hand_written(&dir, "k5-pause", Property::S1, common::cases::k5_pause());
+    // The default campaign's first failing seeds (`locksim campaign`), shrunk.
+    shrunk(&dir, "redlock", 5, FaultKind::Pause, Property::S1);
+    shrunk(&dir, "redlock", 0, FaultKind::ClockJump, Property::S1);
+    shrunk(&dir, "central", 5, FaultKind::Pause, Property::S2);
+    shrunk(&dir, "central-fencing", 5, FaultKind::Pause, Property::S1);
+    shrunk(&dir, "central", 0, FaultKind::ClockJump, Property::S3);
+    shrunk(&dir, "central", 3, FaultKind::CrashRestart, Property::S3);
+}
