@@ -1,5 +1,9 @@
-//! `locksim campaign`: the algorithm × fault-kind matrix over a seed range.
+//! `locksim campaign` (the algorithm × fault-kind matrix, or campaign files from `sims/`) and
+//! `locksim merge` (shards' results into one summary).
 
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -7,12 +11,18 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use locksim_core::fault::parse_kinds;
 use locksim_core::FaultKind;
-use locksim_explore::{run_campaign, setups_for, CampaignSpec, CellSummary};
+use locksim_explore::campaign_file::CampaignFile;
+use locksim_explore::{
+    run_seeds, setups_for, summarize, CampaignSpec, CellSummary, SeedRecord, Shard,
+};
 
 use crate::{out, plural};
 
 #[derive(Args)]
 pub struct CampaignArgs {
+    /// Campaign files (TOML) or folders of them, e.g. `sims/`; without any, the matrix below.
+    #[arg(value_name = "FILE|DIR")]
+    paths: Vec<PathBuf>,
     /// Algorithms to run, comma-separated [default: central,central-fencing,redlock].
     #[arg(long, value_name = "NAME[,NAME]", value_delimiter = ',')]
     algo: Vec<String>,
@@ -33,12 +43,82 @@ pub struct CampaignArgs {
     /// wins). An algorithm setting goes to the algorithms that have it. See `locksim list`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
-    /// Print one JSON object {"cells":[...]} instead of a table.
+    /// Run only shard I of N (the seeds whose offset is I modulo N, in every cell); defaults to
+    /// JOB_COMPLETION_INDEX/JOB_COMPLETIONS of a Kubernetes Indexed Job when they are set.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// Also write one JSON line per seed to this file, for `locksim merge`.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
 }
 
+#[derive(Args)]
+pub struct MergeArgs {
+    /// Per-seed results written by `locksim campaign --out` on each shard.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn progress_bar(total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} seeds, {elapsed} elapsed, eta {eta}")
+            .expect("valid template"),
+    );
+    bar
+}
+
+fn jobs(a: &CampaignArgs) -> Result<usize, String> {
+    match a.jobs {
+        Some(j) if j == 0 || j > 1024 => Err("--jobs must be from 1 to 1024".into()),
+        Some(j) => Ok(j),
+        None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }
+}
+
+fn run(spec: &CampaignSpec, shard: Shard, campaign: &str) -> Vec<SeedRecord> {
+    let per_shard = spec.seeds.div_ceil(shard.count).max(1);
+    let bar = progress_bar(spec.setups.len() as u64 * spec.kinds.len() as u64 * per_shard);
+    let mut records = run_seeds(spec, shard, &|done, _| bar.set_position(done));
+    bar.finish_and_clear();
+    for r in &mut records {
+        r.campaign = campaign.to_string();
+    }
+    records
+}
+
+fn write_records(path: &PathBuf, records: &[SeedRecord]) -> Result<(), String> {
+    let mut f =
+        std::fs::File::create(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    for r in records {
+        let line = serde_json::to_string(r).expect("records serialize");
+        writeln!(f, "{line}").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
 pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
+    if a.seeds == 0 || a.seeds > 1_000_000_000 {
+        return Err("--seeds must be from 1 to 1000000000".into());
+    }
+    if a.first_seed.checked_add(a.seeds).is_none() {
+        return Err("--first-seed + --seeds does not fit in 64 bits".into());
+    }
+    let jobs = jobs(&a)?;
+    let shard = match &a.shard {
+        Some(s) => Shard::parse(s)?,
+        None => Shard::from_env()?.unwrap_or(Shard::ALL),
+    };
+    let started = Instant::now();
+    if !a.paths.is_empty() {
+        return files(&a, jobs, shard, started);
+    }
     let algos: Vec<String> = if a.algo.is_empty() {
         vec!["central".into(), "central-fencing".into(), "redlock".into()]
     } else {
@@ -58,17 +138,6 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         Some(f) => parse_kinds(f)?,
         None => FaultKind::DEFAULT_MATRIX.to_vec(),
     };
-    if a.seeds == 0 || a.seeds > 1_000_000_000 {
-        return Err("--seeds must be from 1 to 1000000000".into());
-    }
-    if a.first_seed.checked_add(a.seeds).is_none() {
-        return Err("--first-seed + --seeds does not fit in 64 bits".into());
-    }
-    let jobs = match a.jobs {
-        Some(j) if j == 0 || j > 1024 => return Err("--jobs must be from 1 to 1024".into()),
-        Some(j) => j,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
     let spec = CampaignSpec {
         setups: setups_for(&algos, &a.set)?,
         kinds,
@@ -76,36 +145,161 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         seeds: a.seeds,
         jobs,
     };
-    let total = spec.setups.len() as u64 * spec.kinds.len() as u64 * spec.seeds;
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} seeds, {elapsed} elapsed, eta {eta}")
-            .expect("valid template"),
-    );
-    let started = Instant::now();
-    let cells = run_campaign(&spec, &|done, _| bar.set_position(done));
-    bar.finish_and_clear();
-    let secs = started.elapsed().as_secs_f64();
+    let records = run(&spec, shard, "");
+    if let Some(path) = &a.out {
+        write_records(path, &records)?;
+    }
+    let cells = summarize(&records);
     if a.json {
         out(&format!("{}\n", serde_json::json!({ "cells": cells })));
     } else {
         out(&table(&cells));
+        let total = records.len() as u64;
+        let secs = started.elapsed().as_secs_f64();
         let mut tail = format!(
-            "\n{} in {secs:.1}s on {} ({:.0} seeds/s).\n",
+            "\n{} in {secs:.1}s on {} ({:.0} seeds/s){}.\n",
             plural(total, "seed"),
             plural(jobs as u64, "thread"),
-            total as f64 / secs.max(1e-9)
+            total as f64 / secs.max(1e-9),
+            if shard == Shard::ALL {
+                String::new()
+            } else {
+                format!(", shard {}/{}", shard.index, shard.count)
+            }
         );
         if let Some(c) = cells.iter().find(|c| c.first_failing_seed.is_some()) {
             let sets: String = a.set.iter().map(|s| format!(" --set {s}")).collect();
             tail += &format!(
-                "See a failing seed's timeline, e.g.:\n  locksim run --algo {} --faults {} --seed {}{sets}\n",
+                "See a failing seed's timeline, or shrink it to a trace, e.g.:\n  locksim run --algo {0} --faults {1} --seed {2}{sets}\n  locksim shrink --algo {0} --faults {1} --seed {2}{sets}\n",
                 c.algorithm,
                 c.faults,
                 c.first_failing_seed.unwrap_or(0)
             );
         }
         eprint!("{tail}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn files(
+    a: &CampaignArgs,
+    jobs: usize,
+    shard: Shard,
+    started: Instant,
+) -> Result<ExitCode, String> {
+    if !a.algo.is_empty() || a.faults.is_some() || !a.set.is_empty() {
+        return Err(
+            "--algo, --faults and --set describe the matrix; campaign files carry their own".into(),
+        );
+    }
+    let files = CampaignFile::collect(&a.paths)?;
+    if files.is_empty() {
+        return Err("no *.toml campaign files there".into());
+    }
+    let (mut all, mut report, mut json, mut failed) = (Vec::new(), String::new(), Vec::new(), 0);
+    for f in &files {
+        let records = run(&f.spec(jobs)?, shard, &f.path.display().to_string());
+        let cells = summarize(&records);
+        // A shard sees only part of the seeds: expectations are judged after `merge`.
+        let problems = if shard == Shard::ALL {
+            f.judge(&cells)
+        } else {
+            vec![]
+        };
+        let verdict = if shard != Shard::ALL {
+            "(shard: judged after merge)".to_string()
+        } else if problems.is_empty() {
+            "PASS".to_string()
+        } else {
+            failed += 1;
+            format!("FAIL: {}", problems.join("; "))
+        };
+        report += &format!("== {} ({}): {verdict}\n", f.name, f.path.display());
+        report += &table(&cells);
+        report += "\n";
+        json.push(serde_json::json!({
+            "name": f.name, "file": f.path.display().to_string(), "cells": cells,
+            "ok": problems.is_empty(), "problems": problems,
+        }));
+        all.extend(records);
+    }
+    if let Some(path) = &a.out {
+        write_records(path, &all)?;
+    }
+    if a.json {
+        out(&format!("{}\n", serde_json::json!({ "campaigns": json })));
+    } else {
+        out(&report);
+        eprintln!(
+            "{} campaign files, {} in {:.1}s; {} failed their expectation",
+            files.len(),
+            plural(all.len() as u64, "seed"),
+            started.elapsed().as_secs_f64(),
+            failed
+        );
+    }
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
+    let mut by_campaign: BTreeMap<String, Vec<SeedRecord>> = BTreeMap::new();
+    for path in &a.files {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
+            let r: SeedRecord = serde_json::from_str(line).map_err(|e| {
+                format!(
+                    "{}:{}: {}",
+                    path.display(),
+                    i + 1,
+                    e.to_string().split(" at line ").next().unwrap_or("")
+                )
+            })?;
+            by_campaign.entry(r.campaign.clone()).or_default().push(r);
+        }
+    }
+    let mut json = Vec::new();
+    let mut text = String::new();
+    for (campaign, mut records) in by_campaign {
+        records.sort_by_key(|r| (r.cell, r.seed));
+        let before = records.len();
+        records.dedup_by_key(|r| (r.cell, r.seed));
+        if records.len() != before {
+            eprintln!(
+                "note: {}: {} seeds appeared in more than one file; counted once",
+                if campaign.is_empty() {
+                    "matrix"
+                } else {
+                    &campaign
+                },
+                before - records.len()
+            );
+        }
+        let cells = summarize(&records);
+        if !campaign.is_empty() {
+            text += &format!("== {campaign}\n");
+        }
+        text += &table(&cells);
+        json.push((campaign, cells));
+    }
+    if a.json {
+        let v = match json.as_slice() {
+            [(c, cells)] if c.is_empty() => serde_json::json!({ "cells": cells }),
+            _ => {
+                serde_json::json!({ "campaigns": json.iter().map(|(c, cells)| serde_json::json!({"file": c, "cells": cells})).collect::<Vec<_>>() })
+            }
+        };
+        out(&format!("{v}\n"));
+    } else {
+        out(&text);
     }
     Ok(ExitCode::SUCCESS)
 }

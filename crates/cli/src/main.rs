@@ -34,6 +34,8 @@ const AFTER_HELP: &str = "\
 Examples:
   locksim campaign                                  the default matrix, a few hundred seeds per cell
   locksim campaign --algo redlock --faults pause --seeds 1000
+  locksim campaign sims/                            the campaign files; exit 1 if an expectation fails
+  locksim campaign --shard 0/4 --out part0.jsonl    one of four machines; then: locksim merge part*.jsonl
   locksim run --algo redlock --seed 42 --faults pause
   locksim run --algo central --seed 7 --faults clock-jump --set clock=mono --set ttl=2s
   locksim shrink --algo redlock --seed 5 --faults pause    a minimal trace in traces/
@@ -52,8 +54,10 @@ struct Cli {
 enum Command {
     /// Run one seed and print the verdict and a timeline of what happened.
     Run(run::RunArgs),
-    /// Run an algorithm × fault-kind matrix over many seeds and print a table.
+    /// Run an algorithm × fault-kind matrix, or campaign files from sims/, over many seeds.
     Campaign(campaign::CampaignArgs),
+    /// Merge the per-seed results of campaign shards into the summary one run would print.
+    Merge(campaign::MergeArgs),
     /// Shrink a failing run to a minimal trace in traces/ that fails the same way.
     Shrink(traces::ShrinkArgs),
     /// Replay traces: re-run each and compare its event digest and verdict.
@@ -69,6 +73,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(a) => run::main(a),
         Command::Campaign(a) => campaign::main(a),
+        Command::Merge(a) => campaign::merge(a),
         Command::Check(a) => check::main(a),
         Command::Shrink(a) => traces::shrink_main(a),
         Command::Replay(a) => traces::replay_main(a),

@@ -475,3 +475,32 @@ fn shrink_writes_a_trace_that_replays() {
     assert!(stderr(&o).contains("nothing to shrink"), "{}", stderr(&o));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn campaign_files_fail_loudly_when_an_expectation_fails() {
+    let dir = std::env::temp_dir().join(format!("locksim-sims-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("a.toml"),
+        "algorithm = \"central\"\nfaults = [\"none\"]\nseeds = 4\nexpect = \"safe\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("b.toml"), "name = \"wrong on purpose\"\nalgorithm = \"central\"\nfaults = [\"none\"]\nseeds = 4\nexpect = [\"S1\"]\n").unwrap();
+    let o = locksim(&["campaign", dir.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("a.toml): PASS"), "{out}");
+    assert!(
+        out.contains("wrong on purpose") && out.contains("FAIL: expected S1"),
+        "{out}"
+    );
+    std::fs::write(dir.join("b.toml"), "algorithm = \"central\"\nseeds = 4\n").unwrap();
+    let o = locksim(&["campaign", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("b.toml") && stderr(&o).contains("missing field"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

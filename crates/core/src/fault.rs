@@ -557,11 +557,14 @@ pub enum FaultKind {
     DropReplies,
     /// Several kinds at once.
     Mixed,
+    /// Swarm testing (as FoundationDB and TigerBeetle practise it): each seed draws which fault
+    /// kinds are on and how hard they hit, so one campaign covers many fault mixes.
+    Swarm,
 }
 
 impl FaultKind {
     /// Every kind, in the order the CLI lists them.
-    pub const ALL: [FaultKind; 11] = [
+    pub const ALL: [FaultKind; 12] = [
         FaultKind::None,
         FaultKind::Partition,
         FaultKind::Pause,
@@ -573,6 +576,7 @@ impl FaultKind {
         FaultKind::Duplicate,
         FaultKind::DropReplies,
         FaultKind::Mixed,
+        FaultKind::Swarm,
     ];
     /// The default campaign matrix's fault kinds.
     pub const DEFAULT_MATRIX: [FaultKind; 7] = [
@@ -598,6 +602,7 @@ impl FaultKind {
             FaultKind::Duplicate => "duplicate",
             FaultKind::DropReplies => "drop-replies",
             FaultKind::Mixed => "mixed",
+            FaultKind::Swarm => "swarm",
         }
     }
     /// Names of every kind, comma-separated (for error messages).

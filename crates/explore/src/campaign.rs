@@ -1,12 +1,14 @@
 //! Campaigns: an algorithm × fault-kind matrix, each cell run over a seed range, every seed on
-//! its own fresh thread, spread over a pool of worker threads. Results are gathered per cell
-//! and seed, so the summary does not depend on which thread finished first.
+//! its own fresh thread, spread over a pool of worker threads. Each seed gives a
+//! [`SeedRecord`]; [`summarize`] folds records into per-cell summaries, in cell order, so the
+//! summary depends neither on which thread finished first nor on how the seeds were split into
+//! shards (`--shard I/N` on several machines, then `locksim merge`).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use locksim_core::{FaultKind, Property};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::outcome::check_scenario;
 use crate::setup::Setup;
@@ -23,6 +25,85 @@ pub struct CampaignSpec {
     pub seeds: u64,
     /// Worker threads (at least 1).
     pub jobs: usize,
+}
+
+/// This machine's part of a campaign: the seeds whose offset in the range is `index` modulo
+/// `count` (`0 <= index < count`), in every cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This shard, from 0.
+    pub index: u64,
+    /// Number of shards.
+    pub count: u64,
+}
+
+impl Shard {
+    /// The whole campaign.
+    pub const ALL: Shard = Shard { index: 0, count: 1 };
+
+    /// Parses `I/N`.
+    ///
+    /// # Errors
+    /// When the text is not `I/N` with `0 <= I < N`.
+    pub fn parse(text: &str) -> Result<Shard, String> {
+        let bad = || format!("`{text}` is not a shard: write I/N with 0 <= I < N, e.g. 0/4");
+        let (i, n) = text.split_once('/').ok_or_else(bad)?;
+        let (index, count): (u64, u64) = (
+            i.trim().parse().map_err(|_| bad())?,
+            n.trim().parse().map_err(|_| bad())?,
+        );
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+
+    /// The shard a Kubernetes Indexed Job gives this pod (`JOB_COMPLETION_INDEX` of
+    /// `JOB_COMPLETIONS`), if those variables are set.
+    ///
+    /// # Errors
+    /// When they are set but malformed.
+    pub fn from_env() -> Result<Option<Shard>, String> {
+        match (
+            std::env::var("JOB_COMPLETION_INDEX"),
+            std::env::var("JOB_COMPLETIONS"),
+        ) {
+            (Ok(i), Ok(n)) => Shard::parse(&format!("{i}/{n}"))
+                .map(Some)
+                .map_err(|e| format!("JOB_COMPLETION_INDEX/JOB_COMPLETIONS: {e}")),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// The outcome of one seed of one cell: one line of `--out results.jsonl`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedRecord {
+    /// The campaign file it belongs to (empty for the command-line matrix).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub campaign: String,
+    /// The cell's index in the campaign (algorithm-major order).
+    pub cell: usize,
+    /// Algorithm name.
+    pub algorithm: String,
+    /// Fault kind.
+    pub faults: FaultKind,
+    /// The seed.
+    pub seed: u64,
+    /// S1 violated.
+    pub s1: bool,
+    /// S2 violated.
+    pub s2: bool,
+    /// S3 violated.
+    pub s3: bool,
+    /// S3 ran out of budget.
+    pub s3_inconclusive: bool,
+    /// The simulation failed (with why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Successful acquires.
+    pub grants: u64,
 }
 
 /// The result of one cell.
@@ -52,70 +133,102 @@ pub struct CellSummary {
     pub grants: u64,
 }
 
-/// Runs the campaign; `progress(done, total)` is called after each seed (from worker threads).
-pub fn run_campaign(spec: &CampaignSpec, progress: &(dyn Fn(u64, u64) + Sync)) -> Vec<CellSummary> {
+/// Runs this shard of the campaign; `progress(done, total)` is called after each seed (from
+/// worker threads). Records come back sorted by cell, then seed.
+pub fn run_seeds(
+    spec: &CampaignSpec,
+    shard: Shard,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Vec<SeedRecord> {
     let cells: Vec<(usize, FaultKind)> = (0..spec.setups.len())
         .flat_map(|a| spec.kinds.iter().map(move |&k| (a, k)))
         .collect();
-    let total = cells.len() as u64 * spec.seeds;
-    let summaries: Mutex<Vec<CellSummary>> = Mutex::new(
-        cells
-            .iter()
-            .map(|&(a, k)| CellSummary {
-                algorithm: spec.setups[a].algorithm.clone(),
-                faults: k,
-                seeds: 0,
-                s1_violations: 0,
-                s2_violations: 0,
-                s3_violations: 0,
-                s3_inconclusive: 0,
-                first_failing_seed: None,
-                errors: 0,
-                first_error_seed: None,
-                grants: 0,
-            })
-            .collect(),
-    );
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
+    let offsets: Vec<u64> = (0..spec.seeds)
+        .filter(|o| o % shard.count == shard.index)
+        .collect();
+    let jobs: Vec<(usize, u64)> = (0..cells.len())
+        .flat_map(|c| offsets.iter().map(move |&o| (c, o)))
+        .collect();
+    let total = jobs.len() as u64;
+    let records: Mutex<Vec<SeedRecord>> = Mutex::new(Vec::with_capacity(jobs.len()));
+    let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
     std::thread::scope(|s| {
         for _ in 0..spec.jobs.max(1) {
             s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed) as u64;
-                if i >= total {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(cell, offset)) = jobs.get(i) else {
                     return;
-                }
-                let (cell, offset) = ((i / spec.seeds) as usize, i % spec.seeds);
+                };
                 let (a, kind) = cells[cell];
                 let seed = spec.first_seed + offset;
                 let setup = &spec.setups[a];
                 let out = check_scenario(&setup.scenario(seed, &[kind]), setup.algo.clone());
-                let grants = out.history.as_ref().map_or(0, count_grants);
-                {
-                    let mut sums = summaries.lock().expect("no worker panics while holding it");
-                    let c = &mut sums[cell];
-                    c.seeds += 1;
-                    c.grants += grants;
-                    if let Some(_e) = &out.error {
-                        c.errors += 1;
-                        c.first_error_seed = Some(c.first_error_seed.map_or(seed, |f| f.min(seed)));
-                    }
-                    let v = &out.verdict;
-                    c.s1_violations += v.violates(Property::S1) as u64;
-                    c.s2_violations += v.violates(Property::S2) as u64;
-                    c.s3_violations += v.violates(Property::S3) as u64;
-                    c.s3_inconclusive += !v.inconclusive.is_empty() as u64;
-                    if !v.is_safe() {
-                        c.first_failing_seed =
-                            Some(c.first_failing_seed.map_or(seed, |f| f.min(seed)));
-                    }
-                }
-                let d = done.fetch_add(1, Ordering::Relaxed) as u64 + 1;
-                progress(d, total);
+                let v = &out.verdict;
+                let record = SeedRecord {
+                    campaign: String::new(),
+                    cell,
+                    algorithm: setup.algorithm.clone(),
+                    faults: kind,
+                    seed,
+                    s1: v.violates(Property::S1),
+                    s2: v.violates(Property::S2),
+                    s3: v.violates(Property::S3),
+                    s3_inconclusive: !v.inconclusive.is_empty(),
+                    error: out.error.clone(),
+                    grants: out.history.as_ref().map_or(0, count_grants),
+                };
+                records
+                    .lock()
+                    .expect("no worker panics while holding it")
+                    .push(record);
+                progress(done.fetch_add(1, Ordering::Relaxed) as u64 + 1, total);
             });
         }
     });
-    summaries.into_inner().expect("workers finished")
+    let mut records = records.into_inner().expect("workers finished");
+    records.sort_by_key(|r| (r.cell, r.seed));
+    records
+}
+
+/// Folds one campaign's seed records (from one run or merged shards) into per-cell summaries,
+/// by cell index.
+pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
+    let mut cells: std::collections::BTreeMap<usize, CellSummary> = Default::default();
+    for r in records {
+        let c = cells.entry(r.cell).or_insert_with(|| CellSummary {
+            algorithm: r.algorithm.clone(),
+            faults: r.faults,
+            seeds: 0,
+            s1_violations: 0,
+            s2_violations: 0,
+            s3_violations: 0,
+            s3_inconclusive: 0,
+            first_failing_seed: None,
+            errors: 0,
+            first_error_seed: None,
+            grants: 0,
+        });
+        c.seeds += 1;
+        c.grants += r.grants;
+        c.s1_violations += r.s1 as u64;
+        c.s2_violations += r.s2 as u64;
+        c.s3_violations += r.s3 as u64;
+        c.s3_inconclusive += r.s3_inconclusive as u64;
+        let min = |f: Option<u64>| Some(f.map_or(r.seed, |f| f.min(r.seed)));
+        if r.s1 || r.s2 || r.s3 {
+            c.first_failing_seed = min(c.first_failing_seed);
+        }
+        if r.error.is_some() {
+            c.errors += 1;
+            c.first_error_seed = min(c.first_error_seed);
+        }
+    }
+    cells.into_values().collect()
+}
+
+/// Runs the whole campaign and summarizes it.
+pub fn run_campaign(spec: &CampaignSpec, progress: &(dyn Fn(u64, u64) + Sync)) -> Vec<CellSummary> {
+    summarize(&run_seeds(spec, Shard::ALL, progress))
 }
 
 fn count_grants(h: &locksim_core::History) -> u64 {

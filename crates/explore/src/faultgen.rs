@@ -1,4 +1,5 @@
-//! Draws a fault plan from a seed for a set of fault kinds. Each kind draws from its own
+//! Draws a fault plan from a seed for a set of fault kinds. `mixed` draws two to four kinds;
+//! `swarm` switches each kind on with probability ½ and draws one to four faults of each. Each kind draws from its own
 //! ChaCha stream, so restricting or extending the kinds does not reshuffle the others' faults.
 //! Magnitudes scale with the workload's TTL: pauses and partitions from a tenth of a TTL to
 //! three TTLs, clock steps up to two TTLs (a quarter of them hit every lock server at once, as
@@ -29,6 +30,19 @@ pub fn generate(seed: u64, kinds: &[FaultKind], cluster: &Cluster, w: &Workload)
         let mut rng = stream(seed, Stream::Faults, kind as u64);
         match kind {
             FaultKind::None => {}
+            FaultKind::Swarm => {
+                let mut on: Vec<FaultKind> =
+                    BASE.iter().copied().filter(|_| rng.gen_bool(0.5)).collect();
+                if on.is_empty() {
+                    on.push(*BASE.choose(&mut rng).expect("non-empty"));
+                }
+                let intensity = rng.gen_range(1..=4);
+                for k in on {
+                    for _ in 0..rng.gen_range(1..=intensity) {
+                        faults.extend(draw(k, &mut rng, cluster, w));
+                    }
+                }
+            }
             FaultKind::Mixed => {
                 let mut pool = BASE.to_vec();
                 pool.shuffle(&mut rng);
@@ -185,7 +199,9 @@ fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Vec
             servers: servers.clone(),
             duration: window(rng),
         },
-        FaultKind::None | FaultKind::Mixed => unreachable!("handled by generate"),
+        FaultKind::None | FaultKind::Mixed | FaultKind::Swarm => {
+            unreachable!("handled by generate")
+        }
     };
     vec![TimedFault { at, fault }]
 }

@@ -7,12 +7,16 @@
 //! trace and compares.
 
 pub mod campaign;
+pub mod campaign_file;
 pub mod faultgen;
 pub mod outcome;
 pub mod replay;
 pub mod setup;
 pub mod shrink;
+pub mod testing;
 
-pub use campaign::{run_campaign, CampaignSpec, CellSummary};
+pub use campaign::{
+    run_campaign, run_seeds, summarize, CampaignSpec, CellSummary, SeedRecord, Shard,
+};
 pub use outcome::{check_scenario, SeedOutcome};
 pub use setup::{parse_setting, setups_for, Setup};

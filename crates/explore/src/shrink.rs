@@ -10,6 +10,10 @@ use locksim_core::scenario::NodeId;
 use locksim_core::time::MS;
 use locksim_core::{FaultPlan, History, Property, Scenario, TimedFault, Verdict};
 
+use std::sync::Arc;
+
+use locksim_sim::LockAlgorithm;
+
 use crate::outcome::check_scenario;
 use crate::setup::Setup;
 
@@ -30,6 +34,7 @@ pub struct Shrunk {
 const NEAR_SEEDS: u64 = 16;
 
 struct Shrinker<'a> {
+    algo: Arc<dyn LockAlgorithm>,
     property: Property,
     runs: u64,
     progress: &'a dyn Fn(&str),
@@ -41,9 +46,8 @@ impl Shrinker<'_> {
         if s.validate().is_err() {
             return None;
         }
-        let setup = Setup::from_scenario(s).ok()?;
         self.runs += 1;
-        let out = check_scenario(s, setup.algo);
+        let out = check_scenario(s, self.algo.clone());
         let history = out.history?;
         out.verdict
             .violates(self.property)
@@ -226,21 +230,36 @@ impl Shrinker<'_> {
     }
 }
 
-/// Shrinks `start`, which must violate `property`, calling `progress` with a line now and then.
+/// Shrinks `start`, which must violate `property`, with a registered algorithm rebuilt from the
+/// scenario, calling `progress` with a line now and then.
 ///
 /// # Errors
-/// When `start` does not violate `property` (or cannot be run).
+/// When the algorithm cannot be rebuilt, or `start` does not violate `property`.
 pub fn shrink(
     start: &Scenario,
     property: Property,
     progress: &dyn Fn(&str),
 ) -> Result<Shrunk, String> {
+    shrink_with(start, Setup::from_scenario(start)?.algo, property, progress)
+}
+
+/// [`shrink`] with any algorithm (your own included); the shrinker never changes its settings
+/// or its number of servers.
+///
+/// # Errors
+/// When `start` does not violate `property`.
+pub fn shrink_with(
+    start: &Scenario,
+    algo: Arc<dyn LockAlgorithm>,
+    property: Property,
+    progress: &dyn Fn(&str),
+) -> Result<Shrunk, String> {
     let mut sh = Shrinker {
+        algo,
         property,
         runs: 0,
         progress,
     };
-    Setup::from_scenario(start)?;
     if sh.fails(start).is_none() {
         return Err(format!(
             "the scenario does not violate {property}: nothing to shrink"

@@ -1,0 +1,250 @@
+//! Campaign files (`sims/*.toml`): an algorithm with its settings, fault kinds, a seed range and
+//! an expectation that CI checks.
+//!
+//! ```toml
+//! name = "K4: a Redlock master restarts empty"
+//! algorithm = "redlock"
+//! faults = ["crash-restart"]     # one cell per kind; "swarm" mixes kinds per seed
+//! seeds = 300                    # per cell
+//! first_seed = 0                 # optional
+//! expect = ["S1"]                # each listed property is violated in some seed; or "safe"
+//! forbid = ["S2"]                # optional: properties no seed may violate
+//! [settings]                     # optional: as `--set key=value`
+//! ttl = "1s"
+//! delayed_restart = false
+//! ```
+//!
+//! A malformed file is an error that names the file, the line and column, and the field.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use locksim_core::fault::parse_kinds;
+use locksim_core::Property;
+use serde::Deserialize;
+
+use crate::campaign::{CampaignSpec, CellSummary};
+use crate::setup::setups_for;
+
+/// `expect = "safe"` or `expect = ["S1", "S2"]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum Expect {
+    /// `"safe"`: no seed may violate anything.
+    Word(String),
+    /// Properties each violated by at least one seed.
+    Found(Vec<String>),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    name: Option<String>,
+    description: Option<String>,
+    algorithm: String,
+    faults: Vec<String>,
+    seeds: u64,
+    #[serde(default)]
+    first_seed: u64,
+    expect: Expect,
+    #[serde(default)]
+    forbid: Vec<String>,
+    #[serde(default)]
+    settings: BTreeMap<String, toml::Value>,
+}
+
+/// A parsed campaign file.
+#[derive(Debug, Clone)]
+pub struct CampaignFile {
+    /// Where it came from.
+    pub path: PathBuf,
+    /// Its name (the file stem when it has none).
+    pub name: String,
+    /// Properties that some seed must violate.
+    pub expect: Vec<Property>,
+    /// Properties no seed may violate.
+    pub forbid: Vec<Property>,
+    /// `key=value` settings.
+    pub settings: Vec<String>,
+    /// Algorithm name.
+    pub algorithm: String,
+    /// Fault kinds, as written.
+    pub faults: String,
+    /// Seeds per cell.
+    pub seeds: u64,
+    /// First seed.
+    pub first_seed: u64,
+}
+
+fn property(s: &str) -> Result<Property, String> {
+    match s.trim().to_ascii_uppercase().as_str() {
+        "S1" => Ok(Property::S1),
+        "S2" => Ok(Property::S2),
+        "S3" => Ok(Property::S3),
+        _ => Err(format!("`{s}` is not a property (valid: S1, S2, S3)")),
+    }
+}
+
+impl CampaignFile {
+    /// Parses the text of a campaign file.
+    ///
+    /// # Errors
+    /// A message that starts with the file name and names the line and column or the field.
+    pub fn parse(path: &Path, text: &str) -> Result<CampaignFile, String> {
+        let at = |what: String| format!("{}: {what}", path.display());
+        let raw: Raw = toml::from_str(text).map_err(|e| {
+            let pos = e.span().map(|s| {
+                let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
+                format!("line {line}: ")
+            });
+            at(format!("{}{}", pos.unwrap_or_default(), e.message()))
+        })?;
+        let (expect, mut forbid) = match &raw.expect {
+            Expect::Word(w) if w == "safe" => {
+                (vec![], vec![Property::S1, Property::S2, Property::S3])
+            }
+            Expect::Word(w) => {
+                return Err(at(format!(
+                    "`expect`: `{w}` is neither \"safe\" nor a list like [\"S1\"]"
+                )))
+            }
+            Expect::Found(list) => (
+                list.iter()
+                    .map(|p| property(p))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| at(format!("`expect`: {e}")))?,
+                vec![],
+            ),
+        };
+        for p in &raw.forbid {
+            let p = property(p).map_err(|e| at(format!("`forbid`: {e}")))?;
+            if expect.contains(&p) {
+                return Err(at(format!("`forbid`: {p} is also expected")));
+            }
+            forbid.push(p);
+        }
+        if raw.seeds == 0 || raw.seeds > 1_000_000 {
+            return Err(at("`seeds`: must be from 1 to 1000000".into()));
+        }
+        let settings = raw
+            .settings
+            .iter()
+            .map(|(k, v)| match v {
+                toml::Value::String(s) => Ok(format!("{k}={s}")),
+                toml::Value::Integer(i) => Ok(format!("{k}={i}")),
+                toml::Value::Boolean(b) => Ok(format!("{k}={b}")),
+                toml::Value::Float(f) => Ok(format!("{k}={f}")),
+                other => Err(at(format!(
+                    "`settings.{k}`: {} is not a string, number or boolean",
+                    other.type_str()
+                ))),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let faults = raw.faults.join(",");
+        parse_kinds(&faults).map_err(|e| at(format!("`faults`: {e}")))?;
+        // Build once to report bad settings now, with the file name.
+        setups_for(std::slice::from_ref(&raw.algorithm), &settings)
+            .map_err(|e| at(format!("`settings`: {e}")))?;
+        let _ = raw.description;
+        Ok(CampaignFile {
+            path: path.to_path_buf(),
+            name: raw.name.unwrap_or_else(|| {
+                path.file_stem()
+                    .map_or_else(String::new, |s| s.to_string_lossy().into_owned())
+            }),
+            expect,
+            forbid,
+            settings,
+            algorithm: raw.algorithm,
+            faults,
+            seeds: raw.seeds,
+            first_seed: raw.first_seed,
+        })
+    }
+
+    /// Reads and parses a campaign file.
+    ///
+    /// # Errors
+    /// As [`CampaignFile::parse`], or when the file cannot be read.
+    pub fn read(path: &Path) -> Result<CampaignFile, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        CampaignFile::parse(path, &text)
+    }
+
+    /// Every `*.toml` under each path (a file, or a folder read in name order).
+    ///
+    /// # Errors
+    /// The first file that cannot be read or parsed; a path that does not exist.
+    pub fn collect(paths: &[PathBuf]) -> Result<Vec<CampaignFile>, String> {
+        let mut files = Vec::new();
+        for p in paths {
+            if p.is_dir() {
+                let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+                    .map_err(|e| format!("{}: {e}", p.display()))?
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|f| f.extension().is_some_and(|x| x == "toml"))
+                    .collect();
+                found.sort();
+                for f in found {
+                    files.push(CampaignFile::read(&f)?);
+                }
+            } else if p.exists() {
+                files.push(CampaignFile::read(p)?);
+            } else {
+                return Err(format!("{}: no such file or folder", p.display()));
+            }
+        }
+        Ok(files)
+    }
+
+    /// The campaign to run.
+    ///
+    /// # Errors
+    /// When the settings do not build (already checked by [`CampaignFile::parse`]).
+    pub fn spec(&self, jobs: usize) -> Result<CampaignSpec, String> {
+        Ok(CampaignSpec {
+            setups: setups_for(std::slice::from_ref(&self.algorithm), &self.settings)?,
+            kinds: parse_kinds(&self.faults)?,
+            first_seed: self.first_seed,
+            seeds: self.seeds,
+            jobs,
+        })
+    }
+
+    /// What failed in the expectation, one line each; empty when it holds. A seed that failed
+    /// to run always fails the expectation.
+    pub fn judge(&self, cells: &[CellSummary]) -> Vec<String> {
+        let count = |p: Property| -> u64 {
+            cells
+                .iter()
+                .map(|c| match p {
+                    Property::S1 => c.s1_violations,
+                    Property::S2 => c.s2_violations,
+                    Property::S3 => c.s3_violations,
+                    Property::S4 => 0,
+                })
+                .sum()
+        };
+        let mut problems = Vec::new();
+        for &p in &self.expect {
+            if count(p) == 0 {
+                problems.push(format!(
+                    "expected {p} to be violated in some seed; it never was"
+                ));
+            }
+        }
+        for &p in &self.forbid {
+            let n = count(p);
+            if n > 0 {
+                let first = cells.iter().filter_map(|c| c.first_failing_seed).min();
+                problems.push(format!("{p} was violated in {n} seeds (first failing seed {first:?}); the file forbids it"));
+            }
+        }
+        let errors: u64 = cells.iter().map(|c| c.errors).sum();
+        if errors > 0 {
+            problems.push(format!("{errors} seeds failed to run"));
+        }
+        problems
+    }
+}
