@@ -19,11 +19,23 @@ use crate::lockserver::{self, drift_allowance, Req, Resp, ServerConfig};
 
 /// Knobs of `central` and `central-fencing`.
 pub const KNOBS: &[Knob] = &[
-    Knob { key: "clock", default: "wall", help: "clock that judges TTL expiry on the server: wall | mono" },
-    Knob { key: "fsync", default: "never", help: "persist lock state (and the token counter): never | always" },
-    Knob { key: "timeout", default: "100ms", help: "client's per-request timeout" },
-    Knob { key: "client_clock", default: "wall", help: "clock the client measures validity with: wall (as redlock-py and node-redlock do) | mono" },
-    Knob { key: "drift_factor", default: "0.01", help: "client's clock-drift allowance as a fraction of TTL (plus 2 ms)" },
+    Knob {
+        key: "clock",
+        default: "wall",
+        help: "clock that judges TTL expiry on the server: wall | mono",
+    },
+    Knob {
+        key: "fsync",
+        default: "never",
+        help: "persist lock state (and the token counter): never | always",
+    },
+    Knob {
+        key: "timeout",
+        default: "100ms",
+        help: "client's per-request timeout",
+    },
+    crate::knobs::CLIENT_CLOCK,
+    crate::knobs::DRIFT_FACTOR,
 ];
 
 /// The central lock.

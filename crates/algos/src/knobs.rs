@@ -16,6 +16,20 @@ pub struct Knob {
     pub help: &'static str,
 }
 
+/// The client's clock knob, shared by the algorithms whose clients compute a validity.
+pub const CLIENT_CLOCK: Knob = Knob {
+    key: "client_clock",
+    default: "wall",
+    help: "clock the client measures elapsed time and validity with: wall (as redlock-py and node-redlock do) | mono",
+};
+
+/// The client's drift allowance knob (Redlock's `TTL·factor + 2 ms`).
+pub const DRIFT_FACTOR: Knob = Knob {
+    key: "drift_factor",
+    default: "0.01",
+    help: "client's clock-drift allowance as a fraction of TTL (plus 2 ms)",
+};
+
 /// Reads knobs out of a config map, remembering which keys were used.
 pub struct Knobs<'a> {
     algo: &'a str,

@@ -26,13 +26,33 @@ use crate::lockserver::{self, drift_allowance, Req, Resp, ServerConfig};
 
 /// Knobs of `redlock`.
 pub const KNOBS: &[Knob] = &[
-    Knob { key: "masters", default: "5", help: "number of independent masters (1 to 15)" },
-    Knob { key: "clock", default: "wall", help: "clock that judges TTL expiry on the masters: wall | mono" },
-    Knob { key: "fsync", default: "never", help: "masters persist lock state: never | always" },
-    Knob { key: "delayed_restart", default: "false", help: "a restarted master refuses requests for one TTL" },
-    Knob { key: "timeout", default: "50ms", help: "per-master request timeout" },
-    Knob { key: "client_clock", default: "wall", help: "clock the client measures elapsed time and validity with: wall (as redlock-py and node-redlock do) | mono" },
-    Knob { key: "drift_factor", default: "0.01", help: "clock-drift allowance as a fraction of TTL (plus 2 ms)" },
+    Knob {
+        key: "masters",
+        default: "5",
+        help: "number of independent masters (1 to 15)",
+    },
+    Knob {
+        key: "clock",
+        default: "wall",
+        help: "clock that judges TTL expiry on the masters: wall | mono",
+    },
+    Knob {
+        key: "fsync",
+        default: "never",
+        help: "masters persist lock state: never | always",
+    },
+    Knob {
+        key: "delayed_restart",
+        default: "false",
+        help: "a restarted master refuses requests for one TTL",
+    },
+    Knob {
+        key: "timeout",
+        default: "50ms",
+        help: "per-master request timeout",
+    },
+    crate::knobs::CLIENT_CLOCK,
+    crate::knobs::DRIFT_FACTOR,
 ];
 
 /// The Redlock algorithm.

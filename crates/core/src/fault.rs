@@ -578,6 +578,18 @@ impl FaultKind {
         FaultKind::Mixed,
         FaultKind::Swarm,
     ];
+    /// The kinds that draw faults themselves (`mixed` and `swarm` combine them).
+    pub const BASE: [FaultKind; 9] = [
+        FaultKind::Partition,
+        FaultKind::Pause,
+        FaultKind::ClockJump,
+        FaultKind::ClockDrift,
+        FaultKind::CrashRestart,
+        FaultKind::Loss,
+        FaultKind::Delay,
+        FaultKind::Duplicate,
+        FaultKind::DropReplies,
+    ];
     /// The default campaign matrix's fault kinds.
     pub const DEFAULT_MATRIX: [FaultKind; 7] = [
         FaultKind::None,

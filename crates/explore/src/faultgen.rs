@@ -11,17 +11,7 @@ use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-const BASE: [FaultKind; 9] = [
-    FaultKind::Partition,
-    FaultKind::Pause,
-    FaultKind::ClockJump,
-    FaultKind::ClockDrift,
-    FaultKind::CrashRestart,
-    FaultKind::Loss,
-    FaultKind::Delay,
-    FaultKind::Duplicate,
-    FaultKind::DropReplies,
-];
+const BASE: [FaultKind; 9] = FaultKind::BASE;
 
 /// Draws the fault plan of `seed` for `kinds`.
 pub fn generate(seed: u64, kinds: &[FaultKind], cluster: &Cluster, w: &Workload) -> FaultPlan {
