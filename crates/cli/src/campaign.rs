@@ -30,12 +30,12 @@ pub struct CampaignArgs {
     /// [default: none,partition,pause,clock-jump,clock-drift,crash-restart,mixed].
     #[arg(long, value_name = "KIND[,KIND]")]
     faults: Option<String>,
-    /// Seeds per cell.
-    #[arg(long, value_name = "N", default_value_t = 300)]
-    seeds: u64,
-    /// First seed of the range (seeds are first-seed .. first-seed + seeds).
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    first_seed: u64,
+    /// Seeds per cell [default: 300].
+    #[arg(long, value_name = "N")]
+    seeds: Option<u64>,
+    /// First seed of the range (seeds are first-seed .. first-seed + seeds) [default: 0].
+    #[arg(long, value_name = "N")]
+    first_seed: Option<u64>,
     /// Worker threads [default: every core].
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
@@ -65,6 +65,9 @@ pub struct MergeArgs {
     json: bool,
 }
 
+/// The most seeds per cell one invocation runs; bigger campaigns are sharded.
+const MAX_SEEDS: u64 = 1_000_000;
+
 fn progress_bar(total: u64) -> ProgressBar {
     let bar = ProgressBar::new(total);
     bar.set_style(
@@ -93,9 +96,18 @@ fn run(spec: &CampaignSpec, shard: Shard, campaign: &str) -> Vec<SeedRecord> {
     records
 }
 
-fn write_records(path: &PathBuf, records: &[SeedRecord]) -> Result<(), String> {
-    let mut f =
-        std::fs::File::create(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+/// Creates the `--out` file before any seed runs, so a bad path fails at once.
+fn open_out(path: &Option<PathBuf>) -> Result<Option<std::fs::File>, String> {
+    path.as_ref()
+        .map(|p| std::fs::File::create(p).map_err(|e| format!("cannot write {}: {e}", p.display())))
+        .transpose()
+}
+
+fn write_records(
+    path: &std::path::Path,
+    mut f: std::fs::File,
+    records: &[SeedRecord],
+) -> Result<(), String> {
     for r in records {
         let line = serde_json::to_string(r).expect("records serialize");
         writeln!(f, "{line}").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
@@ -104,10 +116,13 @@ fn write_records(path: &PathBuf, records: &[SeedRecord]) -> Result<(), String> {
 }
 
 pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
-    if a.seeds == 0 || a.seeds > 1_000_000_000 {
-        return Err("--seeds must be from 1 to 1000000000".into());
+    let (seeds, first_seed) = (a.seeds.unwrap_or(300), a.first_seed.unwrap_or(0));
+    if seeds == 0 || seeds > MAX_SEEDS {
+        return Err(format!(
+            "--seeds must be from 1 to {MAX_SEEDS} (split bigger campaigns with --shard)"
+        ));
     }
-    if a.first_seed.checked_add(a.seeds).is_none() {
+    if first_seed.checked_add(seeds).is_none() {
         return Err("--first-seed + --seeds does not fit in 64 bits".into());
     }
     let jobs = jobs(&a)?;
@@ -141,13 +156,14 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
     let spec = CampaignSpec {
         setups: setups_for(&algos, &a.set)?,
         kinds,
-        first_seed: a.first_seed,
-        seeds: a.seeds,
+        first_seed,
+        seeds,
         jobs,
     };
+    let out_file = open_out(&a.out)?;
     let records = run(&spec, shard, "");
-    if let Some(path) = &a.out {
-        write_records(path, &records)?;
+    if let (Some(path), Some(f)) = (&a.out, out_file) {
+        write_records(path, f, &records)?;
     }
     let cells = summarize(&records);
     if a.json {
@@ -192,10 +208,17 @@ fn files(
             "--algo, --faults and --set describe the matrix; campaign files carry their own".into(),
         );
     }
+    if a.seeds.is_some() || a.first_seed.is_some() {
+        return Err(
+            "--seeds and --first-seed describe the matrix; campaign files carry their own".into(),
+        );
+    }
     let files = CampaignFile::collect(&a.paths)?;
     if files.is_empty() {
-        return Err("no *.toml campaign files there".into());
+        let names: Vec<String> = a.paths.iter().map(|p| p.display().to_string()).collect();
+        return Err(format!("no *.toml campaign files in {}", names.join(", ")));
     }
+    let out_file = open_out(&a.out)?;
     let (mut all, mut report, mut json, mut failed) = (Vec::new(), String::new(), Vec::new(), 0);
     for f in &files {
         let records = run(&f.spec(jobs)?, shard, &f.path.display().to_string());
@@ -223,8 +246,8 @@ fn files(
         }));
         all.extend(records);
     }
-    if let Some(path) = &a.out {
-        write_records(path, &all)?;
+    if let (Some(path), Some(f)) = (&a.out, out_file) {
+        write_records(path, f, &all)?;
     }
     if a.json {
         out(&format!("{}\n", serde_json::json!({ "campaigns": json })));
@@ -268,40 +291,98 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
     }
     let mut json = Vec::new();
     let mut text = String::new();
+    let mut failed = 0;
     for (campaign, mut records) in by_campaign {
+        let label = if campaign.is_empty() {
+            "the matrix".to_string()
+        } else {
+            campaign.clone()
+        };
+        // One cell, one configuration: never add up runs of different campaigns or settings.
+        let mut cells: BTreeMap<usize, (&str, FaultKind, &str)> = BTreeMap::new();
+        for r in &records {
+            let this = (r.algorithm.as_str(), r.faults, r.settings.as_str());
+            if let Some(first) = cells.insert(r.cell, this) {
+                if first != this {
+                    return Err(format!(
+                        "cannot merge {label}: cell {} holds results of different runs ({} {} settings {} and {} {} settings {})",
+                        r.cell, first.0, first.1, first.2, this.0, this.1, this.2
+                    ));
+                }
+            }
+        }
+        let shards: std::collections::BTreeSet<&str> =
+            records.iter().map(|r| r.shard.as_str()).collect();
+        let counts: std::collections::BTreeSet<&str> =
+            shards.iter().filter_map(|s| s.split('/').nth(1)).collect();
+        if counts.len() > 1 {
+            return Err(format!(
+                "cannot merge {label}: its shards were cut differently ({})",
+                shards.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        if let Some(n) = counts.iter().next().and_then(|n| n.parse::<u64>().ok()) {
+            let missing: Vec<String> = (0..n)
+                .map(|i| format!("{i}/{n}"))
+                .filter(|s| !shards.contains(s.as_str()))
+                .collect();
+            if !missing.is_empty() {
+                eprintln!(
+                    "warning: {label}: shard {} missing: the summary covers only part of the seeds",
+                    missing.join(", ")
+                );
+            }
+        }
         records.sort_by_key(|r| (r.cell, r.seed));
         let before = records.len();
         records.dedup_by_key(|r| (r.cell, r.seed));
         if records.len() != before {
             eprintln!(
-                "note: {}: {} seeds appeared in more than one file; counted once",
-                if campaign.is_empty() {
-                    "matrix"
-                } else {
-                    &campaign
-                },
+                "note: {label}: {} seeds appeared in more than one file; counted once",
                 before - records.len()
             );
         }
         let cells = summarize(&records);
+        let mut verdict = String::new();
         if !campaign.is_empty() {
-            text += &format!("== {campaign}\n");
+            // Judge the campaign file's expectation, if the file is still where it was run.
+            match CampaignFile::read(std::path::Path::new(&campaign)) {
+                Ok(f) => {
+                    let problems = f.judge(&cells);
+                    if problems.is_empty() {
+                        verdict = ": PASS".into();
+                    } else {
+                        failed += 1;
+                        verdict = format!(": FAIL: {}", problems.join("; "));
+                    }
+                }
+                Err(e) => verdict = format!(" (not judged: {e})"),
+            }
+            text += &format!("== {campaign}{verdict}\n");
         }
         text += &table(&cells);
-        json.push((campaign, cells));
+        json.push((campaign, cells, verdict));
     }
     if a.json {
         let v = match json.as_slice() {
-            [(c, cells)] if c.is_empty() => serde_json::json!({ "cells": cells }),
+            [(c, cells, _)] if c.is_empty() => serde_json::json!({ "cells": cells }),
             _ => {
-                serde_json::json!({ "campaigns": json.iter().map(|(c, cells)| serde_json::json!({"file": c, "cells": cells})).collect::<Vec<_>>() })
+                let list: Vec<_> = json
+                    .iter()
+                    .map(|(c, cells, v)| serde_json::json!({"file": c, "cells": cells, "verdict": v.trim_start_matches(": ")}))
+                    .collect();
+                serde_json::json!({ "campaigns": list })
             }
         };
         out(&format!("{v}\n"));
     } else {
         out(&text);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn table(cells: &[CellSummary]) -> String {

@@ -58,6 +58,9 @@ fn parse_property(s: &str) -> Result<Property, String> {
 }
 
 pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
+    if a.trace.is_some() && !a.set.is_empty() {
+        return Err("a trace carries its own settings: --set applies to --algo/--seed runs".into());
+    }
     let scenario = match (&a.trace, &a.algo, a.seed) {
         (Some(t), _, _) => Trace::read(t).map_err(|e| e.to_string())?.scenario,
         (None, Some(algo), Some(seed)) => {
@@ -101,6 +104,12 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
         started.elapsed().as_secs_f64(),
         verdict_kinds(&shrunk.verdict)
     );
+    if shrunk.scenario.seed != scenario.seed {
+        t += &format!(
+            "  (now seed {}: removing faults or clients changes who wins each race, so the shrinker also tries neighbouring seeds)\n",
+            shrunk.scenario.seed
+        );
+    }
     for f in &shrunk.scenario.faults.faults {
         t += &format!(
             "  at {}: {}\n",

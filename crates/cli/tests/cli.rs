@@ -504,3 +504,75 @@ fn campaign_files_fail_loudly_when_an_expectation_fails() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn merge_judges_sharded_campaign_files_and_refuses_mixed_runs() {
+    let dir = std::env::temp_dir().join(format!("locksim-merge-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("fail.toml");
+    std::fs::write(
+        &file,
+        "algorithm = \"central\"\nfaults = [\"pause\"]\nseeds = 20\nexpect = \"safe\"\n",
+    )
+    .unwrap();
+    let part = |i: u32| dir.join(format!("p{i}.jsonl"));
+    for i in 0..2 {
+        let o = locksim(&[
+            "campaign",
+            file.to_str().unwrap(),
+            "--shard",
+            &format!("{i}/2"),
+            "--out",
+            part(i).to_str().unwrap(),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "a shard is judged after the merge: {}",
+            stderr(&o)
+        );
+    }
+    let o = locksim(&[
+        "merge",
+        part(0).to_str().unwrap(),
+        part(1).to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("FAIL"));
+    // A run with other settings in the same cell cannot be added in.
+    let other = dir.join("other.jsonl");
+    locksim(&[
+        "campaign",
+        "--algo",
+        "redlock",
+        "--faults",
+        "none",
+        "--seeds",
+        "3",
+        "--out",
+        other.to_str().unwrap(),
+    ]);
+    let more = dir.join("more.jsonl");
+    locksim(&[
+        "campaign",
+        "--algo",
+        "redlock",
+        "--faults",
+        "none",
+        "--seeds",
+        "3",
+        "--set",
+        "ttl=2s",
+        "--out",
+        more.to_str().unwrap(),
+    ]);
+    let o = locksim(&["merge", other.to_str().unwrap(), more.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("different runs"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).ok();
+}

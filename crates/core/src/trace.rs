@@ -158,9 +158,9 @@ impl Trace {
         s
     }
 
-    /// Writes the trace to `path` through a temporary file in the same folder and a rename, so
-    /// a crash never leaves half a trace. An existing file with other contents is never
-    /// replaced.
+    /// Writes the trace to `path` through a temporary file in the same folder and a hard link,
+    /// so a crash never leaves half a trace. An existing file with other contents is never
+    /// replaced, even by a concurrent writer.
     ///
     /// # Errors
     /// When `path` holds a different trace, or on an I/O error.
@@ -181,9 +181,22 @@ impl Trace {
         }
         let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
         std::fs::write(&tmp, &text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-        std::fs::rename(&tmp, path).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            format!("cannot rename {} to {}: {e}", tmp.display(), path.display())
-        })
+        // A hard link never replaces an existing file, so two writers racing for one name
+        // cannot clobber each other (a rename would).
+        let linked = std::fs::hard_link(&tmp, path);
+        let _ = std::fs::remove_file(&tmp);
+        match linked {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                match std::fs::read_to_string(path) {
+                    Ok(existing) if existing == text => Ok(()),
+                    _ => Err(format!(
+                        "{} already holds a different trace; not overwriting it",
+                        path.display()
+                    )),
+                }
+            }
+            Err(e) => Err(format!("cannot write {}: {e}", path.display())),
+        }
     }
 }

@@ -71,6 +71,11 @@ impl Shard {
             (Ok(i), Ok(n)) => Shard::parse(&format!("{i}/{n}"))
                 .map(Some)
                 .map_err(|e| format!("JOB_COMPLETION_INDEX/JOB_COMPLETIONS: {e}")),
+            (Ok(_), Err(_)) => Err(
+                "JOB_COMPLETION_INDEX is set but JOB_COMPLETIONS is not: set it to the job's \
+                 completions, or give --shard I/N"
+                    .into(),
+            ),
             _ => Ok(None),
         }
     }
@@ -104,6 +109,13 @@ pub struct SeedRecord {
     pub error: Option<String>,
     /// Successful acquires.
     pub grants: u64,
+    /// A fingerprint of the cell's settings (algorithm knobs, cluster, workload): `merge`
+    /// refuses to add up records of one cell made with different settings.
+    #[serde(default)]
+    pub settings: String,
+    /// The shard that ran it, `I/N`.
+    #[serde(default)]
+    pub shard: String,
 }
 
 /// The result of one cell.
@@ -150,6 +162,7 @@ pub fn run_seeds(
         .flat_map(|c| offsets.iter().map(move |&o| (c, o)))
         .collect();
     let total = jobs.len() as u64;
+    let fingerprints: Vec<String> = spec.setups.iter().map(fingerprint).collect();
     let records: Mutex<Vec<SeedRecord>> = Mutex::new(Vec::with_capacity(jobs.len()));
     let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
     std::thread::scope(|s| {
@@ -176,6 +189,8 @@ pub fn run_seeds(
                     s3_inconclusive: !v.inconclusive.is_empty(),
                     error: out.error.clone(),
                     grants: out.history.as_ref().map_or(0, count_grants),
+                    settings: fingerprints[a].clone(),
+                    shard: format!("{}/{}", shard.index, shard.count),
                 };
                 records
                     .lock()
@@ -229,6 +244,18 @@ pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
 /// Runs the whole campaign and summarizes it.
 pub fn run_campaign(spec: &CampaignSpec, progress: &(dyn Fn(u64, u64) + Sync)) -> Vec<CellSummary> {
     summarize(&run_seeds(spec, Shard::ALL, progress))
+}
+
+/// A short stable hash of what a setup runs (algorithm, knobs, cluster, workload).
+pub fn fingerprint(setup: &Setup) -> String {
+    let text = serde_json::to_string(&(
+        &setup.algorithm,
+        &setup.config,
+        &setup.cluster,
+        &setup.workload,
+    ))
+    .expect("serializable");
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
 }
 
 fn count_grants(h: &locksim_core::History) -> u64 {

@@ -99,23 +99,28 @@ impl CampaignFile {
             });
             at(format!("{}{}", pos.unwrap_or_default(), e.message()))
         })?;
-        let (expect, mut forbid) = match &raw.expect {
-            Expect::Word(w) if w == "safe" => {
-                (vec![], vec![Property::S1, Property::S2, Property::S3])
-            }
-            Expect::Word(w) => {
-                return Err(at(format!(
-                    "`expect`: `{w}` is neither \"safe\" nor a list like [\"S1\"]"
-                )))
-            }
-            Expect::Found(list) => (
-                list.iter()
-                    .map(|p| property(p))
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| at(format!("`expect`: {e}")))?,
-                vec![],
-            ),
-        };
+        let (expect, mut forbid) =
+            match &raw.expect {
+                Expect::Word(w) if w == "safe" => {
+                    (vec![], vec![Property::S1, Property::S2, Property::S3])
+                }
+                Expect::Word(w) => {
+                    return Err(at(format!(
+                        "`expect`: `{w}` is neither \"safe\" nor a list like [\"S1\"]"
+                    )))
+                }
+                Expect::Found(list) if list.is_empty() => return Err(at(
+                    "`expect`: an empty list expects nothing; write \"safe\" or name properties"
+                        .into(),
+                )),
+                Expect::Found(list) => (
+                    list.iter()
+                        .map(|p| property(p))
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| at(format!("`expect`: {e}")))?,
+                    vec![],
+                ),
+            };
         for p in &raw.forbid {
             let p = property(p).map_err(|e| at(format!("`forbid`: {e}")))?;
             if expect.contains(&p) {
@@ -125,6 +130,16 @@ impl CampaignFile {
         }
         if raw.seeds == 0 || raw.seeds > 1_000_000 {
             return Err(at("`seeds`: must be from 1 to 1000000".into()));
+        }
+        if raw.first_seed.checked_add(raw.seeds).is_none() {
+            return Err(at("`first_seed` + `seeds` does not fit in 64 bits".into()));
+        }
+        if locksim_algos::knobs(&raw.algorithm).is_none() {
+            return Err(at(format!(
+                "`algorithm`: unknown algorithm `{}` (valid: {})",
+                raw.algorithm,
+                locksim_algos::names()
+            )));
         }
         let settings = raw
             .settings
@@ -237,8 +252,14 @@ impl CampaignFile {
         for &p in &self.forbid {
             let n = count(p);
             if n > 0 {
-                let first = cells.iter().filter_map(|c| c.first_failing_seed).min();
-                problems.push(format!("{p} was violated in {n} seeds (first failing seed {first:?}); the file forbids it"));
+                let first = cells
+                    .iter()
+                    .filter_map(|c| c.first_failing_seed)
+                    .min()
+                    .map_or(String::new(), |s| format!(", from seed {s}"));
+                problems.push(format!(
+                    "{p} was violated in {n} seeds{first}; the file forbids it"
+                ));
             }
         }
         let errors: u64 = cells.iter().map(|c| c.errors).sum();

@@ -13,7 +13,7 @@ pub struct Replay {
     pub outcome: SeedOutcome,
     /// Its digest.
     pub digest: String,
-    /// Digest equal to the trace's.
+    /// Digest equal to the trace's (and the events, when the trace embeds them).
     pub digest_matches: bool,
     /// Verdict equal to the trace's (every violation, summary and witness).
     pub verdict_matches: bool,
@@ -61,7 +61,9 @@ pub fn replay(trace: &Trace) -> Result<Replay, String> {
     }
     let history = outcome.history.as_ref().expect("no error, a history");
     let digest = history.digest();
-    let digest_matches = digest == trace.digest;
+    // Embedded events must match too: a hand-edited event list is a mismatch.
+    let digest_matches =
+        digest == trace.digest && trace.events.as_ref().is_none_or(|e| *e == history.events);
     let verdict_matches = outcome.verdict == trace.verdict;
     let first_difference = match (&trace.events, digest_matches) {
         (Some(rec), false) => Some(first_difference(rec, &history.events)),

@@ -9,7 +9,7 @@
 //! fn my_lock_survives_pauses_and_partitions() {
 //!     Campaign::registered("central-fencing", &["ttl=2s"])
 //!         .seeds(0..500)
-//!         .faults(&[FaultKind::Partition, FaultKind::CrashRestart])
+//!         .faults(&[FaultKind::Partition, FaultKind::Loss])
 //!         .expect_safe();
 //! }
 //! ```
@@ -114,11 +114,22 @@ impl Campaign {
                 let n: u64 = v
                     .trim()
                     .parse()
-                    .unwrap_or_else(|_| panic!("LOCKSIM_SEED={v} is not a seed"));
+                    .ok()
+                    .filter(|&n| n < u64::MAX)
+                    .unwrap_or_else(|| panic!("LOCKSIM_SEED={v} is not a seed"));
                 n..n + 1
             }
             Err(_) => self.seeds.clone(),
         };
+        assert!(
+            !seeds.is_empty(),
+            "locksim: the seed range {seeds:?} is empty"
+        );
+        assert!(!self.kinds.is_empty(), "locksim: no fault kinds to run");
+        assert!(
+            self.setup.cluster.clients > 0,
+            "locksim: a campaign needs at least one client"
+        );
         let spec = CampaignSpec {
             setups: vec![self.setup.clone()],
             kinds: self.kinds.clone(),
@@ -142,6 +153,13 @@ impl Campaign {
             .filter(|r| r.s1 || r.s2 || r.s3)
             .min_by_key(|r| (r.seed, r.cell))
         else {
+            let grants: u64 = records.iter().map(|r| r.grants).sum();
+            assert!(
+                grants > 0,
+                "locksim: {} never granted the lock in {} seeds: nothing was tested",
+                self.setup.algorithm,
+                records.len()
+            );
             return;
         };
         let property = if r.s1 {
@@ -158,9 +176,11 @@ impl Campaign {
             shrink_with(&scenario, self.setup.algo.clone(), property, &|_| {}).and_then(|s| {
                 let trace = s.trace(true);
                 let path = dir.join(trace_file_name(&trace, property));
-                trace
-                    .write_new(&path)
-                    .map(|_| (path, s.scenario.faults.len()))
+                let path = std::path::absolute(&path).unwrap_or(path);
+                match trace.write_new(&path) {
+                    Ok(()) => Ok((path, s.scenario.faults.len())),
+                    Err(e) => Err(format!("the shrunk trace could not be written: {e}")),
+                }
             });
         let trace_line = match &written {
             Ok((path, n)) => {
