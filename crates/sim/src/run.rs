@@ -75,11 +75,17 @@ pub fn run(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> History {
         madsim::task::spawn_local(nemesis::run_plan(
             world.clone(),
             scenario.faults.clone(),
-            nodes,
+            nodes.clone(),
         ));
         let end = scenario.workload.duration + tail(&scenario);
         madsim::time::sleep_until(world.instant(end)).await;
-        finish(&world, end)
+        let history = finish(&world, end);
+        // Stop every node before the runtime goes away: their tasks hold the world and their
+        // endpoints, and left running they would keep a whole run's state alive.
+        for id in nodes.iter() {
+            h.kill(*id);
+        }
+        history
     })
 }
 
