@@ -48,15 +48,6 @@ pub struct ReplayArgs {
     traces: Vec<PathBuf>,
 }
 
-fn parse_property(s: &str) -> Result<Property, String> {
-    match s.trim().to_ascii_uppercase().as_str() {
-        "S1" => Ok(Property::S1),
-        "S2" => Ok(Property::S2),
-        "S3" => Ok(Property::S3),
-        _ => Err(format!("unknown property `{s}` (valid: S1, S2, S3)")),
-    }
-}
-
 pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
     if a.trace.is_some() && !a.set.is_empty() {
         return Err("a trace carries its own settings: --set applies to --algo/--seed runs".into());
@@ -72,7 +63,7 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
         _ => return Err("give a TRACE, or --algo and --seed".into()),
     };
     let property = match &a.kind {
-        Some(k) => parse_property(k)?,
+        Some(k) => k.parse::<Property>()?,
         None => {
             let setup = locksim_explore::Setup::from_scenario(&scenario)?;
             let first = check_scenario(&scenario, setup.algo)

@@ -19,6 +19,19 @@ pub enum Property {
     S4,
 }
 
+impl std::str::FromStr for Property {
+    type Err = String;
+    /// Parses `S1`, `S2` or `S3` (any case); S4 is not checked yet and is refused.
+    fn from_str(s: &str) -> Result<Property, String> {
+        match s.trim().to_ascii_uppercase().as_str() {
+            "S1" => Ok(Property::S1),
+            "S2" => Ok(Property::S2),
+            "S3" => Ok(Property::S3),
+            _ => Err(format!("unknown property `{s}` (valid: S1, S2, S3)")),
+        }
+    }
+}
+
 impl fmt::Display for Property {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{self:?}")

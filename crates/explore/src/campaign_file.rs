@@ -76,15 +76,6 @@ pub struct CampaignFile {
     pub first_seed: u64,
 }
 
-fn property(s: &str) -> Result<Property, String> {
-    match s.trim().to_ascii_uppercase().as_str() {
-        "S1" => Ok(Property::S1),
-        "S2" => Ok(Property::S2),
-        "S3" => Ok(Property::S3),
-        _ => Err(format!("`{s}` is not a property (valid: S1, S2, S3)")),
-    }
-}
-
 impl CampaignFile {
     /// Parses the text of a campaign file.
     ///
@@ -115,14 +106,16 @@ impl CampaignFile {
                 )),
                 Expect::Found(list) => (
                     list.iter()
-                        .map(|p| property(p))
+                        .map(|p| p.parse::<Property>())
                         .collect::<Result<Vec<_>, _>>()
                         .map_err(|e| at(format!("`expect`: {e}")))?,
                     vec![],
                 ),
             };
         for p in &raw.forbid {
-            let p = property(p).map_err(|e| at(format!("`forbid`: {e}")))?;
+            let p = p
+                .parse::<Property>()
+                .map_err(|e| at(format!("`forbid`: {e}")))?;
             if expect.contains(&p) {
                 return Err(at(format!("`forbid`: {p} is also expected")));
             }
