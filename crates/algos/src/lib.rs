@@ -8,6 +8,7 @@
 //! | `central` | one server, SET-if-absent with TTL, owner-checked release |
 //! | `central-fencing` | the same, plus a strictly increasing fencing token per grant |
 //! | `redlock` | N independent masters, majority, validity = TTL − elapsed − drift |
+//! | `raft-lease` | etcd-style lease lock on a Raft log (raft-rs), revision = fencing token |
 //!
 //! [`build`] turns a name and `key=value` knobs into an algorithm; [`ALGORITHMS`] and
 //! [`knobs`] describe what exists, for `--help` and error messages. Your own algorithm does not
@@ -23,6 +24,7 @@ use locksim_sim::LockAlgorithm;
 pub mod central;
 pub mod knobs;
 pub mod lockserver;
+pub mod raftlease;
 pub mod redlock;
 
 pub use knobs::Knob;
@@ -41,6 +43,10 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
         "redlock",
         "N independent masters, majority, validity = TTL - elapsed - drift",
     ),
+    (
+        "raft-lease",
+        "etcd-style lease lock on a Raft log (raft-rs); the lock key's revision is the fencing token",
+    ),
 ];
 
 /// Names of the registered algorithms, comma-separated.
@@ -57,6 +63,7 @@ pub fn knobs(name: &str) -> Option<&'static [Knob]> {
     match name {
         "central" | "central-fencing" => Some(central::KNOBS),
         "redlock" => Some(redlock::KNOBS),
+        "raft-lease" => Some(raftlease::KNOBS),
         _ => None,
     }
 }
@@ -78,6 +85,9 @@ pub fn build(
             true, config, workload,
         )?)),
         "redlock" => Ok(Arc::new(redlock::Redlock::from_config(config, workload)?)),
+        "raft-lease" => Ok(Arc::new(raftlease::RaftLease::from_config(
+            config, workload,
+        )?)),
         other => Err(format!("unknown algorithm `{other}` (valid: {})", names())),
     }
 }

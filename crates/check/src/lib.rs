@@ -8,7 +8,9 @@
 //! - [`stale`] checks S2, resource safety (no write of an older grant accepted after a write
 //!   of a newer one; accepted fencing tokens never decrease);
 //! - [`lease`] checks S3, linearizability of the lock operations against a lease lock, with the
-//!   general checker of [`linear`] (which also reads real Jepsen histories through [`formats`]).
+//!   general checker of [`linear`] (which also reads real Jepsen histories through [`formats`]);
+//! - [`release`] checks S4, that a release frees only its own grant's lock (from the service's
+//!   `freed` records).
 
 use locksim_core::{Cluster, History, NodeId, Verdict};
 
@@ -17,6 +19,7 @@ pub mod holds;
 pub mod lease;
 pub mod linear;
 pub mod mutex;
+pub mod release;
 pub mod stale;
 
 pub use holds::{derive_holds, Hold, HoldEnd};
@@ -55,7 +58,7 @@ pub struct CheckOptions<'a> {
 /// nearly linear), and deterministic.
 pub const S3_MAX_STEPS: u64 = 5_000_000;
 
-/// Runs every checker — S1, S2 and, with a lease spec, S3 — and returns one verdict, violations
+/// Runs every checker — S1, S2, S4 and, with a lease spec, S3 — and returns one verdict, violations
 /// ordered by property, then key, then time.
 pub fn check_all(history: &History, opts: &CheckOptions) -> Verdict {
     let names = Names(opts.cluster);
@@ -63,6 +66,7 @@ pub fn check_all(history: &History, opts: &CheckOptions) -> Verdict {
     let mut verdict = Verdict::default();
     mutex::check(&holds, names, &mut verdict);
     stale::check(history, &holds, names, &mut verdict);
+    release::check(history, names, &mut verdict);
     if let Some(spec) = opts.lease {
         lease::check_s3(history, spec, &opts.budget, &mut verdict);
     }

@@ -387,8 +387,8 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
 
 fn table(cells: &[CellSummary]) -> String {
     let mut t = format!(
-        "{:<16} {:<14} {:>6} {:>6} {:>6} {:>6} {:>8}  first failing seed\n",
-        "algorithm", "faults", "seeds", "S1", "S2", "S3", "grants"
+        "{:<16} {:<14} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8}  first failing seed\n",
+        "algorithm", "faults", "seeds", "S1", "S2", "S3", "S4", "grants"
     );
     let mark = |n: u64| {
         if n == 0 {
@@ -412,13 +412,14 @@ fn table(cells: &[CellSummary]) -> String {
             first += &format!("  (S3 undecided on {})", plural(c.s3_inconclusive, "seed"));
         }
         t += &format!(
-            "{:<16} {:<14} {:>6} {:>6} {:>6} {:>6} {:>8}  {}\n",
+            "{:<16} {:<14} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8}  {}\n",
             c.algorithm,
             c.faults.name(),
             c.seeds,
             mark(c.s1_violations),
             mark(c.s2_violations),
             mark(c.s3_violations),
+            mark(c.s4_violations),
             c.grants,
             first
         );
@@ -429,6 +430,8 @@ fn table(cells: &[CellSummary]) -> String {
     t +=
         "S3 = linearizability: the lock service's answers fit no correct lease lock (the service\n";
     t += "     itself misbehaved), or the resource's writes fit no register (a write took effect twice)\n";
+    t +=
+        "S4 = a release freed another grant's lock (a retried unlock deleting the next holder's)\n";
     t += "grants = successful acquires over all seeds (a cell with none would prove nothing)\n";
     t
 }

@@ -46,6 +46,23 @@ fn describe(s: &Scenario, e: &Event) -> String {
             Some(t) => format!("grants k{key} to {} with token {t}", c.name(*client)),
             None => format!("grants k{key} to {}", c.name(*client)),
         },
+        EventKind::Freed {
+            key,
+            client,
+            freed,
+            released,
+        } if freed == released => {
+            format!("frees k{key} (token {freed}) for {}", c.name(*client))
+        }
+        EventKind::Freed {
+            key,
+            client,
+            freed,
+            released,
+        } => format!(
+            "FREES k{key} token {freed} for {}, whose release named token {released}",
+            c.name(*client)
+        ),
         EventKind::WriteAccepted { key, handle, token } => match token {
             Some(t) => format!("accepts a write to k{key} from handle {handle} (token {t})"),
             None => format!("accepts a write to k{key} from handle {handle}"),

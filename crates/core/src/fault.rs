@@ -36,6 +36,11 @@ pub enum Fault {
     },
     /// Cut `node` off from every other node.
     Isolate { node: NodeId, duration: Nanos },
+    /// Cut off whichever lock server is the leader when the fault fires (the one claiming
+    /// leadership in the highest term): forces a leader change in replicated algorithms. The
+    /// recorded `fault` event names the node as an [`Fault::Isolate`]; with no leader, nothing
+    /// happens.
+    IsolateLeader { duration: Nanos },
     /// End every partition, loss, delay, duplication and reply-drop window now.
     Heal,
     /// Drop each message from `from` to `to` with probability `rate_pct`/100.
@@ -118,6 +123,9 @@ impl Fault {
                 node: map(*node)?,
                 duration: *duration,
             },
+            Fault::IsolateLeader { duration } => Fault::IsolateLeader {
+                duration: *duration,
+            },
             Fault::Heal => Fault::Heal,
             Fault::Loss {
                 from,
@@ -192,6 +200,7 @@ impl Fault {
             Fault::Partition { duration, .. }
             | Fault::PartitionOneway { duration, .. }
             | Fault::Isolate { duration, .. }
+            | Fault::IsolateLeader { duration }
             | Fault::DropReplies { duration, .. }
             | Fault::Pause { duration, .. } => vec![("duration", *duration)],
             Fault::Loss {
@@ -233,6 +242,7 @@ impl Fault {
                 Fault::Partition { duration, .. }
                 | Fault::PartitionOneway { duration, .. }
                 | Fault::Isolate { duration, .. }
+                | Fault::IsolateLeader { duration }
                 | Fault::DropReplies { duration, .. }
                 | Fault::Pause { duration, .. }
                 | Fault::Loss { duration, .. }
@@ -282,6 +292,9 @@ impl Fault {
             }
             Fault::Isolate { node, duration } => {
                 format!("isolate {} for {}", cluster.name(*node), d(duration))
+            }
+            Fault::IsolateLeader { duration } => {
+                format!("isolate the leader for {}", d(duration))
             }
             Fault::Heal => "heal the network".to_string(),
             Fault::Loss {
@@ -376,6 +389,7 @@ impl Fault {
             Fault::Partition { duration, .. }
             | Fault::PartitionOneway { duration, .. }
             | Fault::Isolate { duration, .. }
+            | Fault::IsolateLeader { duration }
             | Fault::Loss { duration, .. }
             | Fault::Duplicate { duration, .. }
             | Fault::DropReplies { duration, .. }
@@ -477,6 +491,7 @@ impl Fault {
                 check_set(clients, "clients")?;
                 check_set(servers, "servers")
             }
+            Fault::IsolateLeader { .. } => Ok(()),
         }
     }
 }
@@ -560,11 +575,15 @@ pub enum FaultKind {
     /// Swarm testing (as FoundationDB and TigerBeetle practise it): each seed draws which fault
     /// kinds are on and how hard they hit, so one campaign covers many fault mixes.
     Swarm,
+    /// Isolating the current leader of a replicated lock service (forces a leader change);
+    /// does nothing to algorithms without a leader. (Declared last: each kind draws from the
+    /// random stream numbered by its position, and older kinds keep theirs.)
+    LeaderChange,
 }
 
 impl FaultKind {
     /// Every kind, in the order the CLI lists them.
-    pub const ALL: [FaultKind; 12] = [
+    pub const ALL: [FaultKind; 13] = [
         FaultKind::None,
         FaultKind::Partition,
         FaultKind::Pause,
@@ -575,6 +594,7 @@ impl FaultKind {
         FaultKind::Delay,
         FaultKind::Duplicate,
         FaultKind::DropReplies,
+        FaultKind::LeaderChange,
         FaultKind::Mixed,
         FaultKind::Swarm,
     ];
@@ -613,6 +633,7 @@ impl FaultKind {
             FaultKind::Delay => "delay",
             FaultKind::Duplicate => "duplicate",
             FaultKind::DropReplies => "drop-replies",
+            FaultKind::LeaderChange => "leader-change",
             FaultKind::Mixed => "mixed",
             FaultKind::Swarm => "swarm",
         }

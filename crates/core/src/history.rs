@@ -107,6 +107,16 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         token: Option<u64>,
     },
+    /// Service side: a release from `client` that named the grant with fencing token
+    /// `released` deleted the lock of the grant with token `freed`. When the two differ, a
+    /// release freed another grant's lock: an S4 violation. Recorded by algorithms whose
+    /// tokens identify grants (`raft-lease`: the lock key's revision).
+    Freed {
+        key: u32,
+        client: NodeId,
+        freed: u64,
+        released: u64,
+    },
     /// The resource accepted a write.
     WriteAccepted {
         key: u32,

@@ -21,13 +21,14 @@ pub enum Property {
 
 impl std::str::FromStr for Property {
     type Err = String;
-    /// Parses `S1`, `S2` or `S3` (any case); S4 is not checked yet and is refused.
+    /// Parses `S1`, `S2`, `S3` or `S4` (any case).
     fn from_str(s: &str) -> Result<Property, String> {
         match s.trim().to_ascii_uppercase().as_str() {
             "S1" => Ok(Property::S1),
             "S2" => Ok(Property::S2),
             "S3" => Ok(Property::S3),
-            _ => Err(format!("unknown property `{s}` (valid: S1, S2, S3)")),
+            "S4" => Ok(Property::S4),
+            _ => Err(format!("unknown property `{s}` (valid: S1, S2, S3, S4)")),
         }
     }
 }

@@ -104,6 +104,9 @@ pub struct SeedRecord {
     pub s3: bool,
     /// S3 ran out of budget.
     pub s3_inconclusive: bool,
+    /// S4 violated (a release freed another grant's lock).
+    #[serde(default)]
+    pub s4: bool,
     /// The simulation failed (with why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -135,6 +138,8 @@ pub struct CellSummary {
     pub s3_violations: u64,
     /// Seeds where S3 ran out of its step budget before deciding.
     pub s3_inconclusive: u64,
+    /// Seeds where a release freed another grant's lock (S4).
+    pub s4_violations: u64,
     /// Smallest seed with any violation.
     pub first_failing_seed: Option<u64>,
     /// Seeds whose simulation failed (an algorithm panicked); never counted as safe.
@@ -187,6 +192,7 @@ pub fn run_seeds(
                     s2: v.violates(Property::S2),
                     s3: v.violates(Property::S3),
                     s3_inconclusive: !v.inconclusive.is_empty(),
+                    s4: v.violates(Property::S4),
                     error: out.error.clone(),
                     grants: out.history.as_ref().map_or(0, count_grants),
                     settings: fingerprints[a].clone(),
@@ -218,6 +224,7 @@ pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
             s2_violations: 0,
             s3_violations: 0,
             s3_inconclusive: 0,
+            s4_violations: 0,
             first_failing_seed: None,
             errors: 0,
             first_error_seed: None,
@@ -229,8 +236,9 @@ pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
         c.s2_violations += r.s2 as u64;
         c.s3_violations += r.s3 as u64;
         c.s3_inconclusive += r.s3_inconclusive as u64;
+        c.s4_violations += r.s4 as u64;
         let min = |f: Option<u64>| Some(f.map_or(r.seed, |f| f.min(r.seed)));
-        if r.s1 || r.s2 || r.s3 {
+        if r.s1 || r.s2 || r.s3 || r.s4 {
             c.first_failing_seed = min(c.first_failing_seed);
         }
         if r.error.is_some() {

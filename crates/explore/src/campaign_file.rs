@@ -230,7 +230,7 @@ impl CampaignFile {
                     Property::S1 => c.s1_violations,
                     Property::S2 => c.s2_violations,
                     Property::S3 => c.s3_violations,
-                    Property::S4 => 0,
+                    Property::S4 => c.s4_violations,
                 })
                 .sum()
         };

@@ -189,6 +189,9 @@ fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Vec
             servers: servers.clone(),
             duration: window(rng),
         },
+        FaultKind::LeaderChange => Fault::IsolateLeader {
+            duration: window(rng),
+        },
         FaultKind::None | FaultKind::Mixed | FaultKind::Swarm => {
             unreachable!("handled by generate")
         }

@@ -228,6 +228,12 @@ impl NodeCtx {
         self.inner.world.disk(self.inner.id)
     }
 
+    /// Tells the nemesis that this node leads in `term` (`None`: it stopped leading), so that
+    /// `isolate_leader` faults can find it. Only replicated algorithms with a leader call it.
+    pub fn set_leader(&self, term: Option<u64>) {
+        self.inner.world.set_leader(self.inner.id, term);
+    }
+
     /// Records an event on this node (true time and local readings are added).
     pub fn record(&self, kind: EventKind) -> u64 {
         self.inner.world.record(self.inner.id, kind)

@@ -29,6 +29,25 @@ impl Disk {
             None => self.durable.get(file).map(Vec::as_slice),
         }
     }
+    /// Names of the files whose name starts with `prefix`, as the running process sees them,
+    /// in name order.
+    pub fn list(&self, prefix: &str) -> Vec<String> {
+        let mut names: std::collections::BTreeSet<&String> = self
+            .durable
+            .keys()
+            .filter(|f| f.starts_with(prefix))
+            .collect();
+        for (f, d) in &self.buffered {
+            if f.starts_with(prefix) {
+                if d.is_some() {
+                    names.insert(f);
+                } else {
+                    names.remove(f);
+                }
+            }
+        }
+        names.into_iter().cloned().collect()
+    }
     /// Makes every buffered write durable.
     pub fn fsync(&mut self) {
         for (f, d) in std::mem::take(&mut self.buffered) {
@@ -64,7 +83,10 @@ mod tests {
         d.crash();
         assert_eq!(d.read("a"), Some(&b"1"[..]));
         assert_eq!(d.read("b"), None);
+        d.write("b", b"4".to_vec());
+        assert_eq!(d.list(""), ["a", "b"]);
         d.remove("a");
+        assert_eq!(d.list("a"), Vec::<String>::new());
         d.fsync();
         d.crash();
         assert_eq!(d.read("a"), None);

@@ -58,6 +58,23 @@ type States = Arc<std::sync::Mutex<Vec<NodeState>>>;
 
 fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
     let now = world.now();
+    // The leader is known only now: record and inject the isolation of that node.
+    let fault = match fault {
+        Fault::IsolateLeader { duration } => match world.leader() {
+            Some(node) => Fault::Isolate { node, duration },
+            None => {
+                world.record(0, EventKind::Fault { fault });
+                world.record(
+                    0,
+                    EventKind::FaultEnd {
+                        what: "no leader to isolate".into(),
+                    },
+                );
+                return;
+            }
+        },
+        f => f,
+    };
     let h = Handle::current();
     let at_node = fault.node().unwrap_or(0);
     world.record(
@@ -102,6 +119,7 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
             );
         }
         Fault::Heal => world.links().heal(),
+        Fault::IsolateLeader { .. } => unreachable!("resolved above"),
         Fault::Loss {
             from,
             to,
@@ -184,6 +202,7 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
             };
             h.kill(nodes[node as usize]);
             world.disk(node).crash();
+            world.set_leader(node, None);
             if let Some(after) = restart_after {
                 let (nodes, state) = (nodes.clone(), state.clone());
                 later(world, after, move |w| {

@@ -53,6 +53,9 @@ pub struct World {
     incarnations: Vec<AtomicU32>,
     next_handle: AtomicU64,
     next_op: AtomicU64,
+    /// Per node: the term in which it currently claims leadership (replicated algorithms
+    /// report it through `NodeCtx::set_leader`), for the `isolate_leader` fault.
+    leaders: Mutex<Vec<Option<u64>>>,
 }
 
 impl World {
@@ -68,6 +71,7 @@ impl World {
             incarnations: (0..n).map(|_| AtomicU32::new(0)).collect(),
             next_handle: AtomicU64::new(1),
             next_op: AtomicU64::new(1),
+            leaders: Mutex::new(vec![None; n]),
             cluster,
             workload,
             seed,
@@ -118,6 +122,20 @@ impl World {
     /// A fresh operation id (unique in the run).
     pub fn new_op(&self) -> u64 {
         self.next_op.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Node `id` claims leadership in `term` (`None`: it no longer does).
+    pub fn set_leader(&self, id: NodeId, term: Option<u64>) {
+        self.leaders.lock().expect("single-threaded")[id as usize] = term;
+    }
+
+    /// The node claiming leadership in the highest term (the lowest id on a tie), if any.
+    pub fn leader(&self) -> Option<NodeId> {
+        let l = self.leaders.lock().expect("single-threaded");
+        (0..l.len())
+            .filter_map(|i| l[i].map(|t| (t, std::cmp::Reverse(i))))
+            .max()
+            .map(|(_, std::cmp::Reverse(i))| i as NodeId)
     }
 
     /// Records an event on `node` at the current true time with the node's clock readings, and

@@ -1,0 +1,189 @@
+//! `raft-lease`: a lease lock on a Raft-replicated log, as etcd (and, in spirit, Chubby and
+//! Hazelcast's CP subsystem) build it, on the `raft` crate (raft-rs, TiKV's port of etcd's Raft).
+//!
+//! - A client session owns a **lease** (`Grant` through the log) with a TTL and keeps it alive
+//!   (every TTL/3, like etcd's `concurrency.Session`). The lease is what ties a lock to a live
+//!   client: when it expires on the leader's clock the leader revokes it through the log, which
+//!   deletes the keys it owns.
+//! - A **lock** on key `k` is a queue of keys `(k, lease)`, each created at a global revision;
+//!   waiters are served in creation order (etcd's `v3lock`/`concurrency.Mutex`), and the
+//!   holder's creation revision is its **fencing token**, checked by the resource.
+//! - **Release** deletes the session's key only if its revision still matches the grant's.
+//! - Keep-alives and lock waits are answered only after a ReadIndex round confirms the node
+//!   still leads; a new leader gives every lease a full TTL again.
+//! - The client measures its validity from the send time of its last acknowledged keep-alive,
+//!   `start + TTL − drift` with `drift = TTL·drift_factor + 2 ms`, as Redlock's formula does
+//!   (etcd's client closes a session whose keep-alive deadline passed).
+//!
+//! Two knobs turn on real bugs (`shared/cases/CASES.md`): `grant_on_expired_lease` (K2: a
+//! waiter whose lease expired while it waited is told it holds the lock) and `unlock_by_name`
+//! (K3: a retried unlock deletes the key by name and frees the session's next lock).
+
+mod client;
+pub mod server;
+pub mod state;
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use locksim_core::{Nanos, NodeId, Workload};
+use locksim_sim::{async_trait, LocalClock, LockAlgorithm, LockClient, NodeCtx};
+
+use crate::knobs::{Knob, Knobs};
+
+/// Knobs of `raft-lease`.
+pub const KNOBS: &[Knob] = &[
+    Knob {
+        key: "servers",
+        default: "3",
+        help: "number of Raft replicas (1 to 9)",
+    },
+    Knob {
+        key: "tick",
+        default: "20ms",
+        help: "Raft tick on each server's monotonic clock (heartbeats go out every tick)",
+    },
+    Knob {
+        key: "election_ticks",
+        default: "10",
+        help: "election timeout in ticks; each node draws its timeout from [e, 2e) (2 to 1000)",
+    },
+    Knob {
+        key: "fsync",
+        default: "always",
+        help: "fsync the Raft log and hard state before acknowledging: always | never",
+    },
+    Knob {
+        key: "clock",
+        default: "mono",
+        help: "clock that times leases on the leader: mono (Go's monotonic time, as etcd) | wall",
+    },
+    Knob {
+        key: "timeout",
+        default: "100ms",
+        help: "client's per-request timeout",
+    },
+    Knob {
+        key: "lock_wait",
+        default: "3s",
+        help: "how long an acquire waits in the lock's queue before giving up",
+    },
+    Knob {
+        key: "client_clock",
+        default: "mono",
+        help: "clock the client measures its lease validity with: mono | wall",
+    },
+    crate::knobs::DRIFT_FACTOR,
+    Knob {
+        key: "grant_on_expired_lease",
+        default: "false",
+        help:
+            "BUG (case K2): tell a waiter it holds the lock without checking its own key survived",
+    },
+    Knob {
+        key: "unlock_by_name",
+        default: "false",
+        help:
+            "BUG (case K3): unlock deletes the session's key by name, not only the granted revision",
+    },
+];
+
+/// A client request to a service node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Req {
+    /// Create a lease of `ttl` ns.
+    Grant { ttl: Nanos },
+    /// Renew `lease` for its TTL.
+    KeepAlive { lease: u64 },
+    /// Queue for lock `key` under `lease`.
+    Lock { key: u32, lease: u64 },
+    /// Wait until the key created at `rev` heads lock `key`'s queue (or is gone).
+    Wait { key: u32, lease: u64, rev: u64 },
+    /// Release lock `key` held with the key created at `rev`.
+    Unlock { key: u32, lease: u64, rev: u64 },
+    /// End `lease` now.
+    Revoke { lease: u64 },
+}
+
+/// A service node's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resp {
+    /// This node does not lead; try `hint` (the leader it knows of), if any.
+    NotLeader { hint: Option<NodeId> },
+    /// A lease was created.
+    Granted { lease: u64 },
+    /// The lease was renewed.
+    Alive,
+    /// The lease does not exist (expired or revoked).
+    LeaseNotFound,
+    /// Queued at revision `rev`; `owner` when it already holds the lock.
+    Locked { rev: u64, owner: bool },
+    /// The waiter at `rev` holds the lock.
+    Acquired { rev: u64 },
+    /// The waiter's key is gone (its lease expired while it waited).
+    Gone,
+    /// Unlocked (`found`: a key was deleted).
+    Unlocked { found: bool },
+    /// The lease was revoked.
+    Revoked,
+}
+
+/// The `raft-lease` algorithm.
+#[derive(Debug, Clone)]
+pub struct RaftLease {
+    servers: u32,
+    server: server::ServerConfig,
+    timeout: Nanos,
+    lock_wait: Nanos,
+    drift_ppm: u64,
+    client_clock: LocalClock,
+}
+
+impl RaftLease {
+    /// Builds `raft-lease` from its knobs, for clients asking for leases of `workload.ttl`.
+    ///
+    /// # Errors
+    /// A message naming a bad or unknown knob, or a TTL no client could use.
+    pub fn from_config(
+        config: &BTreeMap<String, String>,
+        workload: &Workload,
+    ) -> Result<Self, String> {
+        let name = "raft-lease";
+        let k = Knobs::new(name, config, KNOBS)?;
+        let drift_ppm = k.fraction_ppm("drift_factor")?;
+        crate::knobs::check_ttl(name, workload.ttl, drift_ppm)?;
+        let tick = k.duration("tick")?;
+        let election_ticks = k.int("election_ticks", 2..=1000)? as usize;
+        Ok(RaftLease {
+            servers: k.int("servers", 1..=9)?,
+            server: server::ServerConfig {
+                tick,
+                election_ticks,
+                fsync: k.choice("fsync", &["always", "never"])? == "always",
+                clock: crate::knobs::local_clock(&k, "clock")?,
+                grant_on_expired_lease: k.flag("grant_on_expired_lease")?,
+                unlock_by_name: k.flag("unlock_by_name")?,
+            },
+            timeout: k.duration("timeout")?,
+            lock_wait: k.duration("lock_wait")?,
+            drift_ppm,
+            client_clock: crate::knobs::local_clock(&k, "client_clock")?,
+        })
+    }
+}
+
+#[async_trait(?Send)]
+impl LockAlgorithm for RaftLease {
+    fn name(&self) -> &str {
+        "raft-lease"
+    }
+    fn servers(&self) -> u32 {
+        self.servers
+    }
+    async fn serve(&self, ctx: NodeCtx) {
+        server::serve(ctx, self.server).await;
+    }
+    fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {
+        Rc::new(client::Client::new(ctx, self.clone()))
+    }
+}

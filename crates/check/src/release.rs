@@ -1,0 +1,141 @@
+//! S4, own-incarnation release (DESIGN §7): a release, including a retried or duplicated one,
+//! never frees a lock that a later grant holds.
+//!
+//! The evidence is service-side: an algorithm whose fencing tokens identify grants records a
+//! `freed` event each time a release deletes a lock, with the token the release named and the
+//! token of the lock it deleted. A release that deletes a lock with a different token freed
+//! someone else's grant (case K3 in `shared/cases/CASES.md`: an unlock by key name, retried
+//! after its reply was lost, deletes the lock that the same session acquired again). Replicated
+//! services may record one deletion more than once (on two leaders); each (key, freed token) is
+//! judged once. Algorithms that record no `freed` events are not judged.
+
+use std::collections::BTreeSet;
+
+use locksim_core::history::{EventKind, OpF, Phase};
+use locksim_core::time::fmt_nanos;
+use locksim_core::{History, Property, Verdict, Violation};
+
+use crate::{Names, MAX_LISTED_PER_KEY};
+
+/// Adds one S4 violation per lock freed by a release that named another grant.
+pub fn check(history: &History, names: Names, verdict: &mut Verdict) {
+    let mut seen: BTreeSet<(u32, u64)> = BTreeSet::new();
+    let mut listed: std::collections::BTreeMap<u32, usize> = Default::default();
+    for e in &history.events {
+        let EventKind::Freed {
+            key,
+            client,
+            freed,
+            released,
+        } = e.kind
+        else {
+            continue;
+        };
+        if freed == released || !seen.insert((key, freed)) {
+            continue;
+        }
+        // The grant whose lock was freed, and the release that named the other token.
+        let acquired = history.events.iter().find(|a| {
+            matches!(a.kind, EventKind::Op { f: OpF::Acquire, phase: Phase::Ok, key: k, token: Some(t), .. }
+                if k == key && t == freed)
+        });
+        let n = listed.entry(key).or_default();
+        if *n >= MAX_LISTED_PER_KEY {
+            verdict.omitted += 1;
+            continue;
+        }
+        *n += 1;
+        let holder = match acquired {
+            Some(a) => format!(
+                "{}'s grant (token {freed}, acquired at {})",
+                names.of(a.node),
+                fmt_nanos(a.time as i128)
+            ),
+            None => format!("the grant with token {freed}"),
+        };
+        let mut events = vec![e.id];
+        events.extend(acquired.map(|a| a.id));
+        verdict.violations.push(Violation {
+            kind: Property::S4,
+            key,
+            summary: format!(
+                "key {key}: a release by {} of its grant with token {released} freed {holder} at {}",
+                names.of(client),
+                fmt_nanos(e.time as i128)
+            ),
+            events,
+            window: None,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use locksim_core::history::Event;
+
+    fn ev(id: u64, time: u64, node: u32, kind: EventKind) -> Event {
+        Event {
+            id,
+            time,
+            node,
+            wall: time as i64,
+            mono: time,
+            kind,
+        }
+    }
+
+    fn freed(freed: u64, released: u64) -> EventKind {
+        EventKind::Freed {
+            key: 0,
+            client: 3,
+            freed,
+            released,
+        }
+    }
+
+    #[test]
+    fn a_release_of_another_grant_is_a_violation_once() {
+        let acquire = EventKind::Op {
+            op: 1,
+            phase: Phase::Ok,
+            f: OpF::Acquire,
+            key: 0,
+            handle: Some(2),
+            token: Some(102),
+            deadline: None,
+            error: None,
+            value: None,
+        };
+        let h = History {
+            events: vec![
+                ev(0, 10, 3, acquire),
+                ev(1, 20, 0, freed(100, 100)),
+                ev(2, 30, 0, freed(102, 100)),
+                ev(3, 30, 1, freed(102, 100)),
+            ],
+            end: 40,
+            ..Default::default()
+        };
+        let mut v = Verdict::default();
+        check(&h, Names(None), &mut v);
+        assert_eq!(v.violations.len(), 1, "{v:?}");
+        assert_eq!(v.violations[0].kind, Property::S4);
+        assert_eq!(v.violations[0].events, vec![2, 0]);
+        assert!(v.violations[0]
+            .summary
+            .contains("token 100 freed node 3's grant (token 102"));
+    }
+
+    #[test]
+    fn own_releases_are_fine() {
+        let h = History {
+            events: vec![ev(0, 20, 0, freed(7, 7)), ev(1, 30, 0, freed(9, 9))],
+            end: 40,
+            ..Default::default()
+        };
+        let mut v = Verdict::default();
+        check(&h, Names(None), &mut v);
+        assert!(v.is_safe());
+    }
+}
