@@ -4,7 +4,8 @@
 //! The evidence is service-side: an algorithm whose fencing tokens identify grants records a
 //! `freed` event each time a release deletes a lock, with the token the release named and the
 //! token of the lock it deleted. A release that deletes a lock with a different token freed
-//! someone else's grant (case K3 in `shared/cases/CASES.md`: an unlock by key name, retried
+//! someone else's grant if that lock had been granted (deleting a key still waiting in a queue
+//! frees no lock) (case K3 in `shared/cases/CASES.md`: an unlock by key name, retried
 //! after its reply was lost, deletes the lock that the same session acquired again). Replicated
 //! services may record one deletion more than once (on two leaders); each (key, freed token) is
 //! judged once. Algorithms that record no `freed` events are not judged.
@@ -31,9 +32,31 @@ pub fn check(history: &History, names: Names, verdict: &mut Verdict) {
         else {
             continue;
         };
-        if freed == released || !seen.insert((key, freed)) {
+        if freed == released || seen.contains(&(key, freed)) {
             continue;
         }
+        // Only a lock that was granted (by the service, or as the client saw it) counts.
+        let granted = history.events[..e.id as usize]
+            .iter()
+            .any(|g| match g.kind {
+                EventKind::Grant {
+                    key: k,
+                    token: Some(t),
+                    ..
+                } => k == key && t == freed,
+                EventKind::Op {
+                    f: OpF::Acquire,
+                    phase: Phase::Ok,
+                    key: k,
+                    token: Some(t),
+                    ..
+                } => k == key && t == freed,
+                _ => false,
+            });
+        if !granted {
+            continue;
+        }
+        seen.insert((key, freed));
         // The grant whose lock was freed, and the release that named the other token.
         let acquired = history.events.iter().find(|a| {
             matches!(a.kind, EventKind::Op { f: OpF::Acquire, phase: Phase::Ok, key: k, token: Some(t), .. }
@@ -128,9 +151,14 @@ mod tests {
     }
 
     #[test]
-    fn own_releases_are_fine() {
+    fn own_releases_and_deleted_waiters_are_fine() {
         let h = History {
-            events: vec![ev(0, 20, 0, freed(7, 7)), ev(1, 30, 0, freed(9, 9))],
+            // The last deletes a key that was only queued, never granted: no lock is freed.
+            events: vec![
+                ev(0, 20, 0, freed(7, 7)),
+                ev(1, 30, 0, freed(9, 9)),
+                ev(2, 35, 0, freed(11, 9)),
+            ],
             end: 40,
             ..Default::default()
         };

@@ -23,11 +23,11 @@ pub struct CampaignArgs {
     /// Campaign files (TOML) or folders of them, e.g. `sims/`; without any, the matrix below.
     #[arg(value_name = "FILE|DIR")]
     paths: Vec<PathBuf>,
-    /// Algorithms to run, comma-separated [default: central,central-fencing,redlock].
+    /// Algorithms to run, comma-separated [default: central,central-fencing,redlock,raft-lease].
     #[arg(long, value_name = "NAME[,NAME]", value_delimiter = ',')]
     algo: Vec<String>,
     /// Fault kinds, comma-separated
-    /// [default: none,partition,pause,clock-jump,clock-drift,crash-restart,mixed].
+    /// [default: none,partition,pause,clock-jump,clock-drift,crash-restart,leader-change,mixed].
     #[arg(long, value_name = "KIND[,KIND]")]
     faults: Option<String>,
     /// Seeds per cell [default: 300].
@@ -135,7 +135,10 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         return files(&a, jobs, shard, started);
     }
     let algos: Vec<String> = if a.algo.is_empty() {
-        vec!["central".into(), "central-fencing".into(), "redlock".into()]
+        locksim_algos::ALGORITHMS
+            .iter()
+            .map(|a| a.0.to_string())
+            .collect()
     } else {
         a.algo
             .iter()

@@ -17,7 +17,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     seed: u64,
     /// Fault kinds to draw the plan from, comma-separated (none, partition, pause, clock-jump,
-    /// clock-drift, crash-restart, loss, delay, duplicate, drop-replies, mixed, swarm).
+    /// clock-drift, crash-restart, loss, delay, duplicate, drop-replies, leader-change, mixed,
+    /// swarm).
     #[arg(long, value_name = "KIND[,KIND]", default_value = "mixed")]
     faults: String,
     /// A workload or algorithm setting, e.g. `ttl=2s`, `clients=5`, `clock=mono` (repeatable;

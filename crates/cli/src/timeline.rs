@@ -178,7 +178,8 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool) -> String {
           a handle is one grant of the lock)\n";
     let _ = writeln!(t, "digest: {}", h.digest());
     if v.is_safe() {
-        t += "\nverdict: SAFE (S1 mutual exclusion, S2 resource safety and S3 linearizability hold)\n";
+        t += "\nverdict: SAFE (S1 mutual exclusion, S2 resource safety, S3 linearizability and S4 \
+              own-incarnation release hold)\n";
     } else {
         let kinds: Vec<String> = v.kinds().iter().map(|k| k.to_string()).collect();
         let _ = writeln!(t, "\nverdict: VIOLATED {}", kinds.join(", "));

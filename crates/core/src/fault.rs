@@ -611,13 +611,14 @@ impl FaultKind {
         FaultKind::DropReplies,
     ];
     /// The default campaign matrix's fault kinds.
-    pub const DEFAULT_MATRIX: [FaultKind; 7] = [
+    pub const DEFAULT_MATRIX: [FaultKind; 8] = [
         FaultKind::None,
         FaultKind::Partition,
         FaultKind::Pause,
         FaultKind::ClockJump,
         FaultKind::ClockDrift,
         FaultKind::CrashRestart,
+        FaultKind::LeaderChange,
         FaultKind::Mixed,
     ];
     /// The kebab-case name used on the command line and in JSON.

@@ -9,6 +9,10 @@
 //!   seeds, so no single lucky seed decides the figure. Throughput: seeds/s.
 //! * `harness-messages/redlock-mixed` — the very same work, reported as simulated messages/s
 //!   (the total `messages_sent` of those seeds, counted once before measuring).
+//! * `harness/raft-lease-mixed` — the same pipeline for the standard `raft-lease` scenario:
+//!   3 Raft replicas, 3 clients, 10 s of simulated workload, fault kind `mixed`, the same
+//!   seeds. Throughput: seeds/s. (Raft's heartbeats every 20 ms tick make it send several
+//!   times the messages of Redlock.)
 //! * `bare-madsim/same-messages` — madsim alone moving the same messages: per seed a fresh OS
 //!   thread and a fresh runtime, 9 nodes (5 masters, 3 clients and the resource, as in the
 //!   scenario), and the clients doing request/response pairs with the servers over
@@ -189,6 +193,13 @@ fn benches(c: &mut Criterion) {
     configure(&mut group);
     group.throughput(Throughput::Elements(seeds));
     group.bench_function("redlock-mixed", |b| b.iter(|| run_harness(&setup)));
+    group.finish();
+
+    let raft = Setup::registered("raft-lease", &[]).expect("raft-lease is a registered algorithm");
+    let mut group = c.benchmark_group("harness");
+    configure(&mut group);
+    group.throughput(Throughput::Elements(seeds));
+    group.bench_function("raft-lease-mixed", |b| b.iter(|| run_harness(&raft)));
     group.finish();
 
     let mut group = c.benchmark_group("harness-messages");

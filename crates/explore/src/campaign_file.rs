@@ -92,9 +92,10 @@ impl CampaignFile {
         })?;
         let (expect, mut forbid) =
             match &raw.expect {
-                Expect::Word(w) if w == "safe" => {
-                    (vec![], vec![Property::S1, Property::S2, Property::S3])
-                }
+                Expect::Word(w) if w == "safe" => (
+                    vec![],
+                    vec![Property::S1, Property::S2, Property::S3, Property::S4],
+                ),
                 Expect::Word(w) => {
                     return Err(at(format!(
                         "`expect`: `{w}` is neither \"safe\" nor a list like [\"S1\"]"
