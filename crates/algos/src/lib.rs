@@ -9,6 +9,7 @@
 //! | `central-fencing` | the same, plus a strictly increasing fencing token per grant |
 //! | `redlock` | N independent masters, majority, validity = TTL − elapsed − drift |
 //! | `raft-lease` | etcd-style lease lock on a Raft log (raft-rs), revision = fencing token |
+//! | `ap-lock` | members with their own lock tables, replicated in the background (case K6) |
 //!
 //! [`build`] turns a name and `key=value` knobs into an algorithm; [`ALGORITHMS`] and
 //! [`knobs`] describe what exists, for `--help` and error messages. Your own algorithm does not
@@ -21,6 +22,7 @@ use std::sync::Arc;
 use locksim_core::Workload;
 use locksim_sim::LockAlgorithm;
 
+pub mod aplock;
 pub mod central;
 pub mod knobs;
 pub mod lockserver;
@@ -47,7 +49,15 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
         "raft-lease",
         "etcd-style lease lock on a Raft log (raft-rs); the lock key's revision is the fencing token",
     ),
+    (
+        "ap-lock",
+        "members with their own lock tables, replicated in the background: available, not safe (K6)",
+    ),
 ];
+
+/// The algorithms of the default campaign matrix: the ones a user chooses between.
+/// (`ap-lock` is a demonstration of case K6 and unsafe even without faults.)
+pub const DEFAULT_MATRIX: [&str; 4] = ["central", "central-fencing", "redlock", "raft-lease"];
 
 /// Names of the registered algorithms, comma-separated.
 pub fn names() -> String {
@@ -64,6 +74,7 @@ pub fn knobs(name: &str) -> Option<&'static [Knob]> {
         "central" | "central-fencing" => Some(central::KNOBS),
         "redlock" => Some(redlock::KNOBS),
         "raft-lease" => Some(raftlease::KNOBS),
+        "ap-lock" => Some(aplock::KNOBS),
         _ => None,
     }
 }
@@ -88,6 +99,7 @@ pub fn build(
         "raft-lease" => Ok(Arc::new(raftlease::RaftLease::from_config(
             config, workload,
         )?)),
+        "ap-lock" => Ok(Arc::new(aplock::ApLock::from_config(config, workload)?)),
         other => Err(format!("unknown algorithm `{other}` (valid: {})", names())),
     }
 }

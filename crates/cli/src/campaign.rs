@@ -135,9 +135,9 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         return files(&a, jobs, shard, started);
     }
     let algos: Vec<String> = if a.algo.is_empty() {
-        locksim_algos::ALGORITHMS
+        locksim_algos::DEFAULT_MATRIX
             .iter()
-            .map(|a| a.0.to_string())
+            .map(|a| a.to_string())
             .collect()
     } else {
         a.algo

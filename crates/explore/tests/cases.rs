@@ -114,3 +114,35 @@ fn k5_pause_variant_violates_s1_and_s2() {
     let (v, _) = verdict(&s, &st);
     assert_eq!(v.kinds(), vec![Property::S1, Property::S2], "{v:#?}");
 }
+
+#[test]
+fn k6_an_available_lock_grants_on_both_sides_of_a_partition() {
+    use common::{node, scenario, setup};
+    use locksim_core::Fault;
+    // Five members split {n1,n2} | {n3,n4,n5}; A is on the minority side, B on the majority
+    // side; the resource is reachable from both.
+    let st = setup(
+        "ap-lock",
+        &["clients=2", "duration=6s", "writes=2", "work_min=300ms", "work_max=300ms"],
+    );
+    let p = st.scenario(1, &[]);
+    let n = |name| node(&p, name);
+    let s = scenario(
+        &st,
+        vec![(
+            "0s",
+            Fault::Partition {
+                a: vec![n("n1"), n("n2"), n("c1")],
+                b: vec![n("n3"), n("n4"), n("n5"), n("c2")],
+                duration: ns("6s"),
+            },
+        )],
+    );
+    let (v, grants) = verdict(&s, &st);
+    assert!(grants[0] > 0 && grants[1] > 0, "both sides grant: {grants:?}");
+    assert!(v.violates(Property::S1), "{v:#?}");
+    // Without the partition, every request goes through n1: safe.
+    let calm = scenario(&st, vec![]);
+    let (v, _) = verdict(&calm, &st);
+    assert!(v.is_safe(), "{v:#?}");
+}
