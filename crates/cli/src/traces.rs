@@ -30,8 +30,8 @@ pub struct ShrinkArgs {
     /// Settings of the run to shrink (as for `run`).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
-    /// The violation to keep: S1, S2 or S3 [default: the first the run violates].
-    #[arg(long, value_name = "S1|S2|S3")]
+    /// The violation to keep: S1, S2, S3 or S4 [default: the first the run violates].
+    #[arg(long, value_name = "S1|S2|S3|S4")]
     kind: Option<String>,
     /// Where to write the shrunk trace, as <algorithm>-<kind>-<digest prefix>.json.
     #[arg(long, value_name = "DIR", default_value = "traces")]

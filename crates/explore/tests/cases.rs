@@ -123,7 +123,13 @@ fn k6_an_available_lock_grants_on_both_sides_of_a_partition() {
     // side; the resource is reachable from both.
     let st = setup(
         "ap-lock",
-        &["clients=2", "duration=6s", "writes=2", "work_min=300ms", "work_max=300ms"],
+        &[
+            "clients=2",
+            "duration=6s",
+            "writes=2",
+            "work_min=300ms",
+            "work_max=300ms",
+        ],
     );
     let p = st.scenario(1, &[]);
     let n = |name| node(&p, name);
@@ -139,7 +145,10 @@ fn k6_an_available_lock_grants_on_both_sides_of_a_partition() {
         )],
     );
     let (v, grants) = verdict(&s, &st);
-    assert!(grants[0] > 0 && grants[1] > 0, "both sides grant: {grants:?}");
+    assert!(
+        grants[0] > 0 && grants[1] > 0,
+        "both sides grant: {grants:?}"
+    );
     assert!(v.violates(Property::S1), "{v:#?}");
     // Without the partition, every request goes through n1: safe.
     let calm = scenario(&st, vec![]);

@@ -70,10 +70,32 @@ fn hand_written(
 }
 
 fn shrunk(dir: &Path, algo: &str, seed: u64, kind: FaultKind, property: Property) {
-    let setup = Setup::registered(algo, &[]).unwrap();
+    shrunk_case(dir, "", algo, &[], seed, kind, property);
+}
+
+/// Shrinks seed `seed` of `algo` with `settings` under `kind`, keeping `property`; the file name
+/// gets `prefix` (e.g. `k2-`).
+fn shrunk_case(
+    dir: &Path,
+    prefix: &str,
+    algo: &str,
+    settings: &[(&str, &str)],
+    seed: u64,
+    kind: FaultKind,
+    property: Property,
+) {
+    let settings: Vec<(String, String)> = settings
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let setup = Setup::registered(algo, &settings).unwrap();
     let s = shrink(&setup.scenario(seed, &[kind]), property, &|_| {}).unwrap();
     let trace = s.trace(true);
-    keep(dir, &trace_file_name(&trace, property), &trace);
+    keep(
+        dir,
+        &format!("{prefix}{}", trace_file_name(&trace, property)),
+        &trace,
+    );
 }
 
 #[test]
@@ -97,4 +119,36 @@ fn write_corpus() {
     shrunk(&dir, "central-fencing", 5, FaultKind::Pause, Property::S1);
     shrunk(&dir, "central", 0, FaultKind::ClockJump, Property::S3);
     shrunk(&dir, "central", 3, FaultKind::CrashRestart, Property::S3);
+    // raft-lease: the inherent pause double grant, and its two bug toggles (CASES.md K2, K3);
+    // ap-lock's split brain (K6).
+    shrunk(&dir, "raft-lease", 4, FaultKind::Pause, Property::S1);
+    let k2 = [("grant_on_expired_lease", "true")];
+    shrunk_case(
+        &dir,
+        "k2-",
+        "raft-lease",
+        &k2,
+        0,
+        FaultKind::DropReplies,
+        Property::S1,
+    );
+    let k3 = [("unlock_by_name", "true")];
+    shrunk_case(
+        &dir,
+        "k3-",
+        "raft-lease",
+        &k3,
+        13,
+        FaultKind::Delay,
+        Property::S4,
+    );
+    shrunk_case(
+        &dir,
+        "k6-",
+        "ap-lock",
+        &[],
+        1,
+        FaultKind::Partition,
+        Property::S1,
+    );
 }

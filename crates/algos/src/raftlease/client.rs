@@ -106,8 +106,20 @@ impl Inner {
     async fn session(self: &Rc<Self>, ttl: Nanos) -> Result<Rc<Session>, Outcome<Grant>> {
         let current = self.session.borrow().clone();
         if let Some(s) = current {
-            if !s.dead.get() && self.now() < s.deadline.get() {
+            let left = s.deadline.get().saturating_sub(self.now());
+            if !s.dead.get() && left >= (ttl / 2) as i64 {
                 return Ok(s);
+            }
+            if !s.dead.get() && left > 0 {
+                // Little time left (keep-alives pause while a lock is held): renew before
+                // queueing, or the lease may run out while this client waits.
+                let start = self.now();
+                let req = Req::KeepAlive { lease: s.lease };
+                if let Ok(Resp::Alive) = self.rpc(req, self.cfg.timeout).await {
+                    s.deadline
+                        .set(s.deadline.get().max(self.valid_until(start, ttl)));
+                    return Ok(s);
+                }
             }
             s.end();
         }
@@ -305,13 +317,14 @@ impl Inner {
             Err(RpcError::NoLeader) => "no leader",
             Err(RpcError::Timeout) => "unlock timed out",
         };
-        // The client keeps its handle and retries in the background, as lock clients do; if
-        // that never gets an answer the session is given up so the key dies with the lease.
+        // The client keeps its handle and retries in the background with backoff, as lock
+        // clients do; if that never gets an answer the session is given up so the key dies with the lease.
         let (me, key) = (self.clone(), grant.key);
         self.in_doubt.borrow_mut().insert((key, lease, rev));
         madsim::task::spawn_local(async move {
-            for _ in 0..5 {
-                me.ctx.sleep(me.cfg.timeout).await;
+            // Exponential backoff, as client libraries' retry policies do.
+            for attempt in 0..5 {
+                me.ctx.sleep(me.cfg.timeout << attempt).await;
                 if !me.in_doubt.borrow().contains(&(key, lease, rev)) {
                     return;
                 }
