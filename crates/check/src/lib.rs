@@ -8,7 +8,8 @@
 //! - [`stale`] checks S2, resource safety (no write of an older grant accepted after a write
 //!   of a newer one; accepted fencing tokens never decrease);
 //! - [`lease`] checks S3, linearizability of the lock operations against a lease lock, with the
-//!   general checker of [`linear`] (which also reads real Jepsen histories through [`formats`]).
+//!   general checker of [`linear`] (which also reads real Jepsen histories through [`formats`]);
+//! - [`metrics`] measures what lock operators watch: latencies, waits, holds, retries.
 
 use locksim_core::{Cluster, History, NodeId, Verdict};
 
@@ -16,6 +17,7 @@ pub mod formats;
 pub mod holds;
 pub mod lease;
 pub mod linear;
+pub mod metrics;
 pub mod mutex;
 pub mod stale;
 
