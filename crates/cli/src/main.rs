@@ -3,7 +3,9 @@
 
 mod campaign;
 mod check;
+mod progress;
 mod render;
+mod report;
 mod run;
 mod timeline;
 mod traces;

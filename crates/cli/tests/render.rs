@@ -293,3 +293,107 @@ fn a_trace_without_events_is_rerun_to_get_them() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("embeds no events"));
 }
+
+#[test]
+fn campaign_report_links_each_violated_cell_to_its_shrunk_timeline() {
+    let dir = tmp("report");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let report = dir.join("report.html");
+    let args = [
+        "campaign",
+        "--algo",
+        "central,central-fencing",
+        "--faults",
+        "none,pause",
+        "--seeds",
+        "8",
+        "--jobs",
+        "2",
+        "--json",
+        "--report",
+        report.to_str().unwrap(),
+    ];
+    let o = locksim(&args);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    // Not a terminal: plain progress lines, the last one at 100%.
+    assert!(err.contains("32/32 seeds (100%)"), "{err}");
+    // Metrics in the JSON, durations in ns, next to the fields CI reads.
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let cells = v["cells"].as_array().unwrap();
+    for c in cells {
+        for f in [
+            "seeds",
+            "s1_violations",
+            "s2_violations",
+            "acquires",
+            "acquires_failed",
+            "acquires_unknown",
+            "retries",
+            "expired_while_held",
+            "messages_sent",
+            "messages_dropped",
+        ] {
+            assert!(c[f].is_u64(), "{f} in {c}");
+        }
+        for f in [
+            "acquire_latency_p50_ns",
+            "acquire_latency_p99_ns",
+            "wait_p50_ns",
+            "wait_p99_ns",
+            "hold_p50_ns",
+            "hold_p99_ns",
+        ] {
+            assert!(c[f].as_u64().is_some_and(|n| n > 0), "{f} in {c}");
+        }
+        assert!(c["acquire_latency_p50_ns"].as_u64() <= c["acquire_latency_p99_ns"].as_u64());
+        assert!(c["messages_sent"].as_u64().unwrap() > 0);
+    }
+    // The page: self-contained, one link per violated cell, each to a page that exists.
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert_self_contained_report(&html);
+    let violated = cells
+        .iter()
+        .filter(|c| !c["first_failing_seed"].is_null())
+        .count();
+    assert!(violated >= 2, "pause breaks both algorithms within 8 seeds");
+    let links: Vec<&str> = html
+        .split("href=\"")
+        .skip(1)
+        .map(|s| &s[..s.find('"').unwrap()])
+        .filter(|l| l.ends_with(".html"))
+        .collect();
+    assert_eq!(links.len(), violated, "{links:?}");
+    for l in &links {
+        assert!(l.starts_with("report-files/"), "{l}");
+        let page = std::fs::read_to_string(dir.join(l)).unwrap();
+        assert!(
+            page.contains("class=\"violation\""),
+            "{l}: a violation on the page"
+        );
+        let trace = dir.join(l.replace(".html", ".json"));
+        let o = locksim(&["replay", trace.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(0), "{l}: the shrunk trace replays");
+    }
+    // Running it again writes the same traces (never a different one under the same name).
+    let o = locksim(&args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // A file at the report's path that locksim did not write is kept.
+    std::fs::write(&report, "not ours").unwrap();
+    let o = locksim(&args);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), "not ours");
+}
+
+fn assert_self_contained_report(html: &str) {
+    let lower = html.to_ascii_lowercase();
+    for bad in ["http://", "https://", "<script", "<link", "<img", "url("] {
+        assert!(!lower.contains(bad), "report contains `{bad}`");
+    }
+}

@@ -7,6 +7,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use locksim_check::metrics::{Aggregate, Metrics};
 use locksim_core::{FaultKind, Property};
 use serde::{Deserialize, Serialize};
 
@@ -116,6 +117,10 @@ pub struct SeedRecord {
     /// The shard that ran it, `I/N`.
     #[serde(default)]
     pub shard: String,
+    /// The run's lock metrics (counters and duration histograms, ns), absent when the
+    /// simulation failed or the record was written by an older locksim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Aggregate>,
 }
 
 /// The result of one cell.
@@ -143,6 +148,36 @@ pub struct CellSummary {
     pub first_error_seed: Option<u64>,
     /// Client-visible lock grants over all seeds (a liveness indicator).
     pub grants: u64,
+    /// Acquire attempts over all seeds.
+    pub acquires: u64,
+    /// Acquires that completed `fail` (definitely not granted).
+    pub acquires_failed: u64,
+    /// Acquires whose outcome is unknown (`info`, e.g. a timeout, or never completed).
+    pub acquires_unknown: u64,
+    /// Acquire attempts made after a failed or unknown one (retries).
+    pub retries: u64,
+    /// Grants whose lease (the client's own deadline) passed while the holder still wrote,
+    /// renewed or released under it.
+    pub expired_while_held: u64,
+    /// Messages sent over all seeds.
+    pub messages_sent: u64,
+    /// Messages dropped by fault rules over all seeds.
+    pub messages_dropped: u64,
+    /// Median acquire latency (invoke to `ok`), ns, within 1.6%; `null` without grants.
+    pub acquire_latency_p50_ns: Option<u64>,
+    /// 99th-percentile acquire latency, ns, within 1.6%.
+    pub acquire_latency_p99_ns: Option<u64>,
+    /// Median wait for the lock (first attempt of a round to its grant, retries included), ns.
+    pub wait_p50_ns: Option<u64>,
+    /// 99th-percentile wait, ns.
+    pub wait_p99_ns: Option<u64>,
+    /// Median hold time (hold interval length), ns.
+    pub hold_p50_ns: Option<u64>,
+    /// 99th-percentile hold time, ns.
+    pub hold_p99_ns: Option<u64>,
+    /// The metrics added up (histograms included), for reports.
+    #[serde(skip)]
+    pub metrics: Aggregate,
 }
 
 /// Runs this shard of the campaign; `progress(done, total)` is called after each seed (from
@@ -191,6 +226,7 @@ pub fn run_seeds(
                     grants: out.history.as_ref().map_or(0, count_grants),
                     settings: fingerprints[a].clone(),
                     shard: format!("{}/{}", shard.index, shard.count),
+                    metrics: out.history.as_ref().map(|h| Metrics::of(h).aggregate()),
                 };
                 records
                     .lock()
@@ -222,6 +258,20 @@ pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
             errors: 0,
             first_error_seed: None,
             grants: 0,
+            acquires: 0,
+            acquires_failed: 0,
+            acquires_unknown: 0,
+            retries: 0,
+            expired_while_held: 0,
+            messages_sent: 0,
+            messages_dropped: 0,
+            acquire_latency_p50_ns: None,
+            acquire_latency_p99_ns: None,
+            wait_p50_ns: None,
+            wait_p99_ns: None,
+            hold_p50_ns: None,
+            hold_p99_ns: None,
+            metrics: Aggregate::default(),
         });
         c.seeds += 1;
         c.grants += r.grants;
@@ -237,6 +287,25 @@ pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
             c.errors += 1;
             c.first_error_seed = min(c.first_error_seed);
         }
+        if let Some(m) = &r.metrics {
+            c.metrics.merge(m);
+        }
+    }
+    for c in cells.values_mut() {
+        let m = &c.metrics;
+        c.acquires = m.acquires;
+        c.acquires_failed = m.acquires_failed;
+        c.acquires_unknown = m.acquires_unknown;
+        c.retries = m.retries;
+        c.expired_while_held = m.expired_while_held;
+        c.messages_sent = m.messages_sent;
+        c.messages_dropped = m.messages_dropped;
+        c.acquire_latency_p50_ns = m.acquire_latency_ns.quantile(0.5);
+        c.acquire_latency_p99_ns = m.acquire_latency_ns.quantile(0.99);
+        c.wait_p50_ns = m.wait_ns.quantile(0.5);
+        c.wait_p99_ns = m.wait_ns.quantile(0.99);
+        c.hold_p50_ns = m.hold_ns.quantile(0.5);
+        c.hold_p99_ns = m.hold_ns.quantile(0.99);
     }
     cells.into_values().collect()
 }

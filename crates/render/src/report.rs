@@ -93,7 +93,7 @@ pub fn campaign_report(title: &str, notes: &[String], cells: &[ReportCell]) -> S
         }
     }
     let mut h = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"generator\" content=\"locksim render\">\n<title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
         text(title),
         text(title)
     );
