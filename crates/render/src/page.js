@@ -671,7 +671,8 @@
     draw();
     root.setAttribute("data-render", "ok");
     statusEl.textContent = D.events + " events, " + D.holds.length + " holds, " + D.msgs.length + " messages" +
-      (D.msgs.length ? "" : " (none recorded)");
+      (D.msgs.length ? "" : " (none recorded)") + "; drawn " + Math.round(performance.now()) +
+      " ms after the page began loading";
   }
 
   try {
