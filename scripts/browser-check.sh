@@ -34,7 +34,8 @@ check() {
     --disable-background-networking --disable-component-update --disable-sync
     --user-data-dir="$profile" --enable-logging=stderr --v=0
     --window-size=1500,1000 --hide-scrollbars)
-  dom=$("$BROWSER" "${flags[@]}" --dump-dom "file://$PWD/$page" 2>"$OUT/console.log" || true)
+  # With the messages on ("#messages"), so every drawing path runs.
+  dom=$("$BROWSER" "${flags[@]}" --dump-dom "file://$PWD/$page#messages" 2>"$OUT/console.log" || true)
   # The root element's opening tag, not the script's text, must carry the mark.
   if ! grep -Eq '^<html[^>]* data-render="ok"' <<<"$dom"; then
     echo "  $page: the page did not mark itself rendered: $(grep -Eo '^<html[^>]*>' <<<"$dom" || echo 'no <html> in the DOM dump')"

@@ -328,11 +328,23 @@
         }
         if (w > 40) {
           var txt = "k" + h[1] + " h" + h[4] + (h[5] !== null ? " token " + h[5] : "");
-          var lx = Math.max(hx0, GUTTER) + 4;
-          label(txt, lx, hy + hh / 2, Math.min(hx1, W - RIGHT) - lx - 3, "#fff");
+          var lx = Math.max(hx0, GUTTER) + 12;
+          var lend = h[7] !== null && h[7] < h[3] ? Math.min(X(h[7]), hx1) : hx1;
+          label(txt, lx, hy + hh / 2, Math.min(lend, W - RIGHT) - lx - 3, "#fff");
         }
-        if (span < 4 * (h[3] - h[2]) && h[7] !== null && h[7] < h[3] && X(h[7]) < W - RIGHT - 20) {
-          label("after its lease ended", X(h[7]) + 4, hy - 5, hx1 - X(h[7]) - 6, "#a50e0e");
+        if (h[7] !== null && h[7] < h[3]) {
+          // Name the hatched part inside it, on a white box so the hatching stays readable.
+          ctx.font = "bold 11px system-ui, sans-serif";
+          var lt = "acting after its lease ended", lw = ctx.measureText(lt).width;
+          var from = Math.max(X(h[7]), GUTTER), to = Math.min(hx1, W - RIGHT);
+          if (to - from > lw + 16) {
+            var mx = from + (to - from - lw) / 2;
+            ctx.fillStyle = "rgba(255,255,255,0.92)";
+            ctx.fillRect(mx - 4, hy + hh / 2 - 8, lw + 8, 16);
+            ctx.fillStyle = "#a50e0e";
+            ctx.fillText(lt, mx, hy + hh / 2);
+          }
+          ctx.font = "11px system-ui, sans-serif";
         }
       }
       drawMarks(l, hy, hh);
@@ -638,7 +650,8 @@
       ["background:rgba(251,140,0,.25);border-top:2px solid #f29900", "partitioned"],
       ["background:rgba(251,188,4,.25);border-top:2px solid #e3a600", "lossy, slow or duplicating link"],
       ["background:none;border-top:2px solid #9334e6;height:0", "clock offset from true time"],
-      ["background:rgba(217,48,37,.18);border:1.5px dashed #d93025", "violation"]
+      ["background:rgba(217,48,37,.18);border:1.5px dashed #d93025", "violation"],
+      ["background:linear-gradient(160deg,transparent 45%,#1a73e8 45% 55%,transparent 55%)", "message (blue request, green reply, red ✕ dropped; toggle above)"]
     ]);
     legend.innerHTML = "";
     items.forEach(function (it) {
@@ -666,6 +679,8 @@
     mt.appendChild(h2);
     mt.appendChild(table);
 
+    // "#messages" in the address turns the messages on (a link can ask for them).
+    if (/messages/.test(window.location.hash)) showMsgs.checked = true;
     if (D.violations.length) setView(D.violations[0].focus[0], D.violations[0].focus[1]);
     else setView(0, end);
     draw();
