@@ -140,7 +140,7 @@ impl Metrics {
         // Attempts still open at the end never completed: their outcome is unknown.
         m.acquires_unknown += open.len() as u64;
         for h in derive_holds(history) {
-            m.hold.push(h.end - h.start);
+            m.hold.push(h.end.saturating_sub(h.start));
             let Some(deadline) = h.deadline else { continue };
             if let Some(&(last, lost)) = acted.get(&h.handle) {
                 if last > deadline && lost.is_none_or(|l| l > deadline) {

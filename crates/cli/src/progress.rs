@@ -94,13 +94,20 @@ impl Progress {
         if !due {
             return None;
         }
+        // A line for a tenth names the tenth's own count, not whichever count a worker thread
+        // reported first, so these lines read the same in every run but for the times.
+        let shown = if tenth > p.tenth {
+            self.total * tenth / 10
+        } else {
+            done
+        };
         p.tenth = p.tenth.max(tenth);
         p.last = now;
         Some(format!(
-            "  {done}/{} {} ({}%), {:.1}s",
+            "  {shown}/{} {} ({}%), {:.1}s",
             self.total,
             self.what,
-            (done * 100).checked_div(self.total).unwrap_or(100),
+            (shown * 100).checked_div(self.total).unwrap_or(100),
             now.duration_since(self.started).as_secs_f64()
         ))
     }

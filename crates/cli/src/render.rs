@@ -50,15 +50,24 @@ pub struct Drawn {
 /// The history a trace's embedded events describe. The run's end is not stored in traces: it
 /// is the harness's (workload duration + TTL + 1 s, `locksim_sim::run::tail`), or the last
 /// event if later.
-fn embedded_history(trace: &Trace) -> Option<History> {
-    let events = trace.events.clone()?;
+fn embedded_history(trace: &Trace, file: &Path) -> Result<Option<History>, String> {
+    let Some(events) = trace.events.clone() else {
+        return Ok(None);
+    };
+    if let Some((i, p)) = events
+        .iter()
+        .enumerate()
+        .find_map(|(i, e)| locksim_render::event_problem(&trace.scenario, e).map(|p| (i, p)))
+    {
+        return Err(format!("{}: `events[{i}]`: {p}", file.display()));
+    }
     let w = &trace.scenario.workload;
     let end = (w.duration + w.ttl + SEC).max(events.last().map_or(0, |e| e.time));
-    Some(History {
+    Ok(Some(History {
         events,
         end,
         ..History::default()
-    })
+    }))
 }
 
 /// Draws `trace` (read from `file`): re-runs its scenario (deterministic) to get the events
@@ -128,7 +137,7 @@ pub fn draw(trace: &Trace, file: &Path, no_rerun: bool) -> Result<Drawn, String>
             r.outcome.history.clone().expect("a replay without error has a history"),
             r.outcome.verdict.clone(),
         ),
-        None => match embedded_history(trace) {
+        None => match embedded_history(trace, file)? {
             Some(h) => (h, trace.verdict.clone()),
             None => {
                 return Err(format!(

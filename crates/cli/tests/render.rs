@@ -233,6 +233,25 @@ fn bad_input_is_named_and_never_overwrites_a_foreign_file() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("wrong.json") && err.contains("five"), "{err}");
+    // Embedded events that do not fit the cluster: named by index and field, never a panic.
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&t).unwrap()).unwrap();
+    v["events"][3]["node"] = serde_json::json!(99);
+    let odd = tmp("odd.json");
+    std::fs::write(&odd, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let o = locksim(&[
+        "render",
+        "--no-rerun",
+        odd.to_str().unwrap(),
+        "-o",
+        tmp("odd.html").to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("odd.json") && err.contains("events[3]") && err.contains("node 99"),
+        "{err}"
+    );
     // An existing file that locksim did not write is kept.
     let precious = tmp("precious.html");
     std::fs::write(&precious, "my notes").unwrap();

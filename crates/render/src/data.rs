@@ -277,9 +277,61 @@ fn metrics(run: &Run) -> Vec<(String, String)> {
     ]
 }
 
-/// Builds the page's data from a run.
+/// The first problem of an event that does not fit the scenario's cluster (a node that is not
+/// in it, or a fault that fails [`Fault::validate`]), if any: such events are not drawn.
+pub fn event_problem(s: &locksim_core::Scenario, e: &Event) -> Option<String> {
+    let n = s.cluster.nodes();
+    if e.node >= n {
+        return Some(format!(
+            "`node`: node {} is not in a cluster of {n} nodes",
+            e.node
+        ));
+    }
+    match &e.kind {
+        EventKind::Grant { client, .. } if *client >= n => Some(format!(
+            "`client`: node {client} is not in a cluster of {n} nodes"
+        )),
+        EventKind::Fault { fault } => fault
+            .validate(&s.cluster)
+            .err()
+            .map(|e| format!("`fault`: {e}")),
+        _ => None,
+    }
+}
+
+/// Builds the page's data from a run. Events that do not fit the scenario's cluster (see
+/// [`event_problem`]) are left out.
 pub fn page_data(run: &Run) -> PageData {
-    let (s, h, v) = (run.scenario, run.history, run.verdict);
+    let s = run.scenario;
+    let clean;
+    let h = if run
+        .history
+        .events
+        .iter()
+        .any(|e| event_problem(s, e).is_some())
+    {
+        clean = locksim_core::History {
+            events: run
+                .history
+                .events
+                .iter()
+                .filter(|e| event_problem(s, e).is_none())
+                .cloned()
+                .collect(),
+            ..run.history.clone()
+        };
+        &clean
+    } else {
+        run.history
+    };
+    let run = &Run {
+        scenario: s,
+        history: h,
+        verdict: run.verdict,
+        title: String::new(),
+        notes: Vec::new(),
+    };
+    let v = run.verdict;
     let c = &s.cluster;
     let end = h.end.max(h.events.last().map_or(0, |e| e.time));
     let lanes: Vec<Lane> = c
@@ -490,7 +542,7 @@ pub fn page_data(run: &Run) -> PageData {
                 Some((a, b)) => (lo.min(a), hi.max(b)),
                 None => (lo.min(hi), hi),
             };
-            let pad = ((hi - lo) / 8).max(20_000_000);
+            let pad = (hi.saturating_sub(lo) / 8).max(20_000_000);
             let stale = (x.kind == locksim_core::Property::S2)
                 .then(|| x.events.first().copied())
                 .flatten();

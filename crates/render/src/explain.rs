@@ -166,7 +166,7 @@ fn s1(s: &Scenario, h: &History, holds: &[Hold], v: &Violation) -> Option<String
             a.key,
             t(from),
             t(to),
-            t(to - from)
+            t(to.saturating_sub(from))
         );
     }
     let mut nodes = vec![a.client, b.client];

@@ -19,7 +19,7 @@ pub mod report;
 
 use locksim_core::{History, Scenario, Verdict};
 
-pub use data::page_data;
+pub use data::{event_problem, page_data};
 
 /// What one page shows.
 pub struct Run<'a> {
