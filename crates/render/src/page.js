@@ -633,6 +633,38 @@
       return lines.length ? lines.join("\n") : null;
     }
 
+    function selftest() {
+      var rect = canvas.getBoundingClientRect();
+      var at = function (x, yy) { return { clientX: rect.left + x, clientY: rect.top + yy, bubbles: true, cancelable: true }; };
+      var span = t1 - t0;
+      canvas.dispatchEvent(new WheelEvent("wheel", Object.assign({ deltaY: -400 }, at(W / 2, AXIS + BAND + 10))));
+      if (!(t1 - t0 < span)) throw new Error("the wheel did not zoom in");
+      var before = t0;
+      canvas.dispatchEvent(new MouseEvent("mousedown", at(W / 2, AXIS + BAND + 10)));
+      window.dispatchEvent(new MouseEvent("mousemove", at(W / 2 - 100, AXIS + BAND + 10)));
+      window.dispatchEvent(new MouseEvent("mouseup", at(W / 2 - 100, AXIS + BAND + 10)));
+      if (!(t0 > before)) throw new Error("dragging did not pan");
+      var h = D.holds[0];
+      if (h) {
+        setView(h[2] - 1e6, h[3] + 1e6);
+        draw();
+        var l = byNode[h[0]];
+        canvas.dispatchEvent(new MouseEvent("mousemove", at(X((h[2] + h[3]) / 2), l.y + l.h / 2)));
+        if (tip.hidden || tip.textContent.indexOf(" holds k" + h[1]) < 0) {
+          throw new Error("no tooltip over a hold: " + tip.textContent);
+        }
+      }
+      var b = document.querySelector("button.focus");
+      if (b) {
+        b.click();
+        var v = D.violations[0];
+        if (Math.abs((t0 + t1) / 2 - (v.focus[0] + v.focus[1]) / 2) > (t1 - t0)) {
+          throw new Error("the show button did not move the view to the violation");
+        }
+      }
+      draw();
+    }
+
     // ---- legend and metrics ------------------------------------------------------------
     var legend = document.getElementById("legend");
     var clientLanes = lanes.filter(function (l) { return l.role === "client"; });
@@ -685,6 +717,16 @@
     else setView(0, end);
     draw();
     root.setAttribute("data-render", "ok");
+    // "#selftest" in the address: drive the diagram with synthetic input (wheel, drag, hover,
+    // a violation's "show" button) and mark the root data-selftest="ok" or "fail: why".
+    if (/selftest/.test(window.location.hash)) {
+      try {
+        selftest();
+        root.setAttribute("data-selftest", "ok");
+      } catch (e) {
+        root.setAttribute("data-selftest", "fail: " + (e && e.message ? e.message : String(e)));
+      }
+    }
     statusEl.textContent = D.events + " events, " + D.holds.length + " holds, " + D.msgs.length + " messages" +
       (D.msgs.length ? "" : " (none recorded)") + "; drawn " + Math.round(performance.now()) +
       " ms after the page began loading";
