@@ -220,7 +220,7 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         if let Some(c) = cells.iter().find(|c| c.first_failing_seed.is_some()) {
             let sets: String = a.set.iter().map(|s| format!(" --set {s}")).collect();
             tail += &format!(
-                "See a failing seed's timeline, or shrink it to a trace, e.g.:\n  locksim run --algo {0} --faults {1} --seed {2}{sets}\n  locksim shrink --algo {0} --faults {1} --seed {2}{sets}\n",
+                "See a failing seed's timeline (--html draws it as a page), or shrink it to a trace, e.g.:\n  locksim run --algo {0} --faults {1} --seed {2}{sets} --html seed{2}.html\n  locksim shrink --algo {0} --faults {1} --seed {2}{sets}\n",
                 c.algorithm,
                 c.faults,
                 c.first_failing_seed.unwrap_or(0)

@@ -416,3 +416,34 @@ fn assert_self_contained_report(html: &str) {
         assert!(!lower.contains(bad), "report contains `{bad}`");
     }
 }
+
+#[test]
+fn run_draws_its_page_with_html() {
+    let page = tmp("run5.html");
+    let _ = std::fs::remove_file(&page);
+    let o = locksim(&[
+        "run",
+        "--algo",
+        "redlock",
+        "--seed",
+        "5",
+        "--faults",
+        "pause",
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "seed 5 violates S1: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_self_contained(&html, "run --html");
+    let d = data(&html);
+    assert_eq!(d["violations"][0]["kind"], "S1");
+    assert!(
+        d["msgs"].as_array().unwrap().len() > 1000,
+        "the run's messages are drawn"
+    );
+}
