@@ -237,7 +237,8 @@
         }
         ctx.font = "10px system-ui, sans-serif";
         if (st.hatch) continue;
-        var txt = f[0] === "clock_drift" ? f[5].replace(/^drift \S+ clocks at /, "clock drift ") : st.text;
+        // The fault's own words: which sides a partition cuts apart, which link is lossy.
+        var txt = f[0] === "clock_drift" ? f[5].replace(/^drift \S+ clocks at /, "clock drift ") : f[5];
         label(txt, Math.max(x0, GUTTER) + 3, l.y + 9, Math.min(x1, W - RIGHT) - Math.max(x0, GUTTER) - 6, "#3c4043");
       }
     }
@@ -248,17 +249,24 @@
       for (; i < l.faults.length && l.faults[i][1] <= t1; i++) {
         var f = l.faults[i];
         if (f[0] !== "pause" && f[0] !== "crash") continue;
-        var x0 = X(f[1]), x1 = X(f[2]);
+        var x0 = X(f[1]), x1 = Math.max(X(f[2]), x0 + 3);
         ctx.globalAlpha = 0.55;
         ctx.fillStyle = greyHatch;
-        ctx.fillRect(x0, l.y + 1, Math.max(x1 - x0, 2), l.h - 2);
+        ctx.fillRect(x0, l.y + 1, x1 - x0, l.h - 2);
         ctx.globalAlpha = 1;
-        ctx.strokeStyle = "#5f6368";
-        ctx.strokeRect(x0 + 0.5, l.y + 1.5, Math.max(x1 - x0, 2) - 1, l.h - 3);
+        ctx.strokeStyle = "#3c4043";
+        ctx.lineWidth = x1 - x0 < 6 ? 2 : 1;
+        ctx.strokeRect(x0 + 0.5, l.y + 1.5, x1 - x0 - 1, l.h - 3);
+        ctx.lineWidth = 1;
         ctx.font = "bold 10px system-ui, sans-serif";
         ctx.textBaseline = "middle";
-        var txt = (f[0] === "pause" ? "paused " : "crashed ") + fmtDur(f[2] - f[1]);
+        var txt = (f[0] === "pause" ? "paused " : "crashed, down ") + fmtDur(f[2] - f[1]);
         var lx = Math.max(x0, GUTTER) + 4, room = Math.min(x1, W - RIGHT) - lx - 4;
+        if (room < ctx.measureText(txt).width) {
+          // Too short to hold its label: name it beside.
+          lx = x1 + 4;
+          room = W - RIGHT - lx;
+        }
         if (room > ctx.measureText(txt).width) {
           ctx.fillStyle = "rgba(255,255,255,0.85)";
           ctx.fillRect(lx - 2, l.y + 3, ctx.measureText(txt).width + 4, 12);
