@@ -26,9 +26,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::holds::derive_holds;
 
-/// One run's metrics, with every sample (sorted ascending, ns).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Metrics {
+/// Counters of lock operations and messages, for one run or many added up.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
     /// Acquire attempts (invokes).
     pub acquires: u64,
     /// Attempts that completed `ok`: grants.
@@ -45,6 +45,27 @@ pub struct Metrics {
     pub messages_sent: u64,
     /// Messages dropped by fault rules.
     pub messages_dropped: u64,
+}
+
+impl Counts {
+    /// Adds `other` to these counters.
+    pub fn add(&mut self, other: &Counts) {
+        self.acquires += other.acquires;
+        self.acquires_ok += other.acquires_ok;
+        self.acquires_failed += other.acquires_failed;
+        self.acquires_unknown += other.acquires_unknown;
+        self.retries += other.retries;
+        self.expired_while_held += other.expired_while_held;
+        self.messages_sent += other.messages_sent;
+        self.messages_dropped += other.messages_dropped;
+    }
+}
+
+/// One run's metrics, with every sample (sorted ascending, ns).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metrics {
+    /// The run's counters.
+    pub counts: Counts,
     /// Acquire latency of each grant, ns, sorted.
     pub acquire_latency: Vec<Nanos>,
     /// Wait time of each round that ended with a grant, ns, sorted.
@@ -65,17 +86,17 @@ pub fn quantile(sorted: &[Nanos], q: f64) -> Option<Nanos> {
 impl Metrics {
     /// Computes the metrics of `history`.
     pub fn of(history: &History) -> Metrics {
-        let mut m = Metrics {
-            messages_sent: history.messages_sent,
-            messages_dropped: history.messages_dropped,
-            ..Metrics::default()
-        };
+        let mut m = Metrics::default();
+        let c = &mut m.counts;
+        c.messages_sent = history.messages_sent;
+        c.messages_dropped = history.messages_dropped;
         // Per client: start of the current round, and whether its last attempt failed.
         let mut round: BTreeMap<NodeId, (Nanos, bool)> = BTreeMap::new();
         // Acquire invokes by operation id, until they complete.
         let mut open: BTreeMap<u64, Nanos> = BTreeMap::new();
         // Per grant: (last write/extend/release invoke, lost time).
         let mut acted: BTreeMap<u64, (Nanos, Option<Nanos>)> = BTreeMap::new();
+        let (mut latency, mut wait) = (Vec::new(), Vec::new());
         for e in &history.events {
             match &e.kind {
                 EventKind::Op {
@@ -85,29 +106,29 @@ impl Metrics {
                     ..
                 } => match phase {
                     Phase::Invoke => {
-                        m.acquires += 1;
+                        c.acquires += 1;
                         open.insert(*op, e.time);
                         let r = round.entry(e.node).or_insert((e.time, false));
                         if r.1 {
-                            m.retries += 1;
+                            c.retries += 1;
                         } else {
                             *r = (e.time, false);
                         }
                     }
                     Phase::Ok => {
-                        m.acquires_ok += 1;
+                        c.acquires_ok += 1;
                         if let Some(start) = open.remove(op) {
-                            m.acquire_latency.push(e.time.saturating_sub(start));
+                            latency.push(e.time.saturating_sub(start));
                         }
                         if let Some((start, _)) = round.remove(&e.node) {
-                            m.wait.push(e.time.saturating_sub(start));
+                            wait.push(e.time.saturating_sub(start));
                         }
                     }
                     Phase::Fail | Phase::Info => {
                         if *phase == Phase::Fail {
-                            m.acquires_failed += 1;
+                            c.acquires_failed += 1;
                         } else {
-                            m.acquires_unknown += 1;
+                            c.acquires_unknown += 1;
                         }
                         open.remove(op);
                         if let Some(r) = round.get_mut(&e.node) {
@@ -138,19 +159,23 @@ impl Metrics {
             }
         }
         // Attempts still open at the end never completed: their outcome is unknown.
-        m.acquires_unknown += open.len() as u64;
+        c.acquires_unknown += open.len() as u64;
+        let mut hold = Vec::new();
         for h in derive_holds(history) {
-            m.hold.push(h.end.saturating_sub(h.start));
+            hold.push(h.end.saturating_sub(h.start));
             let Some(deadline) = h.deadline else { continue };
             if let Some(&(last, lost)) = acted.get(&h.handle) {
                 if last > deadline && lost.is_none_or(|l| l > deadline) {
-                    m.expired_while_held += 1;
+                    c.expired_while_held += 1;
                 }
             }
         }
-        m.acquire_latency.sort_unstable();
-        m.wait.sort_unstable();
-        m.hold.sort_unstable();
+        for v in [&mut latency, &mut wait, &mut hold] {
+            v.sort_unstable();
+        }
+        m.acquire_latency = latency;
+        m.wait = wait;
+        m.hold = hold;
         m
     }
 
@@ -163,14 +188,7 @@ impl Metrics {
         };
         Aggregate {
             runs: 1,
-            acquires: self.acquires,
-            acquires_ok: self.acquires_ok,
-            acquires_failed: self.acquires_failed,
-            acquires_unknown: self.acquires_unknown,
-            retries: self.retries,
-            expired_while_held: self.expired_while_held,
-            messages_sent: self.messages_sent,
-            messages_dropped: self.messages_dropped,
+            counts: self.counts.clone(),
             acquire_latency_ns: hist(&self.acquire_latency),
             wait_ns: hist(&self.wait),
             hold_ns: hist(&self.hold),
@@ -246,26 +264,12 @@ impl Histogram {
 
 /// Metrics of many runs added up: counters and histograms (durations in ns).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Aggregate {
     /// Runs added.
     pub runs: u64,
-    /// Acquire attempts.
-    pub acquires: u64,
-    /// Grants (acquire `ok`).
-    pub acquires_ok: u64,
-    /// Acquires that completed `fail`.
-    pub acquires_failed: u64,
-    /// Acquires whose outcome is unknown (`info`, or never completed).
-    pub acquires_unknown: u64,
-    /// Attempts after a failed or unknown one.
-    pub retries: u64,
-    /// Leases that passed while the holder still acted on them.
-    pub expired_while_held: u64,
-    /// Messages sent.
-    pub messages_sent: u64,
-    /// Messages dropped by faults.
-    pub messages_dropped: u64,
+    /// The counters, added up.
+    #[serde(flatten)]
+    pub counts: Counts,
     /// Acquire latency, ns.
     pub acquire_latency_ns: Histogram,
     /// Wait time per round, ns.
@@ -278,14 +282,7 @@ impl Aggregate {
     /// Adds `other` to this.
     pub fn merge(&mut self, other: &Aggregate) {
         self.runs += other.runs;
-        self.acquires += other.acquires;
-        self.acquires_ok += other.acquires_ok;
-        self.acquires_failed += other.acquires_failed;
-        self.acquires_unknown += other.acquires_unknown;
-        self.retries += other.retries;
-        self.expired_while_held += other.expired_while_held;
-        self.messages_sent += other.messages_sent;
-        self.messages_dropped += other.messages_dropped;
+        self.counts.add(&other.counts);
         self.acquire_latency_ns.merge(&other.acquire_latency_ns);
         self.wait_ns.merge(&other.wait_ns);
         self.hold_ns.merge(&other.hold_ns);

@@ -87,19 +87,20 @@ fn history() -> History {
 #[test]
 fn metrics_of_a_small_history() {
     let m = Metrics::of(&history());
-    assert_eq!(m.acquires, 4);
-    assert_eq!(m.acquires_ok, 2);
-    assert_eq!(m.acquires_failed, 1);
-    assert_eq!(m.acquires_unknown, 1, "the acquire that never completed");
-    assert_eq!(m.retries, 1);
+    let c = &m.counts;
+    assert_eq!(c.acquires, 4);
+    assert_eq!(c.acquires_ok, 2);
+    assert_eq!(c.acquires_failed, 1);
+    assert_eq!(c.acquires_unknown, 1, "the acquire that never completed");
+    assert_eq!(c.retries, 1);
     // Latency: 50→70 and 200→230; wait: 0→70 (with the failed try) and 200→230.
     assert_eq!(m.acquire_latency, vec![20 * MS, 30 * MS]);
     assert_eq!(m.wait, vec![30 * MS, 70 * MS]);
     // Holds: c1 from 70 until its late write at 800; c2 from 230 until its release at 900.
     assert_eq!(m.hold, vec![670 * MS, 730 * MS]);
     // c1 wrote at 800 ms, after its lease ended at 500 ms: expired while it still acted.
-    assert_eq!(m.expired_while_held, 1);
-    assert_eq!((m.messages_sent, m.messages_dropped), (40, 3));
+    assert_eq!(c.expired_while_held, 1);
+    assert_eq!((c.messages_sent, c.messages_dropped), (40, 3));
 }
 
 #[test]
@@ -109,9 +110,9 @@ fn aggregates_add_up_and_keep_percentiles() {
     a.merge(&m.aggregate());
     a.merge(&m.aggregate());
     assert_eq!(a.runs, 2);
-    assert_eq!(a.acquires, 8);
-    assert_eq!(a.retries, 2);
-    assert_eq!(a.expired_while_held, 2);
+    assert_eq!(a.counts.acquires, 8);
+    assert_eq!(a.counts.retries, 2);
+    assert_eq!(a.counts.expired_while_held, 2);
     assert_eq!(a.acquire_latency_ns.count(), 4);
     let p99 = a.wait_ns.quantile(0.99).unwrap() as f64;
     assert!((p99 - 70e6).abs() <= 70e6 / 64.0, "{p99}");

@@ -495,9 +495,9 @@ fn metrics_table(cells: &[CellSummary]) -> String {
             v(0),
             v(1),
             v(2),
-            format!("{}/{}", c.acquires_failed, c.acquires_unknown),
-            c.retries,
-            c.expired_while_held,
+            format!("{}/{}", c.counts.acquires_failed, c.counts.acquires_unknown),
+            c.counts.retries,
+            c.counts.expired_while_held,
             v(6)
         );
     }

@@ -123,17 +123,17 @@ pub fn metric_pairs(c: &CellSummary) -> Vec<(String, String)> {
             "acquires (failed, unknown)".into(),
             format!(
                 "{} ({}, {})",
-                c.acquires, c.acquires_failed, c.acquires_unknown
+                c.counts.acquires, c.counts.acquires_failed, c.counts.acquires_unknown
             ),
         ),
-        ("retries".into(), c.retries.to_string()),
+        ("retries".into(), c.counts.retries.to_string()),
         (
             "leases expired while held".into(),
-            c.expired_while_held.to_string(),
+            c.counts.expired_while_held.to_string(),
         ),
         (
             "messages (dropped)".into(),
-            format!("{} ({})", c.messages_sent, c.messages_dropped),
+            format!("{} ({})", c.counts.messages_sent, c.counts.messages_dropped),
         ),
     ]
 }

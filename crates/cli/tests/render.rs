@@ -23,6 +23,26 @@ fn traces() -> Vec<PathBuf> {
     v
 }
 
+/// The corpus trace whose file name contains `part`.
+fn trace_named(part: &str) -> PathBuf {
+    traces()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains(part))
+        .unwrap_or_else(|| panic!("no trace named *{part}* in traces/"))
+}
+
+/// Runs `locksim ARGS`, expects exit 0, and parses its stdout as one JSON object.
+fn ok_json(args: &[&str]) -> serde_json::Value {
+    let o = locksim(args);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("one JSON object")
+}
+
 fn tmp(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("render-tests");
     std::fs::create_dir_all(&dir).unwrap();
@@ -119,10 +139,7 @@ fn every_trace_renders_to_a_self_contained_page_with_its_data() {
 
 #[test]
 fn the_same_trace_renders_to_the_same_bytes() {
-    let t = traces()
-        .into_iter()
-        .find(|p| p.to_string_lossy().contains("k5-pause"))
-        .unwrap();
+    let t = trace_named("k5-pause");
     let (a, b) = (tmp("same-a.html"), tmp("same-b.html"));
     for p in [&a, &b] {
         let o = locksim(&["render", t.to_str().unwrap(), "-o", p.to_str().unwrap()]);
@@ -136,10 +153,7 @@ fn the_same_trace_renders_to_the_same_bytes() {
 
 #[test]
 fn the_double_grant_is_explained_in_plain_words() {
-    let t = traces()
-        .into_iter()
-        .find(|p| p.to_string_lossy().contains("k5-pause"))
-        .unwrap();
+    let t = trace_named("k5-pause");
     let out = tmp("k5-pause.html");
     assert_eq!(
         locksim(&["render", t.to_str().unwrap(), "-o", out.to_str().unwrap()])
@@ -166,12 +180,9 @@ fn the_double_grant_is_explained_in_plain_words() {
 
 #[test]
 fn embedded_events_are_drawn_without_a_rerun() {
-    let t = traces()
-        .into_iter()
-        .find(|p| p.to_string_lossy().contains("k5-redlock"))
-        .unwrap();
+    let t = trace_named("k5-redlock");
     let out = tmp("norerun.html");
-    let o = locksim(&[
+    let j = ok_json(&[
         "render",
         "--no-rerun",
         "--json",
@@ -179,13 +190,6 @@ fn embedded_events_are_drawn_without_a_rerun() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["rerun"], false);
     assert_eq!(j["messages"], 0);
     let html = std::fs::read_to_string(&out).unwrap();
@@ -274,10 +278,7 @@ fn bad_input_is_named_and_never_overwrites_a_foreign_file() {
 
 #[test]
 fn a_trace_without_events_is_rerun_to_get_them() {
-    let t = traces()
-        .into_iter()
-        .find(|p| p.to_string_lossy().contains("k5-redlock"))
-        .unwrap();
+    let t = trace_named("k5-redlock");
     let mut v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&t).unwrap()).unwrap();
     let n = v["events"].as_array().unwrap().len();
@@ -285,20 +286,13 @@ fn a_trace_without_events_is_rerun_to_get_them() {
     let bare = tmp("bare.json");
     std::fs::write(&bare, serde_json::to_string_pretty(&v).unwrap()).unwrap();
     let out = tmp("bare.html");
-    let o = locksim(&[
+    let j = ok_json(&[
         "render",
         "--json",
         bare.to_str().unwrap(),
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(j["rerun"], true);
     assert_eq!(j["events"], n);
     // Without a re-run there is nothing to draw: exit 2, and it says why.

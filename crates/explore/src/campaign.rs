@@ -7,7 +7,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use locksim_check::metrics::{Aggregate, Metrics};
+use locksim_check::metrics::{Aggregate, Counts, Metrics};
 use locksim_core::{FaultKind, Property};
 use serde::{Deserialize, Serialize};
 
@@ -148,21 +148,12 @@ pub struct CellSummary {
     pub first_error_seed: Option<u64>,
     /// Client-visible lock grants over all seeds (a liveness indicator).
     pub grants: u64,
-    /// Acquire attempts over all seeds.
-    pub acquires: u64,
-    /// Acquires that completed `fail` (definitely not granted).
-    pub acquires_failed: u64,
-    /// Acquires whose outcome is unknown (`info`, e.g. a timeout, or never completed).
-    pub acquires_unknown: u64,
-    /// Acquire attempts made after a failed or unknown one (retries).
-    pub retries: u64,
-    /// Grants whose lease (the client's own deadline) passed while the holder still wrote,
-    /// renewed or released under it.
-    pub expired_while_held: u64,
-    /// Messages sent over all seeds.
-    pub messages_sent: u64,
-    /// Messages dropped by fault rules over all seeds.
-    pub messages_dropped: u64,
+    /// Lock operations and messages over all seeds: `acquires`, `acquires_ok`,
+    /// `acquires_failed`, `acquires_unknown`, `retries`, `expired_while_held` (grants whose
+    /// lease, by the client's own deadline, passed while the holder still wrote, renewed or
+    /// released under it), `messages_sent`, `messages_dropped`.
+    #[serde(flatten)]
+    pub counts: Counts,
     /// Median acquire latency (invoke to `ok`), ns, within 1.6%; `null` without grants.
     pub acquire_latency_p50_ns: Option<u64>,
     /// 99th-percentile acquire latency, ns, within 1.6%.
@@ -258,13 +249,7 @@ pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
             errors: 0,
             first_error_seed: None,
             grants: 0,
-            acquires: 0,
-            acquires_failed: 0,
-            acquires_unknown: 0,
-            retries: 0,
-            expired_while_held: 0,
-            messages_sent: 0,
-            messages_dropped: 0,
+            counts: Counts::default(),
             acquire_latency_p50_ns: None,
             acquire_latency_p99_ns: None,
             wait_p50_ns: None,
@@ -293,13 +278,7 @@ pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
     }
     for c in cells.values_mut() {
         let m = &c.metrics;
-        c.acquires = m.acquires;
-        c.acquires_failed = m.acquires_failed;
-        c.acquires_unknown = m.acquires_unknown;
-        c.retries = m.retries;
-        c.expired_while_held = m.expired_while_held;
-        c.messages_sent = m.messages_sent;
-        c.messages_dropped = m.messages_dropped;
+        c.counts = m.counts.clone();
         c.acquire_latency_p50_ns = m.acquire_latency_ns.quantile(0.5);
         c.acquire_latency_p99_ns = m.acquire_latency_ns.quantile(0.99);
         c.wait_p50_ns = m.wait_ns.quantile(0.5);

@@ -246,7 +246,8 @@ fn dur(ns: Option<Nanos>) -> String {
 }
 
 fn metrics(run: &Run) -> Vec<(String, String)> {
-    let m = Metrics::of(run.history);
+    let full = Metrics::of(run.history);
+    let m = &full.counts;
     let pq = |v: &[Nanos]| {
         format!(
             "{} / {} (of {})",
@@ -263,9 +264,12 @@ fn metrics(run: &Run) -> Vec<(String, String)> {
                 m.acquires, m.acquires_ok, m.acquires_failed, m.acquires_unknown, m.retries
             ),
         ),
-        ("acquire latency p50 / p99".into(), pq(&m.acquire_latency)),
-        ("wait for the lock p50 / p99".into(), pq(&m.wait)),
-        ("hold time p50 / p99".into(), pq(&m.hold)),
+        (
+            "acquire latency p50 / p99".into(),
+            pq(&full.acquire_latency),
+        ),
+        ("wait for the lock p50 / p99".into(), pq(&full.wait)),
+        ("hold time p50 / p99".into(), pq(&full.hold)),
         (
             "leases expired while the holder still acted".into(),
             m.expired_while_held.to_string(),

@@ -138,25 +138,20 @@
       if (t1 > end * 1.25) { t0 -= t1 - end * 1.25; t1 = end * 1.25; }
     }
 
-    var hatch = (function () {
+    // A repeating diagonal-line pattern: `size` px tiles, lines of `width` px in `color`.
+    function diagonal(size, color, width) {
       var c = document.createElement("canvas");
-      c.width = 8; c.height = 8;
+      c.width = size; c.height = size;
       var g = c.getContext("2d");
-      g.strokeStyle = "rgba(197,34,31,0.85)";
-      g.lineWidth = 2;
-      g.beginPath(); g.moveTo(-2, 10); g.lineTo(10, -2); g.moveTo(6, 10); g.lineTo(10, 6);
-      g.moveTo(-2, 2); g.lineTo(2, -2); g.stroke();
+      g.strokeStyle = color;
+      g.lineWidth = width;
+      g.beginPath();
+      for (var k = -1; k <= 1; k++) { g.moveTo(k * size, size); g.lineTo(k * size + size, 0); }
+      g.stroke();
       return ctx.createPattern(c, "repeat");
-    })();
-    var greyHatch = (function () {
-      var c = document.createElement("canvas");
-      c.width = 6; c.height = 6;
-      var g = c.getContext("2d");
-      g.strokeStyle = "rgba(60,64,67,0.45)";
-      g.lineWidth = 1;
-      g.beginPath(); g.moveTo(0, 6); g.lineTo(6, 0); g.stroke();
-      return ctx.createPattern(c, "repeat");
-    })();
+    }
+    var hatch = diagonal(8, "rgba(197,34,31,0.85)", 2);
+    var greyHatch = diagonal(6, "rgba(60,64,67,0.45)", 1);
 
     function visibleFrom(arr, startOf, maxLen) {
       return lowerBound(arr, startOf, t0 - maxLen - 1);
