@@ -54,10 +54,10 @@ pub struct CampaignArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
-    /// Also write the matrix as an HTML page to FILE, each violated cell linked to the
-    /// timeline of its first failing seed, shrunk; the traces and their pages go to the
-    /// folder FILE-files/ beside it (e.g. report.html and report-files/). A trace already
-    /// there with other contents is never replaced.
+    /// Also write the matrix (one per campaign file) as an HTML page to FILE, each violated
+    /// cell linked to the timeline of its first failing seed, shrunk; the traces and their
+    /// pages go to the folder FILE-files/ beside it (e.g. report.html and report-files/). A
+    /// trace already there with other contents is never replaced.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
 }
@@ -132,12 +132,6 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         None => Shard::from_env()?.unwrap_or(Shard::ALL),
     };
     let started = Instant::now();
-    if a.report.is_some() && !a.paths.is_empty() {
-        return Err(
-            "--report draws the matrix of --algo and --faults; campaign files are not reported yet"
-                .into(),
-        );
-    }
     if a.report.is_some() && shard != Shard::ALL {
         return Err("--report needs the whole campaign, not one shard".into());
     }
@@ -192,13 +186,13 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
                 spec.kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(",")
             ),
         ];
-        let pages = crate::report::write(path, &spec, &cells, jobs, notes)?;
-        eprintln!(
-            "report: {} ({} shrunk traces and their timelines in {})",
-            path.display(),
-            pages,
-            crate::report::files_dir(path).display()
-        );
+        let section = crate::report::Section {
+            heading: None,
+            notes: vec![],
+            spec: &spec,
+            cells: cells.clone(),
+        };
+        write_report(path, &[section], jobs, notes)?;
     }
     if a.json {
         out(&format!("{}\n", serde_json::json!({ "cells": cells })));
@@ -231,6 +225,22 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
+fn write_report(
+    path: &std::path::Path,
+    sections: &[crate::report::Section],
+    jobs: usize,
+    notes: Vec<String>,
+) -> Result<(), String> {
+    let pages = crate::report::write(path, sections, jobs, notes)?;
+    eprintln!(
+        "report: {} ({} shrunk traces and their timelines in {})",
+        path.display(),
+        pages,
+        crate::report::files_dir(path).display()
+    );
+    Ok(())
+}
+
 fn files(
     a: &CampaignArgs,
     jobs: usize,
@@ -254,8 +264,13 @@ fn files(
     }
     let out_file = open_out(&a.out)?;
     let (mut all, mut report, mut json, mut failed) = (Vec::new(), String::new(), Vec::new(), 0);
+    let mut specs = Vec::new();
     for f in &files {
-        let records = run(&f.spec(jobs)?, shard, &f.path.display().to_string());
+        specs.push(f.spec(jobs)?);
+    }
+    let mut sections = Vec::new();
+    for (f, spec) in files.iter().zip(&specs) {
+        let records = run(spec, shard, &f.path.display().to_string());
         let cells = summarize(&records);
         // A shard sees only part of the seeds: expectations are judged after `merge`.
         let problems = if shard == Shard::ALL {
@@ -272,6 +287,14 @@ fn files(
             format!("FAIL: {}", problems.join("; "))
         };
         report += &format!("== {} ({}): {verdict}\n", f.name, f.path.display());
+        if a.report.is_some() {
+            sections.push(crate::report::Section {
+                heading: Some(format!("{} ({}): {verdict}", f.name, f.path.display())),
+                notes: vec![],
+                spec,
+                cells: cells.clone(),
+            });
+        }
         report += &table(&cells);
         report += "\n";
         json.push(serde_json::json!({
@@ -282,6 +305,17 @@ fn files(
     }
     if let (Some(path), Some(f)) = (&a.out, out_file) {
         write_records(path, f, &all)?;
+    }
+    if let Some(path) = &a.report {
+        let names: Vec<String> = a.paths.iter().map(|p| p.display().to_string()).collect();
+        let notes = vec![
+            format!(
+                "{} campaign files, {failed} failed their expectation.",
+                files.len()
+            ),
+            format!("Made by: locksim campaign {}", names.join(" ")),
+        ];
+        write_report(path, &sections, jobs, notes)?;
     }
     if a.json {
         out(&format!("{}\n", serde_json::json!({ "campaigns": json })));

@@ -1,5 +1,6 @@
-//! `locksim campaign --report FILE`: the matrix as a page; each violated cell's first failing
-//! seed shrunk, its trace and its rendered timeline written beside the report.
+//! `locksim campaign --report FILE`: the matrix (or each campaign file's) as a page; each
+//! violated cell's first failing seed shrunk, its trace and its rendered timeline written
+//! beside the report.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -8,7 +9,7 @@ use std::sync::Mutex;
 use locksim_core::time::fmt_nanos;
 use locksim_explore::shrink::{shrink_with, trace_file_name};
 use locksim_explore::{check_scenario, CampaignSpec, CellSummary};
-use locksim_render::report::{campaign_report, ReportCell};
+use locksim_render::report::{campaign_report, ReportCell, ReportSection};
 use locksim_render::{render_html, Run};
 
 use crate::progress::Progress;
@@ -138,23 +139,40 @@ pub fn metric_pairs(c: &CellSummary) -> Vec<(String, String)> {
     ]
 }
 
-/// Writes the report of a finished campaign to `path`, and the shrunk traces and their pages
+/// One campaign's part of the report: its heading and notes, what it ran, its cells.
+pub struct Section<'a> {
+    /// A heading (a campaign file and its verdict), or none for the command-line matrix.
+    pub heading: Option<String>,
+    /// Lines under the heading.
+    pub notes: Vec<String>,
+    /// What ran.
+    pub spec: &'a CampaignSpec,
+    /// Its cells.
+    pub cells: Vec<CellSummary>,
+}
+
+/// Writes the report of finished campaigns to `path`, and the shrunk traces and their pages
 /// into [`files_dir`]; shrinks on `jobs` threads. Returns the number of pages made.
 ///
 /// # Errors
 /// When the report cannot be written (or `path` holds a file locksim did not write).
 pub fn write(
     path: &Path,
-    spec: &CampaignSpec,
-    cells: &[CellSummary],
+    sections: &[Section],
     jobs: usize,
     notes: Vec<String>,
 ) -> Result<usize, String> {
     let dir = files_dir(path);
-    let violated: Vec<usize> = (0..cells.len())
-        .filter(|&i| cells[i].first_failing_seed.is_some())
+    let violated: Vec<(usize, usize)> = sections
+        .iter()
+        .enumerate()
+        .flat_map(|(s, sec)| {
+            (0..sec.cells.len())
+                .filter(|&i| sec.cells[i].first_failing_seed.is_some())
+                .map(move |i| (s, i))
+        })
         .collect();
-    let made: Mutex<Vec<(usize, Made)>> = Mutex::new(Vec::new());
+    let made: Mutex<Vec<((usize, usize), Made)>> = Mutex::new(Vec::new());
     if !violated.is_empty() {
         eprintln!(
             "shrinking the first failing seed of {} violated cells for the report",
@@ -162,44 +180,54 @@ pub fn write(
         );
         let progress = Progress::new("cells shrunk", violated.len() as u64);
         let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
-        std::thread::scope(|s| {
+        std::thread::scope(|scope| {
             for _ in 0..jobs.max(1).min(violated.len()) {
-                s.spawn(|| loop {
-                    let Some(&i) = violated.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                scope.spawn(|| loop {
+                    let Some(&(s, i)) = violated.get(next.fetch_add(1, Ordering::Relaxed)) else {
                         return;
                     };
-                    let m = make(spec, &cells[i], &dir);
-                    made.lock().expect("no panic while holding it").push((i, m));
+                    let m = make(sections[s].spec, &sections[s].cells[i], &dir);
+                    made.lock()
+                        .expect("no panic while holding it")
+                        .push(((s, i), m));
                     progress.set(done.fetch_add(1, Ordering::Relaxed) as u64 + 1);
                 });
             }
         });
         progress.finish();
     }
-    let mut made = made.into_inner().expect("workers finished");
-    made.sort_by_key(|m| m.0);
+    let made = made.into_inner().expect("workers finished");
     let pages = made.iter().filter(|m| m.1.page.is_some()).count();
-    let rows: Vec<ReportCell> = cells
+    let report: Vec<ReportSection> = sections
         .iter()
         .enumerate()
-        .map(|(i, c)| {
-            let m = made.iter().find(|m| m.0 == i).map(|m| &m.1);
-            ReportCell {
-                algorithm: c.algorithm.clone(),
-                faults: c.faults.name().to_string(),
-                seeds: c.seeds,
-                violations: [c.s1_violations, c.s2_violations, c.s3_violations],
-                grants: c.grants,
-                errors: c.errors,
-                first_failing_seed: c.first_failing_seed,
-                page: m.and_then(|m| m.page.clone()),
-                trace: m.and_then(|m| m.trace.clone()),
-                note: m.and_then(|m| m.note.clone()),
-                metrics: metric_pairs(c),
-            }
+        .map(|(s, sec)| ReportSection {
+            heading: sec.heading.clone(),
+            notes: sec.notes.clone(),
+            cells: sec
+                .cells
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let m = made.iter().find(|m| m.0 == (s, i)).map(|m| &m.1);
+                    ReportCell {
+                        algorithm: c.algorithm.clone(),
+                        faults: c.faults.name().to_string(),
+                        seeds: c.seeds,
+                        violations: [c.s1_violations, c.s2_violations, c.s3_violations],
+                        grants: c.grants,
+                        errors: c.errors,
+                        first_failing_seed: c.first_failing_seed,
+                        page: m.and_then(|m| m.page.clone()),
+                        trace: m.and_then(|m| m.trace.clone()),
+                        note: m.and_then(|m| m.note.clone()),
+                        metrics: metric_pairs(c),
+                    }
+                })
+                .collect(),
         })
         .collect();
-    let html = campaign_report("locksim campaign report", &notes, &rows);
+    let html = campaign_report("locksim campaign report", &notes, &report);
     write_page(path, &html, false)?;
     Ok(pages)
 }

@@ -441,3 +441,46 @@ fn run_draws_its_page_with_html() {
         "the run's messages are drawn"
     );
 }
+
+#[test]
+fn campaign_files_report_one_section_per_file() {
+    let dir = tmp("files-report");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("a.toml"),
+        "name = \"pauses break central\"\nalgorithm = \"central\"\nfaults = [\"pause\"]\nseeds = 8\nexpect = [\"S1\"]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("b.toml"),
+        "name = \"no faults, no violations\"\nalgorithm = \"redlock\"\nfaults = [\"none\"]\nseeds = 4\nexpect = \"safe\"\n",
+    )
+    .unwrap();
+    let report = dir.join("r.html");
+    let o = locksim(&[
+        "campaign",
+        dir.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let html = std::fs::read_to_string(&report).unwrap();
+    assert_self_contained_report(&html);
+    for heading in ["pauses break central", "no faults, no violations", "PASS"] {
+        assert!(html.contains(heading), "`{heading}` missing");
+    }
+    assert_eq!(html.matches("<h2>").count(), 2, "one section per file");
+    let link = html.split("href=\"").nth(1).unwrap();
+    let link = &link[..link.find('"').unwrap()];
+    assert!(
+        link.starts_with("r-files/central-s1-") && link.ends_with(".html"),
+        "{link}"
+    );
+    assert!(dir.join(link).exists(), "{link}");
+}

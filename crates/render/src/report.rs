@@ -1,5 +1,6 @@
 //! A campaign's matrix as one self-contained page: algorithms down, fault kinds across, each
-//! cell coloured by what it found and, when violated, linking to the rendered shrunk trace.
+//! cell coloured by what it found and, when violated, linking to the rendered shrunk trace;
+//! one section per campaign file when several ran.
 
 use crate::text;
 
@@ -33,7 +34,7 @@ pub struct ReportCell {
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2330}\
 h1{font-size:20px;margin:0 0 4px}p.sub{color:#555;margin:0 0 16px}\
 table{border-collapse:collapse;margin:12px 0 24px}th,td{border:1px solid #d5d9e0;padding:6px 10px;text-align:center}\
-th{background:#f2f4f7}td.safe{background:#e6f4ea;color:#1e6b34}td.bad{background:#fde8e6;color:#8a1c12}\
+th{background:#f2f4f7}h2{font-size:16px;margin:28px 0 6px}h3{font-size:14px;margin:14px 0 4px}td.safe{background:#e6f4ea;color:#1e6b34}td.bad{background:#fde8e6;color:#8a1c12}\
 td.err{background:#fff4d6}td.left,th.left{text-align:left}a{color:#1a56c4}small{color:#666}";
 
 fn attr(s: &str) -> String {
@@ -80,8 +81,18 @@ fn cell_html(c: &ReportCell) -> String {
     format!("<td class=\"{class}\">{inner}</td>")
 }
 
-/// The report page: `title`, lines of `notes`, the matrix and a details table.
-pub fn campaign_report(title: &str, notes: &[String], cells: &[ReportCell]) -> String {
+/// One campaign's part of a report: a matrix and its metrics.
+#[derive(Debug, Clone, Default)]
+pub struct ReportSection {
+    /// A heading (a campaign file's name and verdict), or none for a single matrix.
+    pub heading: Option<String>,
+    /// Lines under the heading.
+    pub notes: Vec<String>,
+    /// The cells, in algorithm-major order.
+    pub cells: Vec<ReportCell>,
+}
+
+fn matrix(cells: &[ReportCell]) -> String {
     let mut algos: Vec<&str> = Vec::new();
     let mut kinds: Vec<&str> = Vec::new();
     for c in cells {
@@ -92,15 +103,7 @@ pub fn campaign_report(title: &str, notes: &[String], cells: &[ReportCell]) -> S
             kinds.push(&c.faults);
         }
     }
-    let mut h = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"generator\" content=\"locksim render\">\n<title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
-        text(title),
-        text(title)
-    );
-    for n in notes {
-        h += &format!("<p class=\"sub\">{}</p>\n", text(n));
-    }
-    h += "<table><tr><th class=\"left\">algorithm \\ faults</th>";
+    let mut h = "<table><tr><th class=\"left\">algorithm \\ faults</th>".to_string();
     for k in &kinds {
         h += &format!("<th>{}</th>", text(k));
     }
@@ -115,29 +118,64 @@ pub fn campaign_report(title: &str, notes: &[String], cells: &[ReportCell]) -> S
         }
         h += "</tr>\n";
     }
-    h += "</table>\n<p>Each number counts seeds (runs) that violate the property: S1 = a double grant (two clients held the lock at the same true time); S2 = a stale write (the resource accepted an older grant's write after a newer one's); S3 = the lock service's answers fit no correct lease lock. Each violated cell links to the timeline of its first failing seed, shrunk to a minimal scenario that fails the same way.</p>\n";
+    h += "</table>\n";
+    h
+}
+
+fn metrics_table(cells: &[ReportCell]) -> String {
     let labels: Vec<&str> = cells
         .first()
         .map(|c| c.metrics.iter().map(|m| m.0.as_str()).collect())
         .unwrap_or_default();
-    if !labels.is_empty() {
-        h += "<h2>Lock metrics per cell</h2>\n<table><tr><th class=\"left\">algorithm</th><th class=\"left\">faults</th>";
-        for l in &labels {
-            h += &format!("<th>{}</th>", text(l));
+    if labels.is_empty() {
+        return String::new();
+    }
+    let mut h =
+        "<table><tr><th class=\"left\">algorithm</th><th class=\"left\">faults</th>".to_string();
+    for l in &labels {
+        h += &format!("<th>{}</th>", text(l));
+    }
+    h += "</tr>\n";
+    for c in cells {
+        h += &format!(
+            "<tr><td class=\"left\">{}</td><td class=\"left\">{}</td>",
+            text(&c.algorithm),
+            text(&c.faults)
+        );
+        for (_, v) in &c.metrics {
+            h += &format!("<td>{}</td>", text(v));
         }
         h += "</tr>\n";
-        for c in cells {
-            h += &format!(
-                "<tr><td class=\"left\">{}</td><td class=\"left\">{}</td>",
-                text(&c.algorithm),
-                text(&c.faults)
-            );
-            for (_, v) in &c.metrics {
-                h += &format!("<td>{}</td>", text(v));
-            }
-            h += "</tr>\n";
+    }
+    h += "</table>\n";
+    h
+}
+
+/// The report page: `title`, lines of `notes`, then each section's matrix and its lock
+/// metrics. Self-contained (no script, no external resource).
+pub fn campaign_report(title: &str, notes: &[String], sections: &[ReportSection]) -> String {
+    let mut h = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"generator\" content=\"locksim render\">\n<title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
+        text(title),
+        text(title)
+    );
+    for n in notes {
+        h += &format!("<p class=\"sub\">{}</p>\n", text(n));
+    }
+    h += "<p>Each number counts seeds (runs) that violate the property: S1 = a double grant (two clients held the lock at the same true time); S2 = a stale write (the resource accepted an older grant's write after a newer one's); S3 = the lock service's answers fit no correct lease lock. Each violated cell links to the timeline of its first failing seed, shrunk to a minimal scenario that fails the same way.</p>\n";
+    for s in sections {
+        if let Some(heading) = &s.heading {
+            h += &format!("<h2>{}</h2>\n", text(heading));
         }
-        h += "</table>\n";
+        for n in &s.notes {
+            h += &format!("<p class=\"sub\">{}</p>\n", text(n));
+        }
+        h += &matrix(&s.cells);
+        let m = metrics_table(&s.cells);
+        if !m.is_empty() {
+            h += "<h3>Lock metrics per cell</h3>\n";
+            h += &m;
+        }
     }
     h += "</body></html>\n";
     h
