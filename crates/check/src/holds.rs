@@ -64,6 +64,10 @@ pub struct Hold {
     pub end: Nanos,
     /// Why it ended when it did.
     pub ended_by: HoldEnd,
+    /// The lease's end as the client computed it, in true time, ns (its validity deadline,
+    /// moved by renewals that succeeded before it passed); `None` when the client had no
+    /// deadline (a renewing client, or an algorithm without one).
+    pub deadline: Option<Nanos>,
 }
 
 #[derive(Default)]
@@ -126,6 +130,7 @@ pub fn derive_holds(history: &History) -> Vec<Hold> {
         };
         // (a): earliest of the ways the client stops believing it holds.
         let mut end: (Nanos, HoldEnd) = (history.end.max(ok.time), HoldEnd::RunEnd);
+        let mut lease_end = None;
         let mut consider = |t: Nanos, why: HoldEnd| {
             if t < end.0 {
                 end = (t, why);
@@ -147,6 +152,7 @@ pub fn derive_holds(history: &History) -> Vec<Hold> {
                 }
             }
             if !unbounded {
+                lease_end = Some(d.max(ok.time));
                 consider(d.max(ok.time), HoldEnd::Deadline(set_by));
             }
         }
@@ -177,6 +183,7 @@ pub fn derive_holds(history: &History) -> Vec<Hold> {
             start: ok.time,
             end: end.0,
             ended_by: end.1,
+            deadline: lease_end,
         });
     }
     holds.sort_by_key(|h| (h.key, h.start, h.handle));

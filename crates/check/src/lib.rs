@@ -10,7 +10,8 @@
 //! - [`lease`] checks S3, linearizability of the lock operations against a lease lock, with the
 //!   general checker of [`linear`] (which also reads real Jepsen histories through [`formats`]);
 //! - [`release`] checks S4, that a release frees only its own grant's lock (from the service's
-//!   `freed` records).
+//!   `freed` records);
+//! - [`metrics`] measures what lock operators watch: latencies, waits, holds, retries.
 
 use locksim_core::{Cluster, History, NodeId, Verdict};
 
@@ -18,6 +19,7 @@ pub mod formats;
 pub mod holds;
 pub mod lease;
 pub mod linear;
+pub mod metrics;
 pub mod mutex;
 pub mod release;
 pub mod stale;

@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 use locksim_core::fault::parse_kinds;
 use locksim_core::FaultKind;
 use locksim_explore::campaign_file::CampaignFile;
@@ -16,6 +15,8 @@ use locksim_explore::{
     run_seeds, setups_for, summarize, CampaignSpec, CellSummary, SeedRecord, Shard,
 };
 
+use crate::progress::Progress;
+use crate::report::metric_pairs;
 use crate::{out, plural};
 
 #[derive(Args)]
@@ -53,6 +54,12 @@ pub struct CampaignArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// Also write the matrix (one per campaign file) as an HTML page to FILE, each violated
+    /// cell linked to the timeline of its first failing seed, shrunk; the traces and their
+    /// pages go to the folder FILE-files/ beside it (e.g. report.html and report-files/). A
+    /// trace already there with other contents is never replaced.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -68,15 +75,6 @@ pub struct MergeArgs {
 /// The most seeds per cell one invocation runs; bigger campaigns are sharded.
 const MAX_SEEDS: u64 = 1_000_000;
 
-fn progress_bar(total: u64) -> ProgressBar {
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} seeds, {elapsed} elapsed, eta {eta}")
-            .expect("valid template"),
-    );
-    bar
-}
-
 fn jobs(a: &CampaignArgs) -> Result<usize, String> {
     match a.jobs {
         Some(j) if j == 0 || j > 1024 => Err("--jobs must be from 1 to 1024".into()),
@@ -87,9 +85,12 @@ fn jobs(a: &CampaignArgs) -> Result<usize, String> {
 
 fn run(spec: &CampaignSpec, shard: Shard, campaign: &str) -> Vec<SeedRecord> {
     let per_shard = spec.seeds.div_ceil(shard.count).max(1);
-    let bar = progress_bar(spec.setups.len() as u64 * spec.kinds.len() as u64 * per_shard);
-    let mut records = run_seeds(spec, shard, &|done, _| bar.set_position(done));
-    bar.finish_and_clear();
+    let progress = Progress::new(
+        "seeds",
+        spec.setups.len() as u64 * spec.kinds.len() as u64 * per_shard,
+    );
+    let mut records = run_seeds(spec, shard, &|done, _| progress.set(done));
+    progress.finish();
     for r in &mut records {
         r.campaign = campaign.to_string();
     }
@@ -131,6 +132,9 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         None => Shard::from_env()?.unwrap_or(Shard::ALL),
     };
     let started = Instant::now();
+    if a.report.is_some() && shard != Shard::ALL {
+        return Err("--report needs the whole campaign, not one shard".into());
+    }
     if !a.paths.is_empty() {
         return files(&a, jobs, shard, started);
     }
@@ -169,6 +173,30 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         write_records(path, f, &records)?;
     }
     let cells = summarize(&records);
+    if let Some(path) = &a.report {
+        let sets: String = a.set.iter().map(|s| format!(" --set {s}")).collect();
+        let notes = vec![
+            format!(
+                "{} × {} fault kinds, seeds {}‥{} of each cell{sets}.",
+                plural(spec.setups.len() as u64, "algorithm"),
+                spec.kinds.len(),
+                first_seed,
+                first_seed + seeds - 1
+            ),
+            format!(
+                "Made by: locksim campaign --algo {} --faults {} --seeds {seeds} --first-seed {first_seed}{sets}",
+                algos.join(","),
+                spec.kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(",")
+            ),
+        ];
+        let section = crate::report::Section {
+            heading: None,
+            notes: vec![],
+            spec: &spec,
+            cells: cells.clone(),
+        };
+        write_report(path, &[section], jobs, notes)?;
+    }
     if a.json {
         out(&format!("{}\n", serde_json::json!({ "cells": cells })));
     } else {
@@ -189,7 +217,7 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         if let Some(c) = cells.iter().find(|c| c.first_failing_seed.is_some()) {
             let sets: String = a.set.iter().map(|s| format!(" --set {s}")).collect();
             tail += &format!(
-                "See a failing seed's timeline, or shrink it to a trace, e.g.:\n  locksim run --algo {0} --faults {1} --seed {2}{sets}\n  locksim shrink --algo {0} --faults {1} --seed {2}{sets}\n",
+                "See a failing seed's timeline (--html draws it as a page), or shrink it to a trace, e.g.:\n  locksim run --algo {0} --faults {1} --seed {2}{sets} --html seed{2}.html\n  locksim shrink --algo {0} --faults {1} --seed {2}{sets}\n",
                 c.algorithm,
                 c.faults,
                 c.first_failing_seed.unwrap_or(0)
@@ -198,6 +226,22 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         eprint!("{tail}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn write_report(
+    path: &std::path::Path,
+    sections: &[crate::report::Section],
+    jobs: usize,
+    notes: Vec<String>,
+) -> Result<(), String> {
+    let pages = crate::report::write(path, sections, jobs, notes)?;
+    eprintln!(
+        "report: {} ({} shrunk traces and their timelines in {})",
+        path.display(),
+        pages,
+        crate::report::files_dir(path).display()
+    );
+    Ok(())
 }
 
 fn files(
@@ -223,8 +267,13 @@ fn files(
     }
     let out_file = open_out(&a.out)?;
     let (mut all, mut report, mut json, mut failed) = (Vec::new(), String::new(), Vec::new(), 0);
+    let mut specs = Vec::new();
     for f in &files {
-        let records = run(&f.spec(jobs)?, shard, &f.path.display().to_string());
+        specs.push(f.spec(jobs)?);
+    }
+    let mut sections = Vec::new();
+    for (f, spec) in files.iter().zip(&specs) {
+        let records = run(spec, shard, &f.path.display().to_string());
         let cells = summarize(&records);
         // A shard sees only part of the seeds: expectations are judged after `merge`.
         let problems = if shard == Shard::ALL {
@@ -241,6 +290,14 @@ fn files(
             format!("FAIL: {}", problems.join("; "))
         };
         report += &format!("== {} ({}): {verdict}\n", f.name, f.path.display());
+        if a.report.is_some() {
+            sections.push(crate::report::Section {
+                heading: Some(format!("{} ({}): {verdict}", f.name, f.path.display())),
+                notes: vec![],
+                spec,
+                cells: cells.clone(),
+            });
+        }
         report += &table(&cells);
         report += "\n";
         json.push(serde_json::json!({
@@ -251,6 +308,17 @@ fn files(
     }
     if let (Some(path), Some(f)) = (&a.out, out_file) {
         write_records(path, f, &all)?;
+    }
+    if let Some(path) = &a.report {
+        let names: Vec<String> = a.paths.iter().map(|p| p.display().to_string()).collect();
+        let notes = vec![
+            format!(
+                "{} campaign files, {failed} failed their expectation.",
+                files.len()
+            ),
+            format!("Made by: locksim campaign {}", names.join(" ")),
+        ];
+        write_report(path, &sections, jobs, notes)?;
     }
     if a.json {
         out(&format!("{}\n", serde_json::json!({ "campaigns": json })));
@@ -427,6 +495,7 @@ fn table(cells: &[CellSummary]) -> String {
             first
         );
     }
+    t += &metrics_table(cells);
     t += "\nEach column counts seeds (runs) that violate the property:\n";
     t += "S1 = a double grant: two clients held the lock at the same true time\n";
     t += "S2 = a stale write: the resource accepted an older grant's write after a newer one's\n";
@@ -436,5 +505,41 @@ fn table(cells: &[CellSummary]) -> String {
     t +=
         "S4 = a release freed another grant's lock (a retried unlock deleting the next holder's)\n";
     t += "grants = successful acquires over all seeds (a cell with none would prove nothing)\n";
+    t += "lock metrics (true time, over all seeds of the cell; percentiles within 1.6%): acquire =\n";
+    t += "     latency of a granted acquire; wait = from a round's first attempt to its grant; hold =\n";
+    t += "     length of a hold; failed/unknown = acquires answered fail / timed out; expired = leases\n";
+    t += "     that ran out while the holder still acted on them; msgs = messages sent (dropped)\n";
+    t
+}
+
+fn metrics_table(cells: &[CellSummary]) -> String {
+    let mut t = format!(
+        "\n{:<16} {:<14} {:>17} {:>17} {:>17} {:>15} {:>7} {:>7} {:>16}\n",
+        "lock metrics",
+        "faults",
+        "acquire p50/p99",
+        "wait p50/p99",
+        "hold p50/p99",
+        "failed/unknown",
+        "retries",
+        "expired",
+        "msgs (dropped)"
+    );
+    for c in cells {
+        let m = metric_pairs(c);
+        let v = |i: usize| m[i].1.replace(" / ", "/");
+        t += &format!(
+            "{:<16} {:<14} {:>17} {:>17} {:>17} {:>15} {:>7} {:>7} {:>16}\n",
+            c.algorithm,
+            c.faults.name(),
+            v(0),
+            v(1),
+            v(2),
+            format!("{}/{}", c.counts.acquires_failed, c.counts.acquires_unknown),
+            c.counts.retries,
+            c.counts.expired_while_held,
+            v(6)
+        );
+    }
     t
 }

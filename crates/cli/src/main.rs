@@ -3,6 +3,9 @@
 
 mod campaign;
 mod check;
+mod progress;
+mod render;
+mod report;
 mod run;
 mod timeline;
 mod traces;
@@ -40,8 +43,30 @@ Examples:
   locksim run --algo central --seed 7 --faults clock-jump --set clock=mono --set ttl=2s
   locksim shrink --algo redlock --seed 5 --faults pause    a minimal trace in traces/
   locksim replay traces/*.json
+  locksim render traces/k5-redlock-s1-f4f49b23.json -o k5.html    open k5.html in a browser
+  locksim campaign --report report.html             the matrix as a page, violations linked
   locksim check --model etcd ../shared/data/histories/etcd/*.log
   locksim list                                      algorithms, their settings, fault kinds";
+
+const RENDER_HELP: &str = "\
+The page needs no network: its script, style and data are inside it. It re-runs the trace's
+scenario (runs are deterministic) to get the events and the messages, and says so on the page;
+when that is impossible or the re-run differs, it draws the events the trace embeds.
+
+Reading the diagram: true time runs left to right (wheel: zoom, drag: pan, double-click: the
+whole run). Each client's lane shows its holds of the lock — from the acquire's ok until it
+released, gave up, its lease ran out, or its last write if that came later — hatched in red
+where it acted after its own lease had ended. Lock servers show their grants and the TTL
+from each grant; the resource shows accepted writes (a dot in the writer's colour) and
+rejected ones (a red cross). Faults are shaded on the lanes they act on; a purple line is a
+node's wall-clock offset from true time. A violation is outlined in red and explained above.
+
+Exit code: 0 when the page was written, 1 when it was written but the re-run did not
+reproduce a trace that embeds no events, 2 on bad input (the error names the file and field).
+
+Examples:
+  locksim render traces/k5-redlock-s1-f4f49b23.json -o k5.html
+  locksim render trace.json --no-rerun -o trace.html   only the embedded events";
 
 #[derive(Parser)]
 #[command(name = "locksim", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
@@ -62,6 +87,11 @@ enum Command {
     Shrink(traces::ShrinkArgs),
     /// Replay traces: re-run each and compare its event digest and verdict.
     Replay(traces::ReplayArgs),
+    /// Draw a trace as one self-contained HTML page: a space-time diagram with a lane per
+    /// node (holds, grants, writes, faults, clock offsets, messages), the violation
+    /// highlighted and explained.
+    #[command(after_help = RENDER_HELP)]
+    Render(render::RenderArgs),
     /// Check histories for linearizability: Jepsen etcd logs, EDN kv histories, locksim runs.
     Check(check::CheckArgs),
     /// List the algorithms with their settings, the workload settings and the fault kinds.
@@ -77,6 +107,7 @@ fn main() -> ExitCode {
         Command::Check(a) => check::main(a),
         Command::Shrink(a) => traces::shrink_main(a),
         Command::Replay(a) => traces::replay_main(a),
+        Command::Render(a) => render::main(a),
         Command::List => {
             list();
             Ok(ExitCode::SUCCESS)

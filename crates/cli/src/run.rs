@@ -32,6 +32,9 @@ pub struct RunArgs {
     /// with --events, the history too.
     #[arg(long)]
     json: bool,
+    /// Also draw the run as a self-contained HTML page (as `locksim render` draws a trace).
+    #[arg(long, value_name = "FILE")]
+    html: Option<std::path::PathBuf>,
 }
 
 pub fn main(a: RunArgs) -> Result<ExitCode, String> {
@@ -43,6 +46,21 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
         return Err(format!("the simulation of seed {} failed: {e}", a.seed));
     }
     let history = result.history.as_ref().expect("no error means a history");
+    if let Some(path) = &a.html {
+        let sets: String = a.set.iter().map(|s| format!(" --set {s}")).collect();
+        let page = locksim_render::render_html(&locksim_render::Run {
+            scenario: &scenario,
+            history,
+            verdict: &result.verdict,
+            title: format!("{} seed {} ({})", a.algo, a.seed, a.faults),
+            notes: vec![format!(
+                "locksim run --algo {} --seed {} --faults {}{sets}",
+                a.algo, a.seed, a.faults
+            )],
+        });
+        crate::render::write_page(path, &page, false)?;
+        eprintln!("wrote {}", path.display());
+    }
     if a.json {
         let names: Vec<String> = (0..scenario.cluster.nodes())
             .map(|n| scenario.cluster.name(n))

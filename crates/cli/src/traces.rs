@@ -12,6 +12,7 @@ use locksim_explore::shrink::{shrink, trace_file_name};
 use locksim_explore::{check_scenario, setups_for};
 
 use crate::out;
+use crate::progress::Progress;
 
 #[derive(Args)]
 pub struct ShrinkArgs {
@@ -82,7 +83,10 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
         scenario.faults.len(),
         scenario.cluster.clients
     );
-    let shrunk = shrink(&scenario, property, &|line| eprintln!("  {line}"))?;
+    let progress = Progress::spinner();
+    let shrunk = shrink(&scenario, property, &|line| progress.note(line));
+    progress.finish();
+    let shrunk = shrunk?;
     let trace = shrunk.trace(!a.no_events);
     let path = a.out_dir.join(trace_file_name(&trace, property));
     trace.write_new(&path)?;

@@ -166,6 +166,30 @@ pub struct History {
     pub messages_sent: u64,
     /// Messages dropped by partitions, loss windows or lost replies.
     pub messages_dropped: u64,
+    /// Every message the network layer was asked to send, in send order (filled by the
+    /// simulator; empty for histories recorded elsewhere). Not part of the digest and not
+    /// serialized: a trace re-runs its scenario to get them back.
+    #[serde(skip)]
+    pub messages: Vec<Message>,
+}
+
+/// One message on the simulated network: who sent it to whom, and when it was sent and
+/// delivered, in true time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Message {
+    /// Sender.
+    pub from: NodeId,
+    /// Receiver.
+    pub to: NodeId,
+    /// True time of the send, ns.
+    pub sent: Nanos,
+    /// True time the receiver first took it in, ns; `None` when it was dropped, or never
+    /// received (the receiver crashed, or a caller had stopped waiting for the reply).
+    pub delivered: Option<Nanos>,
+    /// `true` for a reply to a call, `false` for a request or a one-way message.
+    pub reply: bool,
+    /// `true` when a fault rule dropped it (partition, loss, lost reply).
+    pub dropped: bool,
 }
 
 impl History {

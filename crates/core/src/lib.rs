@@ -21,7 +21,7 @@ pub mod trace;
 pub mod verdict;
 
 pub use fault::{Fault, FaultKind, FaultPlan, NodeSet, TimedFault};
-pub use history::{Event, EventKind, History, LocalClock, OpF, Phase};
+pub use history::{Event, EventKind, History, LocalClock, Message, OpF, Phase};
 pub use scenario::{Cluster, NodeId, Role, Scenario, Workload};
 pub use time::Nanos;
 pub use trace::{Trace, TraceError};

@@ -7,6 +7,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+use locksim_check::metrics::{Aggregate, Counts, Metrics};
 use locksim_core::{FaultKind, Property};
 use serde::{Deserialize, Serialize};
 
@@ -119,6 +120,10 @@ pub struct SeedRecord {
     /// The shard that ran it, `I/N`.
     #[serde(default)]
     pub shard: String,
+    /// The run's lock metrics (counters and duration histograms, ns), absent when the
+    /// simulation failed or the record was written by an older locksim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Aggregate>,
 }
 
 /// The result of one cell.
@@ -148,6 +153,27 @@ pub struct CellSummary {
     pub first_error_seed: Option<u64>,
     /// Client-visible lock grants over all seeds (a liveness indicator).
     pub grants: u64,
+    /// Lock operations and messages over all seeds: `acquires`, `acquires_ok`,
+    /// `acquires_failed`, `acquires_unknown`, `retries`, `expired_while_held` (grants whose
+    /// lease, by the client's own deadline, passed while the holder still wrote, renewed or
+    /// released under it), `messages_sent`, `messages_dropped`.
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// Median acquire latency (invoke to `ok`), ns, within 1.6%; `null` without grants.
+    pub acquire_latency_p50_ns: Option<u64>,
+    /// 99th-percentile acquire latency, ns, within 1.6%.
+    pub acquire_latency_p99_ns: Option<u64>,
+    /// Median wait for the lock (first attempt of a round to its grant, retries included), ns.
+    pub wait_p50_ns: Option<u64>,
+    /// 99th-percentile wait, ns.
+    pub wait_p99_ns: Option<u64>,
+    /// Median hold time (hold interval length), ns.
+    pub hold_p50_ns: Option<u64>,
+    /// 99th-percentile hold time, ns.
+    pub hold_p99_ns: Option<u64>,
+    /// The metrics added up (histograms included), for reports.
+    #[serde(skip)]
+    pub metrics: Aggregate,
 }
 
 /// Runs this shard of the campaign; `progress(done, total)` is called after each seed (from
@@ -197,6 +223,7 @@ pub fn run_seeds(
                     grants: out.history.as_ref().map_or(0, count_grants),
                     settings: fingerprints[a].clone(),
                     shard: format!("{}/{}", shard.index, shard.count),
+                    metrics: out.history.as_ref().map(|h| Metrics::of(h).aggregate()),
                 };
                 records
                     .lock()
@@ -229,6 +256,14 @@ pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
             errors: 0,
             first_error_seed: None,
             grants: 0,
+            counts: Counts::default(),
+            acquire_latency_p50_ns: None,
+            acquire_latency_p99_ns: None,
+            wait_p50_ns: None,
+            wait_p99_ns: None,
+            hold_p50_ns: None,
+            hold_p99_ns: None,
+            metrics: Aggregate::default(),
         });
         c.seeds += 1;
         c.grants += r.grants;
@@ -245,6 +280,19 @@ pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
             c.errors += 1;
             c.first_error_seed = min(c.first_error_seed);
         }
+        if let Some(m) = &r.metrics {
+            c.metrics.merge(m);
+        }
+    }
+    for c in cells.values_mut() {
+        let m = &c.metrics;
+        c.counts = m.counts.clone();
+        c.acquire_latency_p50_ns = m.acquire_latency_ns.quantile(0.5);
+        c.acquire_latency_p99_ns = m.acquire_latency_ns.quantile(0.99);
+        c.wait_p50_ns = m.wait_ns.quantile(0.5);
+        c.wait_p99_ns = m.wait_ns.quantile(0.99);
+        c.hold_p50_ns = m.hold_ns.quantile(0.5);
+        c.hold_p99_ns = m.hold_ns.quantile(0.99);
     }
     cells.into_values().collect()
 }

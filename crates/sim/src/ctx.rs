@@ -42,6 +42,8 @@ struct Envelope {
     reply_tag: u64,
     /// True time before which the receiver must not see it (extra delay of a fault).
     not_before: Nanos,
+    /// Its id in the network's message log.
+    msg: u64,
     body: Box<dyn Any + Send + Sync>,
 }
 
@@ -137,6 +139,8 @@ impl NodeCtx {
                 continue;
             };
             let not_before = env.not_before;
+            let now = self.world().now();
+            self.world().links().delivered(env.msg, not_before.max(now));
             let msg = Incoming {
                 from: env.from,
                 reply_tag: env.reply_tag,
@@ -242,7 +246,7 @@ impl NodeCtx {
     async fn transmit<M: Message>(&self, to: NodeId, tag: u64, reply_tag: u64, body: M) {
         let w = &self.inner.world;
         let now = w.now();
-        let copies = w.links().route(now, self.inner.id, to, tag != TAG_REQUEST);
+        let (copies, msg) = w.links().route(now, self.inner.id, to, tag != TAG_REQUEST);
         let n = copies.len();
         let mut body = Some(body);
         for (i, extra) in copies.into_iter().enumerate() {
@@ -255,6 +259,7 @@ impl NodeCtx {
                 from: self.inner.id,
                 reply_tag,
                 not_before: if extra == 0 { 0 } else { now + extra },
+                msg,
                 body: Box::new(b),
             };
             // A send on a simulated datagram socket only fails when the socket is gone, in
@@ -292,6 +297,8 @@ impl NodeCtx {
             if env.not_before > 0 {
                 madsim::time::sleep_until(self.inner.world.instant(env.not_before)).await;
             }
+            let w = &self.inner.world;
+            w.links().delivered(env.msg, w.now());
             env.body
                 .downcast::<R>()
                 .map(|b| *b)

@@ -3,7 +3,7 @@
 //! true time; the message layer asks [`Links::route`] what happens to each message it sends.
 //! Randomness comes from the run's "net" ChaCha stream, so routing is deterministic.
 
-use locksim_core::{Nanos, NodeId};
+use locksim_core::{Message, Nanos, NodeId};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -44,6 +44,8 @@ pub struct Links {
     pub sent: u64,
     /// Messages dropped by rules.
     pub dropped: u64,
+    /// Every message routed, in send order; index = the id [`Links::route`] returns.
+    pub log: Vec<Message>,
 }
 
 impl Links {
@@ -54,6 +56,7 @@ impl Links {
             rng,
             sent: 0,
             dropped: 0,
+            log: Vec::new(),
         }
     }
     /// Installs a rule.
@@ -64,8 +67,17 @@ impl Links {
     pub fn heal(&mut self) {
         self.rules.clear();
     }
-    /// Decides the fate of one message sent at true time `now`.
-    pub fn route(&mut self, now: Nanos, from: NodeId, to: NodeId, is_reply: bool) -> Copies {
+    /// Notes that message `id` (as returned by [`Links::route`]) reached its receiver at true
+    /// time `at`; later copies of a duplicated message do not move it.
+    pub fn delivered(&mut self, id: u64, at: Nanos) {
+        if let Some(m) = self.log.get_mut(id as usize) {
+            m.delivered.get_or_insert(at);
+        }
+    }
+
+    /// Decides the fate of one message sent at true time `now`: its copies, and its id in
+    /// [`Links::log`].
+    pub fn route(&mut self, now: Nanos, from: NodeId, to: NodeId, is_reply: bool) -> (Copies, u64) {
         self.sent += 1;
         self.rules.retain(|r| r.until > now);
         let mut copies: Copies = smallvec::smallvec![0];
@@ -100,6 +112,15 @@ impl Links {
         if copies.is_empty() {
             self.dropped += 1;
         }
-        copies
+        let id = self.log.len() as u64;
+        self.log.push(Message {
+            from,
+            to,
+            sent: now,
+            delivered: None,
+            reply: is_reply,
+            dropped: copies.is_empty(),
+        });
+        (copies, id)
     }
 }

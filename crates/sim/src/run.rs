@@ -103,12 +103,13 @@ fn finish(world: &World, end: u64) -> History {
             };
         }
     }
-    let links = world.links();
+    let mut links = world.links();
     History {
         events,
         end,
         messages_sent: links.sent,
         messages_dropped: links.dropped,
+        messages: std::mem::take(&mut links.log),
     }
 }
 

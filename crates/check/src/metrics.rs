@@ -1,0 +1,330 @@
+//! Lock metrics of a history: what operators of a lock service watch.
+//!
+//! Everything is derived from the history (and, for messages, the simulator's counters that
+//! the history carries); durations are true-time nanoseconds.
+//!
+//! - **acquire latency**: from an acquire's `invoke` to its `ok` (successful attempts only);
+//! - **wait time**: from the first acquire attempt of a round to the `ok` that ends it — a
+//!   round is a client's run of attempts with no grant in between, so retries count in it;
+//! - **hold time**: the length of each hold interval ([`crate::holds`]);
+//! - **expired while held**: grants whose lease (the client's own validity deadline, moved by
+//!   renewals) passed while the client still believed it held: it wrote, renewed or released
+//!   under the grant after the deadline without having noticed the loss before it;
+//! - **failed acquires** (`fail`: definitely not granted) and **unknown acquires** (`info`:
+//!   timeouts), **retries** (attempts after a failed or unknown one in the same round), and
+//!   **messages** sent and dropped by the network's fault rules.
+//!
+//! [`Metrics`] keeps a run's samples exactly; [`Aggregate`] folds many runs (a campaign cell,
+//! shards merged later) into counters and log-bucketed [`Histogram`]s, whose percentiles are
+//! within 1.6% of the exact value.
+
+use std::collections::BTreeMap;
+
+use locksim_core::history::{EventKind, OpF, Phase};
+use locksim_core::{Fault, History, Nanos, NodeId};
+use serde::{Deserialize, Serialize};
+
+use crate::holds::derive_holds;
+
+/// Counters of lock operations and messages, for one run or many added up.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Acquire attempts (invokes).
+    pub acquires: u64,
+    /// Attempts that completed `ok`: grants.
+    pub acquires_ok: u64,
+    /// Attempts that completed `fail` (definitely not granted).
+    pub acquires_failed: u64,
+    /// Attempts that completed `info` (unknown outcome, e.g. a timeout) or never completed.
+    pub acquires_unknown: u64,
+    /// Attempts made after a failed or unknown attempt of the same round.
+    pub retries: u64,
+    /// Grants whose lease passed while the holder still acted on it (see the module docs).
+    pub expired_while_held: u64,
+    /// Messages the network was asked to send.
+    pub messages_sent: u64,
+    /// Messages dropped by fault rules.
+    pub messages_dropped: u64,
+}
+
+impl Counts {
+    /// Adds `other` to these counters.
+    pub fn add(&mut self, other: &Counts) {
+        self.acquires += other.acquires;
+        self.acquires_ok += other.acquires_ok;
+        self.acquires_failed += other.acquires_failed;
+        self.acquires_unknown += other.acquires_unknown;
+        self.retries += other.retries;
+        self.expired_while_held += other.expired_while_held;
+        self.messages_sent += other.messages_sent;
+        self.messages_dropped += other.messages_dropped;
+    }
+}
+
+/// One run's metrics, with every sample (sorted ascending, ns).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Metrics {
+    /// The run's counters.
+    pub counts: Counts,
+    /// Acquire latency of each grant, ns, sorted.
+    pub acquire_latency: Vec<Nanos>,
+    /// Wait time of each round that ended with a grant, ns, sorted.
+    pub wait: Vec<Nanos>,
+    /// Length of each hold interval, ns, sorted.
+    pub hold: Vec<Nanos>,
+}
+
+/// The nearest-rank `q`-quantile (`0 < q <= 1`) of sorted samples, `None` when there are none.
+pub fn quantile(sorted: &[Nanos], q: f64) -> Option<Nanos> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    Some(sorted[rank - 1])
+}
+
+impl Metrics {
+    /// Computes the metrics of `history`.
+    pub fn of(history: &History) -> Metrics {
+        let mut m = Metrics::default();
+        let c = &mut m.counts;
+        c.messages_sent = history.messages_sent;
+        c.messages_dropped = history.messages_dropped;
+        // Per client: start of the current round, and whether its last attempt failed.
+        let mut round: BTreeMap<NodeId, (Nanos, bool)> = BTreeMap::new();
+        // Acquire invokes by operation id, until they complete.
+        let mut open: BTreeMap<u64, Nanos> = BTreeMap::new();
+        // Per grant: (last write/extend/release invoke, lost time).
+        let mut acted: BTreeMap<u64, (Nanos, Option<Nanos>)> = BTreeMap::new();
+        let (mut latency, mut wait) = (Vec::new(), Vec::new());
+        for e in &history.events {
+            match &e.kind {
+                EventKind::Op {
+                    op,
+                    phase,
+                    f: OpF::Acquire,
+                    ..
+                } => match phase {
+                    Phase::Invoke => {
+                        c.acquires += 1;
+                        open.insert(*op, e.time);
+                        let r = round.entry(e.node).or_insert((e.time, false));
+                        if r.1 {
+                            c.retries += 1;
+                        } else {
+                            *r = (e.time, false);
+                        }
+                    }
+                    Phase::Ok => {
+                        c.acquires_ok += 1;
+                        if let Some(start) = open.remove(op) {
+                            latency.push(e.time.saturating_sub(start));
+                        }
+                        if let Some((start, _)) = round.remove(&e.node) {
+                            wait.push(e.time.saturating_sub(start));
+                        }
+                    }
+                    Phase::Fail | Phase::Info => {
+                        if *phase == Phase::Fail {
+                            c.acquires_failed += 1;
+                        } else {
+                            c.acquires_unknown += 1;
+                        }
+                        open.remove(op);
+                        if let Some(r) = round.get_mut(&e.node) {
+                            r.1 = true;
+                        }
+                    }
+                },
+                EventKind::Op {
+                    phase: Phase::Invoke,
+                    f: OpF::Write | OpF::Extend | OpF::Release,
+                    handle: Some(h),
+                    ..
+                } => {
+                    let a = acted.entry(*h).or_insert((e.time, None));
+                    a.0 = a.0.max(e.time);
+                }
+                EventKind::Lost { handle, .. } => {
+                    let a = acted.entry(*handle).or_insert((0, None));
+                    a.1.get_or_insert(e.time);
+                }
+                EventKind::Fault {
+                    fault: Fault::Crash { node, .. },
+                } => {
+                    // A crashed client starts afresh; its open round is over.
+                    round.remove(node);
+                }
+                _ => {}
+            }
+        }
+        // Attempts still open at the end never completed: their outcome is unknown.
+        c.acquires_unknown += open.len() as u64;
+        let mut hold = Vec::new();
+        for h in derive_holds(history) {
+            hold.push(h.end.saturating_sub(h.start));
+            let Some(deadline) = h.deadline else { continue };
+            if let Some(&(last, lost)) = acted.get(&h.handle) {
+                if last > deadline && lost.is_none_or(|l| l > deadline) {
+                    c.expired_while_held += 1;
+                }
+            }
+        }
+        for v in [&mut latency, &mut wait, &mut hold] {
+            v.sort_unstable();
+        }
+        m.acquire_latency = latency;
+        m.wait = wait;
+        m.hold = hold;
+        m
+    }
+
+    /// The run's counters and histograms, to add up with other runs.
+    pub fn aggregate(&self) -> Aggregate {
+        let hist = |v: &[Nanos]| {
+            let mut h = Histogram::default();
+            v.iter().for_each(|&x| h.record(x));
+            h
+        };
+        Aggregate {
+            runs: 1,
+            counts: self.counts.clone(),
+            acquire_latency_ns: hist(&self.acquire_latency),
+            wait_ns: hist(&self.wait),
+            hold_ns: hist(&self.hold),
+        }
+    }
+}
+
+/// A histogram of durations in logarithmic buckets: values below 64 ns exactly, then 32
+/// buckets per power of two, so a bucket's midpoint is within 1/64 (1.6%) of any value in it.
+/// Serialized as `{"bucket": count}`, sparse. Merging adds counts, so the percentiles of a
+/// campaign do not depend on how its seeds were split into shards.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Histogram {
+    buckets: BTreeMap<u32, u64>,
+}
+
+const SUB_BITS: u32 = 5;
+
+fn bucket_of(v: u64) -> u32 {
+    if v < 64 {
+        return v as u32;
+    }
+    let e = 63 - v.leading_zeros(); // >= 6
+    let m = ((v >> (e - SUB_BITS)) & ((1 << SUB_BITS) - 1)) as u32;
+    64 + (e - 6) * (1 << SUB_BITS) + m
+}
+
+/// The value a bucket stands for: its midpoint.
+fn value_of(b: u32) -> u64 {
+    if b < 64 {
+        return b as u64;
+    }
+    let e = (b - 64) / (1 << SUB_BITS) + 6;
+    let m = ((b - 64) % (1 << SUB_BITS)) as u64;
+    let width = 1u64 << (e - SUB_BITS);
+    let low = (1u64 << e) + m * width;
+    low + width / 2
+}
+
+impl Histogram {
+    /// Adds one sample, ns.
+    pub fn record(&mut self, v: Nanos) {
+        *self.buckets.entry(bucket_of(v)).or_insert(0) += 1;
+    }
+    /// Adds every sample of `other`.
+    pub fn merge(&mut self, other: &Histogram) {
+        for (&b, &n) in &other.buckets {
+            *self.buckets.entry(b).or_insert(0) += n;
+        }
+    }
+    /// Number of samples.
+    pub fn count(&self) -> u64 {
+        self.buckets.values().sum()
+    }
+    /// The nearest-rank `q`-quantile (`0 < q <= 1`), ns, to within 1.6%; `None` when empty.
+    pub fn quantile(&self, q: f64) -> Option<Nanos> {
+        let n = self.count();
+        if n == 0 {
+            return None;
+        }
+        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+        let mut seen = 0;
+        for (&b, &c) in &self.buckets {
+            seen += c;
+            if seen >= rank {
+                return Some(value_of(b));
+            }
+        }
+        None
+    }
+}
+
+/// Metrics of many runs added up: counters and histograms (durations in ns).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Aggregate {
+    /// Runs added.
+    pub runs: u64,
+    /// The counters, added up.
+    #[serde(flatten)]
+    pub counts: Counts,
+    /// Acquire latency, ns.
+    pub acquire_latency_ns: Histogram,
+    /// Wait time per round, ns.
+    pub wait_ns: Histogram,
+    /// Hold time per grant, ns.
+    pub hold_ns: Histogram,
+}
+
+impl Aggregate {
+    /// Adds `other` to this.
+    pub fn merge(&mut self, other: &Aggregate) {
+        self.runs += other.runs;
+        self.counts.add(&other.counts);
+        self.acquire_latency_ns.merge(&other.acquire_latency_ns);
+        self.wait_ns.merge(&other.wait_ns);
+        self.hold_ns.merge(&other.hold_ns);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_are_within_two_percent_and_ordered() {
+        let mut last = 0;
+        for v in 0..200_000u64 {
+            let b = bucket_of(v);
+            assert!(b >= last, "buckets grow with values: {v}");
+            last = b;
+        }
+        for v in (0..200_000u64).chain((1..60).map(|e| (1u64 << e) + 12345)) {
+            let b = bucket_of(v);
+            let m = value_of(b) as f64;
+            assert!(
+                (m - v as f64).abs() <= (v as f64) / 64.0 + 0.5,
+                "{v} -> bucket {b} -> {m}"
+            );
+        }
+    }
+
+    #[test]
+    fn histogram_quantiles_follow_exact_ones() {
+        let samples: Vec<u64> = (1..=1000).map(|i| i * 1_000_000).collect();
+        let mut h = Histogram::default();
+        samples.iter().for_each(|&s| h.record(s));
+        for q in [0.5, 0.99, 1.0] {
+            let exact = quantile(&samples, q).unwrap() as f64;
+            let approx = h.quantile(q).unwrap() as f64;
+            assert!(
+                (approx - exact).abs() <= exact / 64.0,
+                "q{q}: {approx} vs {exact}"
+            );
+        }
+        assert_eq!(quantile(&samples, 0.5), Some(500_000_000));
+        assert_eq!(Histogram::default().quantile(0.5), None);
+    }
+}

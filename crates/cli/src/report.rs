@@ -1,0 +1,233 @@
+//! `locksim campaign --report FILE`: the matrix (or each campaign file's) as a page; each
+//! violated cell's first failing seed shrunk, its trace and its rendered timeline written
+//! beside the report.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use locksim_core::time::fmt_nanos;
+use locksim_explore::shrink::{shrink_with, trace_file_name};
+use locksim_explore::{check_scenario, CampaignSpec, CellSummary};
+use locksim_render::report::{campaign_report, ReportCell, ReportSection};
+use locksim_render::{render_html, Run};
+
+use crate::progress::Progress;
+use crate::render::write_page;
+
+/// The folder beside `report` that holds its traces and pages: `report.html` →
+/// `report-files/`.
+pub fn files_dir(report: &Path) -> PathBuf {
+    let stem = report
+        .file_stem()
+        .map_or("report".into(), |s| s.to_string_lossy().into_owned());
+    report.with_file_name(format!("{stem}-files"))
+}
+
+/// What became of one violated cell.
+#[derive(Default)]
+struct Made {
+    page: Option<String>,
+    trace: Option<String>,
+    note: Option<String>,
+}
+
+/// Shrinks the first failing seed of the cell, writes its trace (never replacing a different
+/// one) and its page into `dir`; links are relative to the report's folder.
+fn make(spec: &CampaignSpec, c: &CellSummary, dir: &Path) -> Made {
+    let Some(seed) = c.first_failing_seed else {
+        return Made::default();
+    };
+    let Some(setup) = spec.setups.iter().find(|s| s.algorithm == c.algorithm) else {
+        return Made {
+            note: Some("no setup for this algorithm".into()),
+            ..Made::default()
+        };
+    };
+    let scenario = setup.scenario(seed, &[c.faults]);
+    let first = check_scenario(&scenario, setup.algo.clone());
+    let Some(&property) = first.verdict.kinds().first() else {
+        return Made {
+            note: Some(format!("seed {seed} no longer fails")),
+            ..Made::default()
+        };
+    };
+    let shrunk = match shrink_with(&scenario, setup.algo.clone(), property, &|_| {}) {
+        Ok(s) => s,
+        Err(e) => {
+            return Made {
+                note: Some(format!("could not shrink seed {seed}: {e}")),
+                ..Made::default()
+            }
+        }
+    };
+    let trace = shrunk.trace(true);
+    let name = trace_file_name(&trace, property);
+    let folder = dir
+        .file_name()
+        .map_or(String::new(), |f| f.to_string_lossy().into_owned());
+    let mut made = Made::default();
+    let trace_path = dir.join(&name);
+    match trace.write_new(&trace_path) {
+        Ok(()) => made.trace = Some(format!("{folder}/{name}")),
+        Err(e) => made.note = Some(e),
+    }
+    let page_name = format!("{}.html", name.trim_end_matches(".json"));
+    let html = render_html(&Run {
+        scenario: &shrunk.scenario,
+        history: &shrunk.history,
+        verdict: &shrunk.verdict,
+        title: name.clone(),
+        notes: vec![
+            format!(
+                "{} × {}: seed {seed} of the campaign, shrunk to {} faults and {} clients in {} runs, keeping {property}.",
+                c.algorithm,
+                c.faults,
+                shrunk.scenario.faults.len(),
+                shrunk.scenario.cluster.clients,
+                shrunk.runs
+            ),
+            format!("Replay it with: locksim replay {}", trace_path.display()),
+        ],
+    });
+    match write_page(&dir.join(&page_name), &html, false) {
+        Ok(()) => made.page = Some(format!("{folder}/{page_name}")),
+        Err(e) => made.note = Some(e),
+    }
+    made
+}
+
+fn d(ns: Option<u64>) -> String {
+    ns.map_or("-".into(), |n| fmt_nanos(n as i128))
+}
+
+/// The metrics of a cell as `[label, value]` pairs.
+pub fn metric_pairs(c: &CellSummary) -> Vec<(String, String)> {
+    vec![
+        (
+            "acquire p50 / p99".into(),
+            format!(
+                "{} / {}",
+                d(c.acquire_latency_p50_ns),
+                d(c.acquire_latency_p99_ns)
+            ),
+        ),
+        (
+            "wait p50 / p99".into(),
+            format!("{} / {}", d(c.wait_p50_ns), d(c.wait_p99_ns)),
+        ),
+        (
+            "hold p50 / p99".into(),
+            format!("{} / {}", d(c.hold_p50_ns), d(c.hold_p99_ns)),
+        ),
+        (
+            "acquires (failed, unknown)".into(),
+            format!(
+                "{} ({}, {})",
+                c.counts.acquires, c.counts.acquires_failed, c.counts.acquires_unknown
+            ),
+        ),
+        ("retries".into(), c.counts.retries.to_string()),
+        (
+            "leases expired while held".into(),
+            c.counts.expired_while_held.to_string(),
+        ),
+        (
+            "messages (dropped)".into(),
+            format!("{} ({})", c.counts.messages_sent, c.counts.messages_dropped),
+        ),
+    ]
+}
+
+/// One campaign's part of the report: its heading and notes, what it ran, its cells.
+pub struct Section<'a> {
+    /// A heading (a campaign file and its verdict), or none for the command-line matrix.
+    pub heading: Option<String>,
+    /// Lines under the heading.
+    pub notes: Vec<String>,
+    /// What ran.
+    pub spec: &'a CampaignSpec,
+    /// Its cells.
+    pub cells: Vec<CellSummary>,
+}
+
+/// Writes the report of finished campaigns to `path`, and the shrunk traces and their pages
+/// into [`files_dir`]; shrinks on `jobs` threads. Returns the number of pages made.
+///
+/// # Errors
+/// When the report cannot be written (or `path` holds a file locksim did not write).
+pub fn write(
+    path: &Path,
+    sections: &[Section],
+    jobs: usize,
+    notes: Vec<String>,
+) -> Result<usize, String> {
+    let dir = files_dir(path);
+    let violated: Vec<(usize, usize)> = sections
+        .iter()
+        .enumerate()
+        .flat_map(|(s, sec)| {
+            (0..sec.cells.len())
+                .filter(|&i| sec.cells[i].first_failing_seed.is_some())
+                .map(move |i| (s, i))
+        })
+        .collect();
+    let made: Mutex<Vec<((usize, usize), Made)>> = Mutex::new(Vec::new());
+    if !violated.is_empty() {
+        eprintln!(
+            "shrinking the first failing seed of {} violated cells for the report",
+            violated.len()
+        );
+        let progress = Progress::new("cells shrunk", violated.len() as u64);
+        let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        std::thread::scope(|scope| {
+            for _ in 0..jobs.max(1).min(violated.len()) {
+                scope.spawn(|| loop {
+                    let Some(&(s, i)) = violated.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                        return;
+                    };
+                    let m = make(sections[s].spec, &sections[s].cells[i], &dir);
+                    made.lock()
+                        .expect("no panic while holding it")
+                        .push(((s, i), m));
+                    progress.set(done.fetch_add(1, Ordering::Relaxed) as u64 + 1);
+                });
+            }
+        });
+        progress.finish();
+    }
+    let made = made.into_inner().expect("workers finished");
+    let pages = made.iter().filter(|m| m.1.page.is_some()).count();
+    let report: Vec<ReportSection> = sections
+        .iter()
+        .enumerate()
+        .map(|(s, sec)| ReportSection {
+            heading: sec.heading.clone(),
+            notes: sec.notes.clone(),
+            cells: sec
+                .cells
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    let m = made.iter().find(|m| m.0 == (s, i)).map(|m| &m.1);
+                    ReportCell {
+                        algorithm: c.algorithm.clone(),
+                        faults: c.faults.name().to_string(),
+                        seeds: c.seeds,
+                        violations: [c.s1_violations, c.s2_violations, c.s3_violations],
+                        grants: c.grants,
+                        errors: c.errors,
+                        first_failing_seed: c.first_failing_seed,
+                        page: m.and_then(|m| m.page.clone()),
+                        trace: m.and_then(|m| m.trace.clone()),
+                        note: m.and_then(|m| m.note.clone()),
+                        metrics: metric_pairs(c),
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    let html = campaign_report("locksim campaign report", &notes, &report);
+    write_page(path, &html, false)?;
+    Ok(pages)
+}

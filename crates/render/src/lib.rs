@@ -1,0 +1,162 @@
+//! # locksim-render
+//!
+//! Pictures of runs, the last step of the one-way flow
+//! scenario → simulation → history → checkers → verdict → trace → **picture**:
+//!
+//! - [`render_html`]: one self-contained HTML page (inline CSS and JavaScript, the data as JSON
+//!   in a `<script type="application/json">` element; nothing fetched from a network) with a
+//!   space-time diagram drawn on a canvas — a lane per node, true time across, zoom and pan —
+//!   showing each client's holds, the servers' grants, the resource's writes, the faults where
+//!   they act, each node's clock offset, the messages on demand, and the violations
+//!   highlighted and explained in plain words ([`explain`]);
+//! - [`report::campaign_report`]: a campaign's matrix as a page linking to rendered traces.
+//!
+//! Output is a pure function of its input: the same run renders to the same bytes.
+
+mod data;
+pub mod explain;
+pub mod report;
+
+use locksim_core::{History, Scenario, Verdict};
+
+pub use data::{event_problem, page_data};
+
+/// What one page shows.
+pub struct Run<'a> {
+    /// The scenario that ran.
+    pub scenario: &'a Scenario,
+    /// Its history (with the simulator's message log when it has one).
+    pub history: &'a History,
+    /// The checkers' verdict.
+    pub verdict: &'a Verdict,
+    /// The page's title, e.g. the trace's file name.
+    pub title: String,
+    /// Lines shown under the title, e.g. where the events came from.
+    pub notes: Vec<String>,
+}
+
+const TEMPLATE: &str = include_str!("page.html");
+const STYLE: &str = include_str!("page.css");
+const SCRIPT: &str = include_str!("page.js");
+
+/// Text for an HTML element's content, escaped.
+pub(crate) fn text(s: &str) -> String {
+    html_escape::encode_text(s).into_owned()
+}
+
+/// JSON safe inside a `<script type="application/json">` element: serialized by serde_json,
+/// then every `<`, `>` and `&` (which JSON allows only inside strings) written as a `\u00XX`
+/// escape, so no `</script>` or `<!--` can appear in the element's text; `JSON.parse` reads
+/// the escapes back as the original characters.
+pub fn script_json<T: serde::Serialize>(value: &T) -> String {
+    let json = serde_json::to_string(value).expect("page data always serializes");
+    let mut out = String::with_capacity(json.len() + 64);
+    for ch in json.chars() {
+        match ch {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The page of one run: self-contained HTML, byte-identical for the same input.
+pub fn render_html(run: &Run) -> String {
+    let data = page_data(run);
+    let summary = if run.verdict.is_safe() {
+        "<p class=\"safe\">No property is violated in this run.</p>".to_string()
+    } else {
+        let mut s = String::new();
+        for (i, v) in data.violations.iter().enumerate() {
+            s += &format!(
+                "<div class=\"violation\"><button class=\"focus\" data-violation=\"{i}\">show</button> <b>{}</b> {}</div>",
+                text(&format!("{} on k{}:", v.kind, v.key)),
+                text(&v.text)
+            );
+        }
+        if run.verdict.omitted > 0 {
+            s += &format!(
+                "<p class=\"note\">{} more violations found, not listed.</p>",
+                run.verdict.omitted
+            );
+        }
+        s
+    };
+    let notes: String = run
+        .notes
+        .iter()
+        .map(|n| format!("<p class=\"note\">{}</p>", text(n)))
+        .collect();
+    fill(
+        TEMPLATE,
+        &[
+            ("TITLE", text(&run.title)),
+            ("SUBTITLE", text(&data.subtitle)),
+            ("NOTES", notes),
+            ("VERDICT", summary),
+            ("STYLE", STYLE.to_string()),
+            ("SCRIPT", html_escape::encode_script(SCRIPT).into_owned()),
+            ("DATA", script_json(&data)),
+        ],
+    )
+}
+
+/// Replaces each `{{NAME}}` of `template` with its value, in one pass (a value that contains
+/// `{{…}}` stays as it is).
+pub(crate) fn fill(template: &str, values: &[(&str, String)]) -> String {
+    let mut out =
+        String::with_capacity(template.len() + values.iter().map(|v| v.1.len()).sum::<usize>());
+    let mut rest = template;
+    while let Some(i) = rest.find("{{") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        match after.find("}}").and_then(|j| {
+            let name = &after[..j];
+            values.iter().find(|v| v.0 == name).map(|v| (j, &v.1))
+        }) {
+            Some((j, value)) => {
+                out.push_str(value);
+                rest = &after[j + 2..];
+            }
+            None => {
+                out.push_str("{{");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn script_json_cannot_close_the_script_element() {
+        let v = serde_json::json!({"s": "</script><script>alert(1)</script><!-- & >"});
+        let j = script_json(&v);
+        assert!(
+            !j.contains('<') && !j.contains('>') && !j.contains('&'),
+            "{j}"
+        );
+        let back: serde_json::Value = serde_json::from_str(&j).unwrap();
+        assert_eq!(back, v, "the escapes read back as the original text");
+    }
+
+    #[test]
+    fn fill_replaces_each_marker_once_and_leaves_values_alone() {
+        let out = fill(
+            "<h1>{{A}}</h1>{{B}}{{UNKNOWN}}",
+            &[("A", "{{B}}".into()), ("B", "b".into())],
+        );
+        assert_eq!(out, "<h1>{{B}}</h1>b{{UNKNOWN}}");
+    }
+
+    #[test]
+    fn text_is_escaped() {
+        assert_eq!(text("<b>&"), "&lt;b&gt;&amp;");
+    }
+}

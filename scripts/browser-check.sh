@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Opens a rendered trace in headless Chromium and checks that the page drew its diagram:
+#   - the page's script marks the root element data-render="ok" only after the first frame
+#     was drawn without an exception (an exception marks it "error"), and data-selftest="ok"
+#     after driving zoom, pan, hover and a violation's button with synthetic input;
+#   - Chromium's log shows no console message at all (the page logs none; an uncaught
+#     exception logs "Uncaught …");
+#   - a screenshot is written and is a PNG.
+# Then it checks the check: copies of the page with a deliberately broken script must fail.
+#
+# Usage: scripts/browser-check.sh [TRACE] [SCREENSHOT.png]
+#   TRACE defaults to the Redlock GC-pause double grant of traces/ (and then every other
+#   trace there is checked too, without screenshots); the screenshot goes to
+#   target/browser-check/page.png unless given. Needs Debian's chromium and a release build
+#   of locksim (built if missing). Exit 0 when the page is clean, 1 when it is not.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TRACE=${1:-traces/k5-pause-redlock-s1-c29d6548.json}
+OUT=target/browser-check
+SHOT=${2:-$OUT/page.png}
+mkdir -p "$OUT"
+BROWSER=${CHROMIUM:-$(command -v chromium || command -v chromium-browser || true)}
+if [ -z "$BROWSER" ]; then
+  echo "browser-check: no chromium on PATH (apt-get install -y chromium)" >&2
+  exit 1
+fi
+LOCKSIM=target/release/locksim
+[ -x "$LOCKSIM" ] || cargo build --release -q -p locksim-cli
+
+# check PAGE [SHOT]: 0 when PAGE rendered cleanly (and SHOT, if given, was written).
+check() {
+  local page=$1 shot=${2:-} profile dom problems=0
+  profile=$(mktemp -d)
+  local flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
+    --disable-background-networking --disable-component-update --disable-sync
+    --user-data-dir="$profile" --enable-logging=stderr --v=0
+    --window-size=1500,1000 --hide-scrollbars)
+  # With the messages on ("#messages"), so every drawing path runs, and the page's self-test
+  # ("#selftest": synthetic wheel, drag, hover and button input).
+  dom=$("$BROWSER" "${flags[@]}" --dump-dom "file://$PWD/$page#messages,selftest" 2>"$OUT/console.log" || true)
+  # The root element's opening tag, not the script's text, must carry the marks.
+  local tag
+  tag=$(grep -Eo '^<html[^>]*>' <<<"$dom" || echo 'no <html> in the DOM dump')
+  if ! grep -Eq ' data-render="ok"' <<<"$tag"; then
+    echo "  $page: the page did not mark itself rendered: $tag"
+    problems=1
+  elif ! grep -Eq ' data-selftest="ok"' <<<"$tag"; then
+    echo "  $page: the page's self-test of zoom, pan, hover and focus failed: $tag"
+    problems=1
+  fi
+  if grep -q ':CONSOLE' "$OUT/console.log"; then
+    echo "  $page: console messages:"
+    grep ':CONSOLE' "$OUT/console.log" | sed 's/^/    /'
+    problems=1
+  fi
+  if [ -n "$shot" ]; then
+    rm -f "$shot"
+    "$BROWSER" "${flags[@]}" --screenshot="$shot" "file://$PWD/$page" 2>/dev/null >/dev/null || true
+    if [ "$(head -c 8 "$shot" 2>/dev/null | od -An -tx1 | tr -d ' \n')" != "89504e470d0a1a0a" ]; then
+      echo "  $page: no screenshot"
+      problems=1
+    fi
+  fi
+  rm -rf "$profile"
+  return $problems
+}
+
+"$LOCKSIM" render "$TRACE" -o "$OUT/page.html" >/dev/null 2>"$OUT/render.log" || {
+  cat "$OUT/render.log" >&2
+  exit 1
+}
+start=$(date +%s%N)
+if check "$OUT/page.html" "$SHOT"; then
+  echo "browser-check: $OUT/page.html rendered without errors; screenshot $SHOT ($(( ($(date +%s%N) - start) / 1000000 )) ms for both loads)"
+else
+  echo "browser-check: FAILED for $OUT/page.html"
+  exit 1
+fi
+
+# Every trace of the corpus draws cleanly too (no screenshots).
+if [ $# -eq 0 ]; then
+  failed=0
+  for t in traces/*.json; do
+    page="$OUT/$(basename "$t" .json).html"
+    "$LOCKSIM" render "$t" -o "$page" >/dev/null 2>"$OUT/render.log" || { cat "$OUT/render.log" >&2; failed=1; continue; }
+    check "$page" || failed=1
+  done
+  if [ $failed -ne 0 ]; then
+    echo "browser-check: FAILED for a page of traces/"
+    exit 1
+  fi
+  echo "browser-check: the pages of all $(ls traces/*.json | wc -l) traces in traces/ rendered without errors"
+fi
+
+# The check must see a broken page: (1) a call to a function that does not exist, (2) a
+# hover that finds nothing (no exception; the self-test must notice).
+n=0
+for breakage in 's/function draw() {/function draw() { callToAFunctionThatDoesNotExist();/' \
+  's/function hit(x, yy) {/function hit(x, yy) { return null;/'; do
+  n=$((n + 1))
+  sed "$breakage" "$OUT/page.html" >"$OUT/broken$n.html"
+  if cmp -s "$OUT/page.html" "$OUT/broken$n.html"; then
+    echo "browser-check: could not break the page with '$breakage' (the script changed?)"
+    exit 1
+  fi
+  if check "$OUT/broken$n.html" >"$OUT/broken$n.log"; then
+    echo "browser-check: FAILED: a broken page passed the check ($breakage)"
+    exit 1
+  fi
+  echo "browser-check: a broken page is caught ($breakage):"
+  sed 's/^/  /' "$OUT/broken$n.log"
+done
