@@ -266,6 +266,12 @@ pub fn explain(s: &Scenario, h: &History, holds: &[Hold], v: &Violation) -> Stri
                 faults_in_play(s, h, &s.cluster.server_ids().collect::<Vec<_>>(), from, h.end)
             )
         }
+        None if v.kind == Property::S4 => format!(
+            "{}. A release should free only the grant it names; this one freed a later grant's \
+             lock, so the service let the next waiter in while that grant's holder still \
+             believed it held the lock (a retried unlock that deletes by key name: case K3).",
+            v.summary.trim_end_matches('.')
+        ),
         None => v.summary.clone(),
     }
 }
