@@ -121,7 +121,7 @@ fn write_corpus() {
     shrunk(&dir, "central", 3, FaultKind::CrashRestart, Property::S3);
     // raft-lease: the inherent pause double grant, and its two bug toggles (CASES.md K2, K3);
     // ap-lock's split brain (K6).
-    shrunk(&dir, "raft-lease", 4, FaultKind::Pause, Property::S1);
+    shrunk(&dir, "raft-lease", 1, FaultKind::Pause, Property::S1);
     let k2 = [("grant_on_expired_lease", "true")];
     shrunk_case(
         &dir,
@@ -138,7 +138,7 @@ fn write_corpus() {
         "k3-",
         "raft-lease",
         &k3,
-        13,
+        193,
         FaultKind::Delay,
         Property::S4,
     );

@@ -267,7 +267,10 @@ impl Inner {
             }
             let wait = Req::Wait { key, lease, rev };
             let sent = self.now();
-            match self.rpc(wait, self.cfg.lock_wait / 4 + 1).await {
+            // The grant's validity counts from when the answered request was sent, so a waiter
+            // asks again every quarter TTL rather than hanging on one long request.
+            let poll = (ttl / 4).min(self.cfg.lock_wait / 4).max(1);
+            match self.rpc(wait, poll).await {
                 Ok(Resp::Acquired { rev }) => {
                     return Outcome::Ok(self.grant(key, &s, rev, sent, ttl))
                 }
