@@ -316,7 +316,10 @@ impl Inner {
         }
         let why = match self.unlock(grant.key, lease, rev).await {
             Ok(true) => return Outcome::Ok(()),
-            Ok(false) => return Outcome::Fail("not held (lease expired)".into()),
+            // The key is gone: the lease expired, or a duplicate of this very request (or an
+            // earlier attempt) deleted it. Either way the lock is free, but "did not happen"
+            // would be a lie in the second case.
+            Ok(false) => return Outcome::Unknown("key already gone (expired or released)".into()),
             Err(RpcError::NoLeader) => "no leader",
             Err(RpcError::Timeout) => "unlock timed out",
         };
