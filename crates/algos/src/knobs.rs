@@ -127,7 +127,7 @@ impl<'a> Knobs<'a> {
     pub fn flag(&self, key: &str) -> Result<bool, String> {
         parse_flag(self.raw(key)).ok_or_else(|| {
             format!(
-                "{}: `{key}={}` must be true or false",
+                "{}: `{key}={}` must be true or false (or on/off, yes/no, 1/0)",
                 self.algo,
                 self.raw(key)
             )
@@ -192,7 +192,7 @@ pub fn local_clock(k: &Knobs, key: &str) -> Result<locksim_core::LocalClock, Str
 
 /// Parses `true/false`, `on/off`, `yes/no`, `1/0`.
 pub fn parse_flag(v: &str) -> Option<bool> {
-    match v {
+    match v.to_ascii_lowercase().as_str() {
         "true" | "on" | "yes" | "1" => Some(true),
         "false" | "off" | "no" | "0" => Some(false),
         _ => None,

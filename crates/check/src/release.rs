@@ -68,13 +68,28 @@ pub fn check(history: &History, names: Names, verdict: &mut Verdict) {
             continue;
         }
         *n += 1;
-        let holder = match acquired {
-            Some(a) => format!(
-                "{}'s grant (token {freed}, acquired at {})",
+        // When the grant happened: the service's record if there is one (the client may see
+        // its `ok` only after the lock was already freed again), else the client's `ok`.
+        let service = history.events[..e.id as usize].iter().find(|g| {
+            matches!(g.kind, EventKind::Grant { key: k, token: Some(t), .. } if k == key && t == freed)
+        });
+        let holder = match (service, acquired) {
+            (Some(g), _) => {
+                let EventKind::Grant { client: to, .. } = g.kind else {
+                    unreachable!("matched a grant")
+                };
+                format!(
+                    "the lock of the grant with token {freed} (granted to {} at {})",
+                    names.of(to),
+                    fmt_nanos(g.time as i128)
+                )
+            }
+            (None, Some(a)) => format!(
+                "the lock of the grant with token {freed} ({} acquired at {})",
                 names.of(a.node),
                 fmt_nanos(a.time as i128)
             ),
-            None => format!("the grant with token {freed}"),
+            (None, None) => format!("the lock of the grant with token {freed}"),
         };
         let mut events = vec![e.id];
         events.extend(acquired.map(|a| a.id));
@@ -82,7 +97,7 @@ pub fn check(history: &History, names: Names, verdict: &mut Verdict) {
             kind: Property::S4,
             key,
             summary: format!(
-                "key {key}: a release by {} of its grant with token {released} freed {holder} at {}",
+                "key {key}: {}'s release of its grant with token {released} freed {holder} at {}",
                 names.of(client),
                 fmt_nanos(e.time as i128)
             ),
@@ -145,9 +160,13 @@ mod tests {
         assert_eq!(v.violations.len(), 1, "{v:?}");
         assert_eq!(v.violations[0].kind, Property::S4);
         assert_eq!(v.violations[0].events, vec![2, 0]);
-        assert!(v.violations[0]
-            .summary
-            .contains("token 100 freed node 3's grant (token 102"));
+        let summary = &v.violations[0].summary;
+        assert!(
+            summary.contains(
+                "token 100 freed the lock of the grant with token 102 (node 3 acquired at"
+            ),
+            "{summary}"
+        );
     }
 
     #[test]

@@ -260,6 +260,13 @@ impl CampaignFile {
         if errors > 0 {
             problems.push(format!("{errors} seeds failed to run"));
         }
+        // A clean cell in which nobody ever held the lock proves nothing.
+        for c in cells.iter().filter(|c| c.grants == 0 && c.seeds > 0) {
+            problems.push(format!(
+                "no client was ever granted the lock under {} ({} seeds): a clean result here proves nothing",
+                c.faults, c.seeds
+            ));
+        }
         problems
     }
 }

@@ -294,9 +294,9 @@ pub fn event_problem(s: &locksim_core::Scenario, e: &Event) -> Option<String> {
         ));
     }
     match &e.kind {
-        EventKind::Grant { client, .. } if *client >= n => Some(format!(
-            "`client`: node {client} is not in a cluster of {n} nodes"
-        )),
+        EventKind::Grant { client, .. } | EventKind::Freed { client, .. } if *client >= n => Some(
+            format!("`client`: node {client} is not in a cluster of {n} nodes"),
+        ),
         EventKind::Fault { fault } => fault
             .validate(&s.cluster)
             .err()

@@ -268,8 +268,9 @@ pub fn explain(s: &Scenario, h: &History, holds: &[Hold], v: &Violation) -> Stri
         }
         None if v.kind == Property::S4 => format!(
             "{}. A release should free only the grant it names; this one freed a later grant's \
-             lock, so the service let the next waiter in while that grant's holder still \
-             believed it held the lock (a retried unlock that deletes by key name: case K3).",
+             lock, so as far as the service knew the lock was free while that grant's holder \
+             believed it held it, and any waiter could be let in (a retried unlock that \
+             deletes by key name: case K3).",
             v.summary.trim_end_matches('.')
         ),
         None => v.summary.clone(),

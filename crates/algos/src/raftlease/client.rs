@@ -89,7 +89,8 @@ impl Inner {
                     _ => {
                         self.leader.set((to + 1) % servers);
                         // Perhaps an election is on: give it a moment.
-                        self.ctx.sleep(self.cfg.server.tick * 2).await;
+                        let pause = (self.cfg.server.tick * 2).min(self.cfg.timeout);
+                        self.ctx.sleep(pause).await;
                     }
                 },
                 Ok(r) => return Ok(r),

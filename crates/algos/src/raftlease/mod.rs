@@ -51,7 +51,7 @@ pub const KNOBS: &[Knob] = &[
     Knob {
         key: "fsync",
         default: "always",
-        help: "fsync the Raft log and hard state before acknowledging: always | never",
+        help: "fsync the Raft log and hard state before acknowledging: always | never (a crash then loses the log; raft-rs, like etcd, panics on a follower that lost entries it acknowledged, and the seed is reported as failed to run)",
     },
     Knob {
         key: "clock",
@@ -153,7 +153,24 @@ impl RaftLease {
         let drift_ppm = k.fraction_ppm("drift_factor")?;
         crate::knobs::check_ttl(name, workload.ttl, drift_ppm)?;
         let tick = k.duration("tick")?;
+        if tick < 1_000_000 {
+            return Err(format!(
+                "{name}: `tick={}` is below 1ms, the simulator's shortest sleep",
+                locksim_core::time::fmt_nanos(tick as i128)
+            ));
+        }
         let election_ticks = k.int("election_ticks", 2..=1000)? as usize;
+        // etcd refuses leases shorter than 1.5 election timeouts: a lease must outlive the
+        // election that follows its leader's failure.
+        let min_ttl = tick.saturating_mul(election_ticks as u64) * 3 / 2;
+        if workload.ttl < min_ttl {
+            return Err(format!(
+                "{name}: ttl {} is shorter than 1.5 election timeouts ({} = 1.5 × {election_ticks} ticks of {}); leases would expire during every election (etcd refuses such TTLs too)",
+                locksim_core::time::fmt_nanos(workload.ttl as i128),
+                locksim_core::time::fmt_nanos(min_ttl as i128),
+                locksim_core::time::fmt_nanos(tick as i128)
+            ));
+        }
         Ok(RaftLease {
             servers: k.int("servers", 1..=9)?,
             server: server::ServerConfig {
