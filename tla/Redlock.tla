@@ -17,8 +17,9 @@
 (* locking", 2016, and the Redis document's "delayed restarts").          *)
 (*                                                                         *)
 (* Messages: one step per master contacted.  A request to a crashed       *)
-(* master is lost (the client times out and counts no); with Lossy, any   *)
-(* request or reply may be lost (partitions, lost replies).               *)
+(* master is lost (the client times out and counts no); between the pairs *)
+(* in LossyPairs (cut by a partition, a loss window, lost replies) any    *)
+(* request or reply may be lost.                                          *)
 (***************************************************************************)
 EXTENDS LeaseClients
 
@@ -26,7 +27,7 @@ CONSTANTS
     MasterOrder,  \* the masters as a sequence, in the order clients try them
     Crashes,      \* BOOLEAN: the nemesis may crash and restart masters
     Fsync,        \* BOOLEAN: a master's lock table survives a crash
-    Lossy         \* BOOLEAN: requests and replies may be lost
+    LossyPairs    \* pairs <<client, master>> whose requests and replies may be lost
 
 VARIABLES
     locks,   \* locks[m]: master m's entry for the key: [owner, exp (m's clock)]
@@ -39,8 +40,9 @@ VARIABLES
 rlVars == <<locks, down, next, yes, rok, runk>>
 vars == <<baseVars, rlVars>>
 
-\* Orders for the models' configurations (`MasterOrder <- ThreeMasters`).
+\* Values for the models' configurations (`MasterOrder <- ThreeMasters`).
 ThreeMasters == <<"n1", "n2", "n3">>
+NoLoss == {}
 
 N == Len(MasterOrder)
 Quorum == N \div 2 + 1
@@ -49,6 +51,7 @@ NoLock == [owner |-> NoOwner, exp |-> 0]
 Live(m) == locks[m].owner # NoOwner /\ ServerNow(m) < locks[m].exp
 Mine(m, c) == Live(m) /\ locks[m].owner = Owner(c)
 Cur(c) == MasterOrder[next[c]]
+Lossy(c) == <<c, Cur(c)>> \in LossyPairs
 
 Init ==
     /\ BaseInit
@@ -73,7 +76,7 @@ Acquire(c) ==
 TryGrant(c, seen) ==
     /\ pc[c] = "acquiring" /\ next[c] <= N /\ ~paused[c]
     /\ ~down[Cur(c)] /\ ~Live(Cur(c))
-    /\ seen \/ Lossy
+    /\ seen \/ Lossy(c)
     /\ locks' = [locks EXCEPT ![Cur(c)] = [owner |-> Owner(c), exp |-> ServerNow(Cur(c)) + TTL]]
     /\ yes' = [yes EXCEPT ![c] = IF seen THEN @ + 1 ELSE @]
     /\ next' = [next EXCEPT ![c] = @ + 1]
@@ -83,7 +86,7 @@ TryGrant(c, seen) ==
 TryNo(c) ==
     /\ pc[c] = "acquiring" /\ next[c] <= N /\ ~paused[c]
     /\ \/ ~down[Cur(c)] /\ Live(Cur(c))
-       \/ down[Cur(c)] \/ Lossy
+       \/ down[Cur(c)] \/ Lossy(c)
     /\ next' = [next EXCEPT ![c] = @ + 1]
     /\ UNCHANGED <<baseVars, locks, down, yes, rok, runk>>
 
@@ -123,9 +126,9 @@ DelStep(c, phase, ans) ==
           /\ locks' = [locks EXCEPT ![Cur(c)] = NoLock]
        \/ ans = "notowner" /\ ~down[Cur(c)] /\ ~Mine(Cur(c), c)
           /\ UNCHANGED locks
-       \/ ans = "lost" /\ (down[Cur(c)] \/ Lossy)
+       \/ ans = "lost" /\ (down[Cur(c)] \/ Lossy(c))
           /\ UNCHANGED locks
-       \/ ans = "lost" /\ Lossy /\ ~down[Cur(c)] /\ Mine(Cur(c), c)   \* the reply is lost
+       \/ ans = "lost" /\ Lossy(c) /\ ~down[Cur(c)] /\ Mine(Cur(c), c)   \* the reply is lost
           /\ locks' = [locks EXCEPT ![Cur(c)] = NoLock]
     /\ next' = [next EXCEPT ![c] = @ + 1]
     /\ rok' = [rok EXCEPT ![c] = IF ans = "done" THEN @ + 1 ELSE @]

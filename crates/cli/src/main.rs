@@ -5,6 +5,7 @@ mod campaign;
 mod check;
 mod run;
 mod timeline;
+mod tla;
 mod traces;
 
 use std::process::ExitCode;
@@ -41,6 +42,7 @@ Examples:
   locksim shrink --algo redlock --seed 5 --faults pause    a minimal trace in traces/
   locksim replay traces/*.json
   locksim check --model etcd ../shared/data/histories/etcd/*.log
+  locksim export-tla traces/k5-redlock-s1-f4f49b23.json    a TLA+ behaviour for TLC (trace validation)
   locksim list                                      algorithms, their settings, fault kinds";
 
 #[derive(Parser)]
@@ -64,6 +66,9 @@ enum Command {
     Replay(traces::ReplayArgs),
     /// Check histories for linearizability: Jepsen etcd logs, EDN kv histories, locksim runs.
     Check(check::CheckArgs),
+    /// Write a trace as a TLA+ behaviour that TLC validates against the algorithm's spec.
+    #[command(name = "export-tla", long_about = tla::EXPORT_LONG_ABOUT, after_help = tla::EXPORT_AFTER_HELP_TEXT)]
+    ExportTla(tla::ExportArgs),
     /// List the algorithms with their settings, the workload settings and the fault kinds.
     List,
 }
@@ -77,6 +82,7 @@ fn main() -> ExitCode {
         Command::Check(a) => check::main(a),
         Command::Shrink(a) => traces::shrink_main(a),
         Command::Replay(a) => traces::replay_main(a),
+        Command::ExportTla(a) => tla::export_main(a),
         Command::List => {
             list();
             Ok(ExitCode::SUCCESS)
