@@ -143,7 +143,7 @@ check_traces() {
   if [[ ${#traces[@]} -eq 0 ]]; then
     traces=("$ROOT"/traces/*.json)
   fi
-  printf '\n%-44s %-9s %-9s %6s %10s %7s\n' trace expected got events states time
+  printf '\n%-44s %-9s %-9s %6s %10s %7s\n' trace expected got steps states time
   for trace in "${traces[@]}"; do
     validate "$trace" accepted
   done
