@@ -25,7 +25,9 @@ EXTENDS LeaseClients
 
 CONSTANTS
     Crashes,   \* BOOLEAN: the nemesis may crash and restart the server
-    Fsync      \* BOOLEAN: the lock table and the token counter survive a crash
+    Fsync,     \* BOOLEAN: the lock table and the token counter survive a crash
+    Renew      \* BOOLEAN: a watchdog renews the lease (Redisson); the client then
+               \* trusts its grant until it releases or a renewal fails
 
 VARIABLES
     lock,       \* the key's entry: [owner |-> <<c, attempt>> or NoOwner, exp |-> server clock]
@@ -33,13 +35,15 @@ VARIABLES
     req,        \* req[c]: c's request in flight to the server: "none", "acq", "rel"
     reply,      \* reply[c]: the server's answer in flight to c: "none", "granted", "held", "done", "notowner"
     rtok,       \* rtok[c]: the token in a "granted" answer
-    down        \* the server is crashed
+    down,       \* the server is crashed
+    ext         \* ext[c]: c's watchdog renewal: "none", "sent", "done", "notowner", "failed"
 
-srvVars == <<lock, nextToken, req, reply, rtok, down>>
+srvVars == <<lock, nextToken, req, reply, rtok, down, ext>>
 vars == <<baseVars, srvVars>>
 
 Srv == CHOOSE s \in Servers : TRUE
 NoLock == [owner |-> NoOwner, exp |-> 0]
+NoDeadline == MaxTime + TTL + 1     \* beyond every clock reading
 Live == lock.owner # NoOwner /\ ServerNow(Srv) < lock.exp
 
 Init ==
@@ -48,6 +52,7 @@ Init ==
     /\ req = [c \in Clients |-> "none"]
     /\ reply = [c \in Clients |-> "none"]
     /\ rtok = [c \in Clients |-> 0]
+    /\ ext = [c \in Clients |-> "none"]
 
 -----------------------------------------------------------------------------
 (* Client side *)
@@ -55,20 +60,21 @@ Init ==
 Acquire(c) ==
     /\ BeginAcquire(c)
     /\ req' = [req EXCEPT ![c] = "acq"]
-    /\ UNCHANGED <<lock, nextToken, reply, rtok, down>>
+    /\ UNCHANGED <<lock, nextToken, reply, rtok, down, ext>>
 
 AcqOk(c) ==
     /\ pc[c] = "acquiring" /\ reply[c] = "granted" /\ ~paused[c]
-    /\ BecomeHolder(c, rtok[c])
+    /\ IF Renew THEN BecomeHolderUntil(c, rtok[c], NoDeadline)
+                ELSE BecomeHolder(c, rtok[c])
     /\ reply' = [reply EXCEPT ![c] = "none"]
     /\ rtok' = [rtok EXCEPT ![c] = 0]
-    /\ UNCHANGED <<lock, nextToken, req, down>>
+    /\ UNCHANGED <<lock, nextToken, req, down, ext>>
 
 AcqFail(c) ==
     /\ pc[c] = "acquiring" /\ reply[c] = "held" /\ ~paused[c]
     /\ BackToIdle(c)
     /\ reply' = [reply EXCEPT ![c] = "none"]
-    /\ UNCHANGED <<lock, nextToken, req, rtok, down>>
+    /\ UNCHANGED <<lock, nextToken, req, rtok, down, ext>>
 
 \* The request was dropped by a crash: the client times out (`info`).
 Timeout(c) ==
@@ -77,22 +83,64 @@ Timeout(c) ==
     /\ BackToIdle(c)
     /\ UNCHANGED srvVars
 
+\* (Releasing stops the watchdog.)
 Release(c) ==
     /\ BeginRelease(c)
     /\ req' = [req EXCEPT ![c] = "rel"]
+    /\ ext' = [ext EXCEPT ![c] = "none"]
     /\ UNCHANGED <<lock, nextToken, reply, rtok, down>>
+
+-----------------------------------------------------------------------------
+(* The watchdog (Renew): while c has its grant, it asks the server to reset
+   the lease to a full TTL (compare-owner-and-PEXPIRE); when the server says
+   c is not the owner any more, c learns it lost the lock. *)
+
+Extending == {"held", "work", "writing", "written", "rejected", "fenced"}
+
+ExtInv(c) ==
+    /\ Renew /\ ~paused[c] /\ ext[c] = "none" /\ pc[c] \in Extending
+    /\ ext' = [ext EXCEPT ![c] = "sent"]
+    /\ UNCHANGED <<baseVars, lock, nextToken, req, reply, rtok, down>>
+
+ServerExtend(c) ==
+    /\ ext[c] = "sent" /\ ~down
+    /\ IF Live /\ lock.owner = Owner(c)
+       THEN /\ lock' = [lock EXCEPT !.exp = ServerNow(Srv) + TTL]
+            /\ ext' = [ext EXCEPT ![c] = "done"]
+       ELSE /\ UNCHANGED lock
+            /\ ext' = [ext EXCEPT ![c] = "notowner"]
+    /\ UNCHANGED <<baseVars, nextToken, req, reply, rtok, down>>
+
+ExtOk(c) ==
+    /\ ext[c] = "done" /\ ~paused[c]
+    /\ ext' = [ext EXCEPT ![c] = "none"]
+    /\ UNCHANGED <<baseVars, lock, nextToken, req, reply, rtok, down>>
+
+ExtFail(c) ==
+    /\ ext[c] = "notowner" /\ ~paused[c]
+    /\ ext' = [ext EXCEPT ![c] = "failed"]
+    /\ UNCHANGED <<baseVars, lock, nextToken, req, reply, rtok, down>>
+
+\* c learns from its watchdog that the lock is lost: its hold ends (but for
+\* a write it is already working towards), it starts no new write.
+WatchdogLost(c) ==
+    /\ ext[c] = "failed" /\ ~paused[c]
+    /\ ext' = [ext EXCEPT ![c] = "none"]
+    /\ expired' = [expired EXCEPT ![c] = TRUE]
+    /\ UNCHANGED <<envVars, pc, att, start, deadline, token, workEnd, late, sentAt, ready,
+                   resVars, lock, nextToken, req, reply, rtok, down>>
 
 RelOk(c) ==
     /\ pc[c] = "releasing" /\ reply[c] = "done" /\ ~paused[c]
     /\ BackToIdle(c)
     /\ reply' = [reply EXCEPT ![c] = "none"]
-    /\ UNCHANGED <<lock, nextToken, req, rtok, down>>
+    /\ UNCHANGED <<lock, nextToken, req, rtok, down, ext>>
 
 RelFail(c) ==
     /\ pc[c] = "releasing" /\ reply[c] = "notowner" /\ ~paused[c]
     /\ BackToIdle(c)
     /\ reply' = [reply EXCEPT ![c] = "none"]
-    /\ UNCHANGED <<lock, nextToken, req, rtok, down>>
+    /\ UNCHANGED <<lock, nextToken, req, rtok, down, ext>>
 
 -----------------------------------------------------------------------------
 (* Server side: each step processes one request *)
@@ -104,13 +152,13 @@ ServerGrant(c) ==
     /\ rtok' = [rtok EXCEPT ![c] = IF Fencing THEN nextToken ELSE 0]
     /\ reply' = [reply EXCEPT ![c] = "granted"]
     /\ req' = [req EXCEPT ![c] = "none"]
-    /\ UNCHANGED <<baseVars, down>>
+    /\ UNCHANGED <<baseVars, down, ext>>
 
 ServerRefuse(c) ==
     /\ req[c] = "acq" /\ ~down /\ Live
     /\ reply' = [reply EXCEPT ![c] = "held"]
     /\ req' = [req EXCEPT ![c] = "none"]
-    /\ UNCHANGED <<baseVars, lock, nextToken, rtok, down>>
+    /\ UNCHANGED <<baseVars, lock, nextToken, rtok, down, ext>>
 
 ServerRelease(c) ==
     /\ req[c] = "rel" /\ ~down
@@ -118,7 +166,7 @@ ServerRelease(c) ==
        THEN lock' = NoLock /\ reply' = [reply EXCEPT ![c] = "done"]
        ELSE UNCHANGED lock /\ reply' = [reply EXCEPT ![c] = "notowner"]
     /\ req' = [req EXCEPT ![c] = "none"]
-    /\ UNCHANGED <<baseVars, nextToken, rtok, down>>
+    /\ UNCHANGED <<baseVars, nextToken, rtok, down, ext>>
 
 Crash ==
     /\ Crashes /\ faults < MaxFaults /\ ~down
@@ -127,12 +175,12 @@ Crash ==
     /\ req' = [c \in Clients |-> "none"]
     /\ IF Fsync THEN UNCHANGED <<lock, nextToken>>
                 ELSE lock' = NoLock /\ nextToken' = 1
-    /\ UNCHANGED <<now, off, paused, cliVars, resVars, reply, rtok>>
+    /\ UNCHANGED <<now, off, paused, cliVars, resVars, reply, rtok, ext>>
 
 Restart ==
     /\ down
     /\ down' = FALSE
-    /\ UNCHANGED <<baseVars, lock, nextToken, req, reply, rtok>>
+    /\ UNCHANGED <<baseVars, lock, nextToken, req, reply, rtok, ext>>
 
 -----------------------------------------------------------------------------
 \* The models' time step also forgets an entry that has expired on the
@@ -141,7 +189,7 @@ Restart ==
 TickForget ==
     /\ Tick
     /\ lock' = IF lock.owner # NoOwner /\ now' + SOff(Srv) < lock.exp THEN lock ELSE NoLock
-    /\ UNCHANGED <<nextToken, req, reply, rtok, down>>
+    /\ UNCHANGED <<nextToken, req, reply, rtok, down, ext>>
 
 Next ==
     \/ TickForget
@@ -150,6 +198,7 @@ Next ==
           \/ Acquire(c) \/ AcqOk(c) \/ AcqFail(c) \/ Timeout(c)
           \/ Release(c) \/ RelOk(c) \/ RelFail(c)
           \/ ServerGrant(c) \/ ServerRefuse(c) \/ ServerRelease(c)
+          \/ ExtInv(c) \/ ServerExtend(c) \/ ExtOk(c) \/ ExtFail(c) \/ WatchdogLost(c)
           \/ (ClientStep(c) \/ Pause(c) \/ Resume(c)) /\ UNCHANGED srvVars
     \/ \E n \in Nodes : Step(n) /\ UNCHANGED srvVars
 

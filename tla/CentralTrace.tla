@@ -42,7 +42,7 @@ Observed ==
     /\ \/ Ev.k = "AcqInv"   /\ Acquire(Ev.n)
        \/ Ev.k = "Grant"    /\ ServerGrant(Ev.c) /\ rtok'[Ev.c] = Ev.tok
        \/ Ev.k = "AcqOk"    /\ AcqOk(Ev.n) /\ token'[Ev.n] = Ev.tok
-                            /\ Near(deadline'[Ev.n], Ev.v)
+                            /\ (Renew \/ Near(deadline'[Ev.n], Ev.v))
        \/ Ev.k = "AcqFail"  /\ AcqFail(Ev.n)
        \/ Ev.k = "AcqInfo"  /\ Timeout(Ev.n)
        \/ Ev.k = "RelInv"   /\ Release(Ev.n)
@@ -54,7 +54,10 @@ Observed ==
        \/ Ev.k = "Reject"   /\ ResourceReject(Ev.c) /\ token[Ev.c] = Ev.tok /\ UNCHANGED srvVars
        \/ Ev.k = "WriteOk"  /\ WriteOk(Ev.n) /\ UNCHANGED srvVars
        \/ Ev.k = "WriteFail" /\ WriteFail(Ev.n) /\ UNCHANGED srvVars
-       \/ Ev.k = "Lost"     /\ GiveUp(Ev.n) /\ UNCHANGED srvVars
+       \/ Ev.k = "Lost"     /\ ((GiveUp(Ev.n) /\ UNCHANGED srvVars) \/ WatchdogLost(Ev.n))
+       \/ Ev.k = "ExtInv"   /\ ExtInv(Ev.n)
+       \/ Ev.k = "ExtOk"    /\ ExtOk(Ev.n)
+       \/ Ev.k = "ExtFail"  /\ ExtFail(Ev.n)
        \/ Ev.k = "Pause"    /\ Pause(Ev.n) /\ UNCHANGED srvVars
        \/ Ev.k = "Resume"   /\ Resume(Ev.n) /\ UNCHANGED srvVars
        \/ Ev.k = "Step"     /\ ClockStep(Ev.n, Ev.v) /\ UNCHANGED srvVars
@@ -67,7 +70,7 @@ Silent ==
     /\ UNCHANGED l
     /\ \/ l <= Len(Trace) /\ AdvanceTo(Ev.t) /\ UNCHANGED srvVars
        \/ \E c \in Clients :
-             \/ ServerRefuse(c) \/ ServerRelease(c)
+             \/ ServerRefuse(c) \/ ServerRelease(c) \/ ServerExtend(c)
              \/ CheckValidity(c) /\ UNCHANGED srvVars
 
 TraceNext == Observed \/ Silent

@@ -30,7 +30,7 @@ the specification (accepted); exit 0 means no behaviour explains it (rejected), 
 \"matched\" line TLC printed says how many steps the specification could follow.
 
 Traces without embedded events are re-run to get them (the digest must match). Not modelled, \
-so refused with a message: lease renewal (renew_every), several keys, clock drift, pauses of \
+so refused with a message: lease renewal in Redlock (renew_every), several keys, clock drift, pauses of \
 servers, Redlock's delayed restart. Exit 0 when written, 2 on a bad or unsupported trace.";
 
 pub const EXPORT_AFTER_HELP_TEXT: &str = "\

@@ -3,7 +3,7 @@
 //!
 //! [`export`] turns a locksim trace into a TLA+ module and a TLC configuration: the run's
 //! observable events (acquire/release/write operations, grants on servers, the resource's
-//! accepts and rejects, give-ups, pauses, clock steps, crashes and restarts) become a constant
+//! accepts and rejects, renewals, give-ups, pauses, clock steps, crashes and restarts) become a constant
 //! sequence `TraceLog` of records
 //!
 //! ```text
@@ -20,7 +20,8 @@
 //!
 //! Network faults are not exported: their effects (lost requests and replies) are steps of the
 //! specification that the trace does not show. What the specifications do not model is refused
-//! with a message: lease renewal, several keys, clock drift, pauses of servers, delayed restart.
+//! with a message: lease renewal in Redlock, several keys, clock drift, pauses of servers, delayed
+//! restart.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -156,10 +157,10 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
             format!("{} keys: the specifications model one key", w.keys),
         ));
     }
-    if w.renew_every.is_some() {
+    if w.renew_every.is_some() && spec == Spec::Redlock {
         return Err(err(
             "scenario.workload.renew_every",
-            "lease renewal (a watchdog) is not in the specifications yet",
+            "lease renewal (a watchdog) is not in the Redlock specification yet",
         ));
     }
     if !w.check_validity {
@@ -311,10 +312,24 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
                             err(field("handle"), "an acquire ok without a handle")
                         })?;
                         holder.insert(h, c.clone());
-                        let d = deadline.ok_or_else(|| {
-                            err(field("deadline"), "an acquire ok without a deadline")
-                        })?;
-                        rec("AcqOk", c.clone(), c, us_signed(d.local), tok);
+                        // A renewing client has no deadline: it trusts its grant.
+                        let v = match (deadline, w.renew_every) {
+                            (Some(d), None) => us_signed(d.local),
+                            (None, Some(_)) => -1,
+                            (None, None) => {
+                                return Err(err(
+                                    field("deadline"),
+                                    "an acquire ok without a deadline",
+                                ))
+                            }
+                            (Some(_), Some(_)) => {
+                                return Err(err(
+                                    field("deadline"),
+                                    "a deadline, but the client renews its lease",
+                                ))
+                            }
+                        };
+                        rec("AcqOk", c.clone(), c, v, tok);
                         continue;
                     }
                     (OpF::Acquire, Phase::Fail) => {
@@ -341,10 +356,13 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
                             "a write with an unknown outcome: not in the specifications yet",
                         ))
                     }
-                    (OpF::Extend, _) => {
+                    (OpF::Extend, Phase::Invoke) => "ExtInv",
+                    (OpF::Extend, Phase::Ok) => "ExtOk",
+                    (OpF::Extend, Phase::Fail) => "ExtFail",
+                    (OpF::Extend, Phase::Info) => {
                         return Err(err(
-                            field("f"),
-                            "extend (lease renewal) is not in the specifications yet",
+                            field("phase"),
+                            "a renewal with an unknown outcome: not in the specifications yet",
                         ))
                     }
                 };
@@ -520,6 +538,9 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
         ("MaxTime =".into(), max_time.to_string()),
         ("OwnerIds =".into(), "1000000".into()),
     ];
+    if spec == Spec::Central {
+        consts.push(("Renew =".into(), b(w.renew_every.is_some()).into()));
+    }
     if spec == Spec::Redlock {
         consts.push(("MasterOrder <-".into(), "TraceMasters".into()));
         // Messages are lost only between the pairs a network fault cut (or to a crashed master).
