@@ -8,6 +8,7 @@ mod render;
 mod report;
 mod run;
 mod timeline;
+mod tla;
 mod traces;
 
 use std::process::ExitCode;
@@ -46,6 +47,7 @@ Examples:
   locksim render traces/k5-redlock-s1-f4f49b23.json -o k5.html    open k5.html in a browser
   locksim campaign --report report.html             the matrix as a page, violations linked
   locksim check --model etcd ../shared/data/histories/etcd/*.log
+  locksim export-tla traces/k5-redlock-s1-f4f49b23.json    a TLA+ behaviour for TLC (trace validation)
   locksim list                                      algorithms, their settings, fault kinds";
 
 const RENDER_HELP: &str = "\
@@ -94,6 +96,9 @@ enum Command {
     Render(render::RenderArgs),
     /// Check histories for linearizability: Jepsen etcd logs, EDN kv histories, locksim runs.
     Check(check::CheckArgs),
+    /// Write a trace as a TLA+ behaviour that TLC validates against the algorithm's spec.
+    #[command(name = "export-tla", long_about = tla::EXPORT_LONG_ABOUT, after_help = tla::EXPORT_AFTER_HELP_TEXT)]
+    ExportTla(tla::ExportArgs),
     /// List the algorithms with their settings, the workload settings and the fault kinds.
     List,
 }
@@ -108,6 +113,7 @@ fn main() -> ExitCode {
         Command::Shrink(a) => traces::shrink_main(a),
         Command::Replay(a) => traces::replay_main(a),
         Command::Render(a) => render::main(a),
+        Command::ExportTla(a) => tla::export_main(a),
         Command::List => {
             list();
             Ok(ExitCode::SUCCESS)

@@ -4,7 +4,7 @@
 //! [`faultgen`] draws a fault plan from each seed, [`outcome`] runs one scenario through the
 //! simulation and the checkers, and [`campaign`] runs an algorithm × fault-kind matrix over a
 //! seed range on every core; [`shrink`] makes a failing scenario small, [`replay`] re-runs a
-//! trace and compares.
+//! trace and compares; [`tla`] exports a trace for validation against the TLA+ specifications.
 
 pub mod campaign;
 pub mod campaign_file;
@@ -14,6 +14,7 @@ pub mod replay;
 pub mod setup;
 pub mod shrink;
 pub mod testing;
+pub mod tla;
 
 pub use campaign::{
     run_campaign, run_seeds, summarize, CampaignSpec, CellSummary, SeedRecord, Shard,

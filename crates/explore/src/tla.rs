@@ -1,0 +1,566 @@
+//! Trace validation against the TLA+ specifications in `tla/` (Cirstea, Kuppe, Loillier, Merz,
+//! "Validating traces of distributed programs against TLA+ specifications", 2024).
+//!
+//! [`export`] turns a locksim trace into a TLA+ module and a TLC configuration: the run's
+//! observable events (acquire/release/write operations, grants on servers, the resource's
+//! accepts and rejects, renewals, give-ups, pauses, clock steps, crashes and restarts) become a constant
+//! sequence `TraceLog` of records
+//!
+//! ```text
+//! [id |-> 12, k |-> "Grant", n |-> "n1", c |-> "c1", t |-> 63826, v |-> -1, tok |-> 1]
+//! ```
+//!
+//! (`id`: the event's id in the trace; `k`: the kind; `n`: the node it happened on; `c`: the
+//! client concerned; `t`: true time in microseconds; `v`: a deadline on the client's clock in
+//! µs, a clock step in µs, or a count, else -1; `tok`: a fencing token, or 0), and the module
+//! extends `CentralTrace` or `RedlockTrace`, whose `TraceNext` must explain each record by a
+//! step of the specification. TLC then reports `TraceNotAccepted` violated (exit code 12) when
+//! the whole trace is a behaviour of the specification, and finishes without a violation
+//! (exit 0) when it is not.
+//!
+//! Network faults are not exported: their effects (lost requests and replies) are steps of the
+//! specification that the trace does not show. What the specifications do not model is refused
+//! with a message: lease renewal in Redlock, several keys, clock drift, pauses of servers, delayed
+//! restart.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use locksim_core::{Event, EventKind, Fault, LocalClock, OpF, Phase, Role, Trace};
+
+/// The specification a trace is checked against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spec {
+    /// `tla/CentralTrace.tla` (algorithms `central` and `central-fencing`).
+    Central,
+    /// `tla/RedlockTrace.tla` (algorithm `redlock`).
+    Redlock,
+}
+
+impl Spec {
+    /// The TLA+ module the exported module extends.
+    pub fn module(self) -> &'static str {
+        match self {
+            Spec::Central => "CentralTrace",
+            Spec::Redlock => "RedlockTrace",
+        }
+    }
+}
+
+/// An exported trace: the text of `<module>.tla` and `<module>.cfg`.
+#[derive(Debug, Clone)]
+pub struct Export {
+    /// The TLA+ module (its name is the one given to [`export`]).
+    pub module: String,
+    /// The TLC configuration: constants, `TraceInit`/`TraceNext`, the invariant.
+    pub cfg: String,
+    /// The specification it is checked against.
+    pub spec: Spec,
+    /// Events in the trace.
+    pub events: usize,
+    /// Records in `TraceLog` (the steps TLC must explain).
+    pub steps: usize,
+}
+
+/// Why a trace cannot be exported: the field of the trace and the problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportError {
+    /// The field, e.g. `events[12].handle` or `scenario.workload.keys`.
+    pub field: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl std::fmt::Display for ExportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`{}`: {}", self.field, self.problem)
+    }
+}
+
+fn err(field: impl Into<String>, problem: impl Into<String>) -> ExportError {
+    ExportError {
+        field: field.into(),
+        problem: problem.into(),
+    }
+}
+
+/// Times in the exported module are microseconds; TLC's integers have 32 bits.
+const MAX_US: u64 = i32::MAX as u64 / 2;
+
+fn us(ns: u64) -> u64 {
+    ns / 1_000
+}
+
+fn us_signed(ns: i64) -> i64 {
+    ns.div_euclid(1_000)
+}
+
+/// Is `name` usable as a TLA+ module name (letters, digits, `_`, not only digits)?
+pub fn valid_module_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && name.chars().any(|c| c.is_ascii_alphabetic())
+}
+
+/// A module name made from a trace file name: `k5-redlock-s1-f4f49b23.json` gives
+/// `Trace_k5_redlock_s1_f4f49b23`.
+pub fn module_name_for(trace_file: &Path) -> String {
+    let stem = trace_file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let clean: String = stem
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("Trace_{clean}")
+}
+
+struct Rec {
+    id: u64,
+    k: &'static str,
+    n: String,
+    c: String,
+    t: u64,
+    v: i64,
+    tok: u64,
+}
+
+/// Exports `trace` (whose events must be embedded: replay the scenario first otherwise) as
+/// module `module_name`; `source` names the trace file in the module's header.
+///
+/// # Errors
+/// A field of the trace that is malformed, or that the specifications do not model.
+pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, ExportError> {
+    let sc = &trace.scenario;
+    let spec = match sc.algorithm.as_str() {
+        "central" | "central-fencing" => Spec::Central,
+        "redlock" => Spec::Redlock,
+        other => {
+            return Err(err(
+                "scenario.algorithm",
+                format!("no TLA+ specification for `{other}` (there are: central, central-fencing, redlock)"),
+            ))
+        }
+    };
+    let events = trace.events.as_ref().ok_or_else(|| {
+        err(
+            "events",
+            "the trace has no events (re-run its scenario to get them)",
+        )
+    })?;
+    let w = &sc.workload;
+    if w.keys != 1 {
+        return Err(err(
+            "scenario.workload.keys",
+            format!("{} keys: the specifications model one key", w.keys),
+        ));
+    }
+    if w.renew_every.is_some() && spec == Spec::Redlock {
+        return Err(err(
+            "scenario.workload.renew_every",
+            "lease renewal (a watchdog) is not in the Redlock specification yet",
+        ));
+    }
+    if !w.check_validity {
+        return Err(err(
+            "scenario.workload.check_validity",
+            "the specifications model the careful client that checks its validity before each write",
+        ));
+    }
+    // The algorithm's settings, read as the algorithm reads them.
+    let knobs: &[locksim_algos::Knob] = match spec {
+        Spec::Central => locksim_algos::central::KNOBS,
+        Spec::Redlock => locksim_algos::redlock::KNOBS,
+    };
+    let k = locksim_algos::knobs::Knobs::new(&sc.algorithm, &sc.config, knobs)
+        .map_err(|e| err("scenario.config", e))?;
+    let server_wall = locksim_algos::knobs::local_clock(&k, "clock")
+        .map_err(|e| err("scenario.config.clock", e))?
+        == LocalClock::Wall;
+    let client_wall = locksim_algos::knobs::local_clock(&k, "client_clock")
+        .map_err(|e| err("scenario.config.client_clock", e))?
+        == LocalClock::Wall;
+    let fsync = k
+        .choice("fsync", &["never", "always"])
+        .map_err(|e| err("scenario.config.fsync", e))?
+        == "always";
+    let drift_ppm = k
+        .fraction_ppm("drift_factor")
+        .map_err(|e| err("scenario.config.drift_factor", e))?;
+    if spec == Spec::Redlock
+        && k.flag("delayed_restart")
+            .map_err(|e| err("scenario.config.delayed_restart", e))?
+    {
+        return Err(err(
+            "scenario.config.delayed_restart",
+            "delayed restart is not in the Redlock specification yet",
+        ));
+    }
+    let cluster = &sc.cluster;
+    // The client-server pairs whose messages a network fault of the run may have lost.
+    let mut lossy: std::collections::BTreeSet<(String, String)> = Default::default();
+    {
+        let mut cut = |xs: &[u32], ys: &[u32]| {
+            for &x in xs {
+                for &y in ys {
+                    for (c, s) in [(x, y), (y, x)] {
+                        if c < cluster.nodes()
+                            && s < cluster.nodes()
+                            && cluster.role(c) == Role::Client
+                            && cluster.role(s) == Role::Server
+                        {
+                            lossy.insert((cluster.name(c), cluster.name(s)));
+                        }
+                    }
+                }
+            }
+        };
+        let all: Vec<u32> = (0..cluster.nodes()).collect();
+        for f in &sc.faults.faults {
+            match &f.fault {
+                Fault::Partition { a, b, .. } => cut(a, b),
+                Fault::PartitionOneway { from, to, .. }
+                | Fault::Loss { from, to, .. }
+                | Fault::Delay { from, to, .. } => cut(from, to),
+                Fault::DropReplies {
+                    clients, servers, ..
+                } => cut(clients, servers),
+                Fault::Isolate { node, .. } => cut(&[*node], &all),
+                _ => {}
+            }
+        }
+    }
+    let name = |field: &str, node: u32| -> Result<String, ExportError> {
+        if node >= cluster.nodes() {
+            return Err(err(
+                field,
+                format!(
+                    "node {node} is not in the cluster ({} nodes)",
+                    cluster.nodes()
+                ),
+            ));
+        }
+        Ok(cluster.name(node))
+    };
+    let client = |field: &str, node: u32| -> Result<String, ExportError> {
+        let n = name(field, node)?;
+        if cluster.role(node) != Role::Client {
+            return Err(err(field, format!("{n} is not a client")));
+        }
+        Ok(n)
+    };
+
+    let mut recs: Vec<Rec> = Vec::new();
+    let mut holder: BTreeMap<u64, String> = BTreeMap::new();
+    let mut last_t = 0u64;
+    for (i, e) in events.iter().enumerate() {
+        let field = |f: &str| format!("events[{i}].{f}");
+        let Event {
+            id,
+            time,
+            node,
+            kind,
+            ..
+        } = e;
+        if *id != i as u64 {
+            return Err(err(field("id"), format!("is {id}, expected {i}")));
+        }
+        let t = us(*time);
+        if t < last_t {
+            return Err(err(
+                field("time"),
+                "goes back in time (events must be in true-time order)",
+            ));
+        }
+        if t > MAX_US {
+            return Err(err(
+                field("time"),
+                "beyond 17 minutes: too large for TLC's integers in microseconds",
+            ));
+        }
+        last_t = t;
+        let at = name(&field("node"), *node)?;
+        let mut rec = |k: &'static str, n: String, c: String, v: i64, tok: u64| {
+            recs.push(Rec {
+                id: *id,
+                k,
+                n,
+                c,
+                t,
+                v,
+                tok,
+            })
+        };
+        match kind {
+            EventKind::Op {
+                phase,
+                f,
+                handle,
+                token,
+                deadline,
+                error,
+                ..
+            } => {
+                let c = client(&field("node"), *node)?;
+                let tok = token.unwrap_or(0);
+                let kind = match (f, phase) {
+                    (OpF::Acquire, Phase::Invoke) => "AcqInv",
+                    (OpF::Acquire, Phase::Ok) => {
+                        let h = handle.ok_or_else(|| {
+                            err(field("handle"), "an acquire ok without a handle")
+                        })?;
+                        holder.insert(h, c.clone());
+                        // A renewing client has no deadline: it trusts its grant.
+                        let v = match (deadline, w.renew_every) {
+                            (Some(d), None) => us_signed(d.local),
+                            (None, Some(_)) => -1,
+                            (None, None) => {
+                                return Err(err(
+                                    field("deadline"),
+                                    "an acquire ok without a deadline",
+                                ))
+                            }
+                            (Some(_), Some(_)) => {
+                                return Err(err(
+                                    field("deadline"),
+                                    "a deadline, but the client renews its lease",
+                                ))
+                            }
+                        };
+                        rec("AcqOk", c.clone(), c, v, tok);
+                        continue;
+                    }
+                    (OpF::Acquire, Phase::Fail) => {
+                        // Redlock's message says how many masters granted: "2 of 5 masters, …".
+                        let seen = error
+                            .as_deref()
+                            .and_then(|m| m.split_once(" of "))
+                            .and_then(|(n, _)| n.parse::<i64>().ok())
+                            .unwrap_or(-1);
+                        rec("AcqFail", c.clone(), c, seen, 0);
+                        continue;
+                    }
+                    (OpF::Acquire, Phase::Info) => "AcqInfo",
+                    (OpF::Release, Phase::Invoke) => "RelInv",
+                    (OpF::Release, Phase::Ok) => "RelOk",
+                    (OpF::Release, Phase::Fail) => "RelFail",
+                    (OpF::Release, Phase::Info) => "RelInfo",
+                    (OpF::Write, Phase::Invoke) => "WriteInv",
+                    (OpF::Write, Phase::Ok) => "WriteOk",
+                    (OpF::Write, Phase::Fail) => "WriteFail",
+                    (OpF::Write, Phase::Info) => {
+                        return Err(err(
+                            field("phase"),
+                            "a write with an unknown outcome: not in the specifications yet",
+                        ))
+                    }
+                    (OpF::Extend, Phase::Invoke) => "ExtInv",
+                    (OpF::Extend, Phase::Ok) => "ExtOk",
+                    (OpF::Extend, Phase::Fail) => "ExtFail",
+                    (OpF::Extend, Phase::Info) => {
+                        return Err(err(
+                            field("phase"),
+                            "a renewal with an unknown outcome: not in the specifications yet",
+                        ))
+                    }
+                };
+                rec(kind, c.clone(), c, -1, tok);
+            }
+            EventKind::Grant {
+                client: cl, token, ..
+            } => {
+                if cluster.role(*node) != Role::Server {
+                    return Err(err(field("node"), format!("{at} is not a lock server")));
+                }
+                let c = client(&field("client"), *cl)?;
+                rec("Grant", at, c, -1, token.unwrap_or(0));
+            }
+            EventKind::Freed { .. } => {
+                return Err(err(
+                    field("type"),
+                    "`freed` records come from raft-lease, whose trace specification does not exist yet",
+                ))
+            }
+            EventKind::WriteAccepted { handle, token, .. } => {
+                let c = holder.get(handle).cloned().ok_or_else(|| {
+                    err(
+                        field("handle"),
+                        format!("no acquire ok before it gave handle {handle}"),
+                    )
+                })?;
+                rec("Accept", at, c, -1, token.unwrap_or(0));
+            }
+            EventKind::WriteRejected { handle, token, .. } => {
+                let c = holder.get(handle).cloned().ok_or_else(|| {
+                    err(
+                        field("handle"),
+                        format!("no acquire ok before it gave handle {handle}"),
+                    )
+                })?;
+                rec("Reject", at, c, -1, *token);
+            }
+            EventKind::Lost { .. } => {
+                let c = client(&field("node"), *node)?;
+                rec("Lost", c.clone(), c, -1, 0);
+            }
+            EventKind::Fault { fault } => match fault {
+                Fault::Pause { node: p, .. } => {
+                    let c = client(&field("fault.node"), *p).map_err(|_| {
+                        err(
+                            field("fault.node"),
+                            "only pauses of clients are in the specifications",
+                        )
+                    })?;
+                    rec("Pause", c.clone(), c, -1, 0);
+                }
+                Fault::Crash { node: s, .. } => {
+                    let n = name(&field("fault.node"), *s)?;
+                    if cluster.role(*s) != Role::Server {
+                        return Err(err(
+                            field("fault.node"),
+                            "only crashes of lock servers are in the specifications",
+                        ));
+                    }
+                    rec("Crash", n.clone(), n, -1, 0);
+                }
+                Fault::ClockStep { node: s, delta } => {
+                    let n = name(&field("fault.node"), *s)?;
+                    if cluster.role(*s) == Role::Resource {
+                        continue; // the resource reads no clock
+                    }
+                    rec("Step", n.clone(), n, us_signed(*delta), 0);
+                }
+                Fault::ClockDrift { .. } => {
+                    return Err(err(
+                        field("fault"),
+                        "clock drift is not in the specifications (their clocks only step)",
+                    ))
+                }
+                // Network faults are not steps of the specifications: the requests and
+                // replies they lose are (silent) steps.
+                _ => {}
+            },
+            EventKind::FaultEnd { what } => {
+                let (who, how) = what.split_once(' ').unwrap_or((what.as_str(), ""));
+                let Some(id) = cluster.parse_name(who) else {
+                    continue; // the end of a network fault window
+                };
+                match how {
+                    "resumed" => {
+                        let c = client(&field("what"), id)?;
+                        rec("Resume", c.clone(), c, -1, 0);
+                    }
+                    "restarted" => {
+                        let n = name(&field("what"), id)?;
+                        rec("Restart", n.clone(), n, -1, 0);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    // The module.
+    let mut m = String::new();
+    let rule = "-".repeat(20);
+    let _ = writeln!(m, "{rule} MODULE {module_name} {rule}");
+    let _ = writeln!(
+        m,
+        "(* Generated by `locksim export-tla` from {}:\n   {} seed {}, {} events as {} steps for {}.\n   Check: java -DTLA-Library=<locksim>/tla -cp tla2tools.jar tlc2.TLC -deadlock -workers 1 -config {module_name}.cfg {module_name}.tla\n   TLC exit 12 (TraceNotAccepted violated) = the trace is a behaviour of the spec; exit 0 = it is not. *)",
+        source.replace("*)", "* )"),
+        sc.algorithm,
+        sc.seed,
+        events.len(),
+        recs.len(),
+        spec.module()
+    );
+    let _ = writeln!(m, "EXTENDS {}\n", spec.module());
+    if spec == Spec::Redlock {
+        let masters: Vec<String> = cluster
+            .server_ids()
+            .map(|s| format!("\"{}\"", cluster.name(s)))
+            .collect();
+        let _ = writeln!(m, "TraceMasters == <<{}>>\n", masters.join(", "));
+        let pairs: Vec<String> = lossy
+            .iter()
+            .map(|(c, s)| format!("<<\"{c}\", \"{s}\">>"))
+            .collect();
+        let _ = writeln!(
+            m,
+            "\\* Client-master pairs a network fault of the run cut: their messages may be lost.\nTraceLossy == {{{}}}\n",
+            pairs.join(", ")
+        );
+    }
+    let _ = writeln!(m, "TraceLog == <<");
+    for (i, r) in recs.iter().enumerate() {
+        let sep = if i + 1 == recs.len() { "" } else { "," };
+        let _ = writeln!(
+            m,
+            "  [id |-> {}, k |-> \"{}\", n |-> \"{}\", c |-> \"{}\", t |-> {}, v |-> {}, tok |-> {}]{sep}",
+            r.id, r.k, r.n, r.c, r.t, r.v, r.tok
+        );
+    }
+    let _ = writeln!(m, ">>\n{}", "=".repeat(60));
+
+    // The configuration.
+    let set = |ids: std::ops::Range<u32>| {
+        let v: Vec<String> = ids.map(|i| format!("\"{}\"", cluster.name(i))).collect();
+        format!("{{{}}}", v.join(", "))
+    };
+    let ttl = us(w.ttl);
+    let drift = us(locksim_algos::lockserver::drift_allowance(w.ttl, drift_ppm));
+    let max_time = last_t + 1;
+    let b = |x: bool| if x { "TRUE" } else { "FALSE" };
+    let mut c = String::new();
+    let _ = writeln!(
+        c,
+        "\\* Generated by `locksim export-tla` from {source}: validate the trace against {}.",
+        spec.module()
+    );
+    let _ = writeln!(c, "INIT TraceInit\nNEXT TraceNext\nCONSTANTS");
+    let mut consts: Vec<(String, String)> = vec![
+        ("Trace <-".into(), "TraceLog".into()),
+        ("Clients =".into(), set(cluster.client_ids())),
+        ("Servers =".into(), set(cluster.server_ids())),
+        ("TTL =".into(), ttl.to_string()),
+        ("Drift =".into(), drift.to_string()),
+        ("WorkMin =".into(), us(w.work_min).to_string()),
+        ("WorkMax =".into(), us(w.work_max).to_string()),
+        ("MaxDelay =".into(), max_time.to_string()),
+        ("ClientWall =".into(), b(client_wall).into()),
+        ("ServerWall =".into(), b(server_wall).into()),
+        ("Pauses =".into(), "TRUE".into()),
+        ("Steps =".into(), "TRUE".into()),
+        ("StepSizes =".into(), "{}".into()),
+        ("Crashes =".into(), "TRUE".into()),
+        ("Fsync =".into(), b(fsync).into()),
+        (
+            "Fencing =".into(),
+            b(sc.algorithm == "central-fencing").into(),
+        ),
+        ("MaxFaults =".into(), "1000000".into()),
+        ("MaxTime =".into(), max_time.to_string()),
+        ("OwnerIds =".into(), "1000000".into()),
+    ];
+    if spec == Spec::Central {
+        consts.push(("Renew =".into(), b(w.renew_every.is_some()).into()));
+    }
+    if spec == Spec::Redlock {
+        consts.push(("MasterOrder <-".into(), "TraceMasters".into()));
+        // Messages are lost only between the pairs a network fault cut (or to a crashed master).
+        consts.push(("LossyPairs <-".into(), "TraceLossy".into()));
+    }
+    for (k, v) in consts {
+        let _ = writeln!(c, "    {k} {v}");
+    }
+    let _ = writeln!(c, "INVARIANT TraceNotAccepted");
+    Ok(Export {
+        module: m,
+        cfg: c,
+        spec,
+        events: events.len(),
+        steps: recs.len(),
+    })
+}

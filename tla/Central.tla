@@ -1,0 +1,206 @@
+------------------------------ MODULE Central ------------------------------
+(***************************************************************************)
+(* The central lease lock: one Redis-like server (crates/algos/src/       *)
+(* central.rs and lockserver.rs).                                          *)
+(*                                                                         *)
+(*  - acquire is `SET key owner NX PX ttl`: the server grants when the key *)
+(*    is free or its lease has expired on the server's own clock, judged  *)
+(*    lazily when a request arrives, as Redis does ("SET", "EXPIRE" and   *)
+(*    "Distributed Locks with Redis" on redis.io);                         *)
+(*  - release is compare-and-delete on the owner value (the Lua script of *)
+(*    the Redis lock pattern); owner values are unique per attempt;       *)
+(*  - the client's validity deadline is start + TTL - Drift on its clock, *)
+(*    start read before the request (LeaseClients);                       *)
+(*  - with Fencing (central-fencing) each grant carries the next value of *)
+(*    a counter, which the resource checks (Kleppmann 2016; Chubby's      *)
+(*    sequencers);                                                         *)
+(*  - a crash loses the lock table and the counter unless Fsync (Redis    *)
+(*    without AOF): tokens restart at 1.                                   *)
+(*                                                                         *)
+(* Messages: a request is processed at most once, at any time after it is *)
+(* sent; a crash drops the requests the server has not processed yet, and *)
+(* the client then times out (an `info` outcome).                          *)
+(***************************************************************************)
+EXTENDS LeaseClients
+
+CONSTANTS
+    Crashes,   \* BOOLEAN: the nemesis may crash and restart the server
+    Fsync,     \* BOOLEAN: the lock table and the token counter survive a crash
+    Renew      \* BOOLEAN: a watchdog renews the lease (Redisson); the client then
+               \* trusts its grant until it releases or a renewal fails
+
+VARIABLES
+    lock,       \* the key's entry: [owner |-> <<c, attempt>> or NoOwner, exp |-> server clock]
+    nextToken,  \* the fencing counter
+    req,        \* req[c]: c's request in flight to the server: "none", "acq", "rel"
+    reply,      \* reply[c]: the server's answer in flight to c: "none", "granted", "held", "done", "notowner"
+    rtok,       \* rtok[c]: the token in a "granted" answer
+    down,       \* the server is crashed
+    ext         \* ext[c]: c's watchdog renewal: "none", "sent", "done", "notowner", "failed"
+
+srvVars == <<lock, nextToken, req, reply, rtok, down, ext>>
+vars == <<baseVars, srvVars>>
+
+Srv == CHOOSE s \in Servers : TRUE
+NoLock == [owner |-> NoOwner, exp |-> 0]
+NoDeadline == MaxTime + TTL + 1     \* beyond every clock reading
+Live == lock.owner # NoOwner /\ ServerNow(Srv) < lock.exp
+
+Init ==
+    /\ BaseInit
+    /\ lock = NoLock /\ nextToken = 1 /\ down = FALSE
+    /\ req = [c \in Clients |-> "none"]
+    /\ reply = [c \in Clients |-> "none"]
+    /\ rtok = [c \in Clients |-> 0]
+    /\ ext = [c \in Clients |-> "none"]
+
+-----------------------------------------------------------------------------
+(* Client side *)
+
+Acquire(c) ==
+    /\ BeginAcquire(c)
+    /\ req' = [req EXCEPT ![c] = "acq"]
+    /\ UNCHANGED <<lock, nextToken, reply, rtok, down, ext>>
+
+AcqOk(c) ==
+    /\ pc[c] = "acquiring" /\ reply[c] = "granted" /\ ~paused[c]
+    /\ IF Renew THEN BecomeHolderUntil(c, rtok[c], NoDeadline)
+                ELSE BecomeHolder(c, rtok[c])
+    /\ reply' = [reply EXCEPT ![c] = "none"]
+    /\ rtok' = [rtok EXCEPT ![c] = 0]
+    /\ UNCHANGED <<lock, nextToken, req, down, ext>>
+
+AcqFail(c) ==
+    /\ pc[c] = "acquiring" /\ reply[c] = "held" /\ ~paused[c]
+    /\ BackToIdle(c)
+    /\ reply' = [reply EXCEPT ![c] = "none"]
+    /\ UNCHANGED <<lock, nextToken, req, rtok, down, ext>>
+
+\* The request was dropped by a crash: the client times out (`info`).
+Timeout(c) ==
+    /\ pc[c] \in {"acquiring", "releasing"} /\ ~paused[c]
+    /\ req[c] = "none" /\ reply[c] = "none"
+    /\ BackToIdle(c)
+    /\ UNCHANGED srvVars
+
+\* (Releasing stops the watchdog.)
+Release(c) ==
+    /\ BeginRelease(c)
+    /\ req' = [req EXCEPT ![c] = "rel"]
+    /\ ext' = [ext EXCEPT ![c] = "none"]
+    /\ UNCHANGED <<lock, nextToken, reply, rtok, down>>
+
+-----------------------------------------------------------------------------
+(* The watchdog (Renew): while c has its grant, it asks the server to reset
+   the lease to a full TTL (compare-owner-and-PEXPIRE); when the server says
+   c is not the owner any more, c learns it lost the lock. *)
+
+Extending == {"held", "work", "writing", "written", "rejected", "fenced"}
+
+ExtInv(c) ==
+    /\ Renew /\ ~paused[c] /\ ext[c] = "none" /\ pc[c] \in Extending
+    /\ ext' = [ext EXCEPT ![c] = "sent"]
+    /\ UNCHANGED <<baseVars, lock, nextToken, req, reply, rtok, down>>
+
+ServerExtend(c) ==
+    /\ ext[c] = "sent" /\ ~down
+    /\ IF Live /\ lock.owner = Owner(c)
+       THEN /\ lock' = [lock EXCEPT !.exp = ServerNow(Srv) + TTL]
+            /\ ext' = [ext EXCEPT ![c] = "done"]
+       ELSE /\ UNCHANGED lock
+            /\ ext' = [ext EXCEPT ![c] = "notowner"]
+    /\ UNCHANGED <<baseVars, nextToken, req, reply, rtok, down>>
+
+ExtOk(c) ==
+    /\ ext[c] = "done" /\ ~paused[c]
+    /\ ext' = [ext EXCEPT ![c] = "none"]
+    /\ UNCHANGED <<baseVars, lock, nextToken, req, reply, rtok, down>>
+
+ExtFail(c) ==
+    /\ ext[c] = "notowner" /\ ~paused[c]
+    /\ ext' = [ext EXCEPT ![c] = "failed"]
+    /\ UNCHANGED <<baseVars, lock, nextToken, req, reply, rtok, down>>
+
+\* c learns from its watchdog that the lock is lost: its hold ends (but for
+\* a write it is already working towards), it starts no new write.
+WatchdogLost(c) ==
+    /\ ext[c] = "failed" /\ ~paused[c]
+    /\ ext' = [ext EXCEPT ![c] = "none"]
+    /\ expired' = [expired EXCEPT ![c] = TRUE]
+    /\ UNCHANGED <<envVars, pc, att, start, deadline, token, workEnd, late, sentAt, ready,
+                   resVars, lock, nextToken, req, reply, rtok, down>>
+
+RelOk(c) ==
+    /\ pc[c] = "releasing" /\ reply[c] = "done" /\ ~paused[c]
+    /\ BackToIdle(c)
+    /\ reply' = [reply EXCEPT ![c] = "none"]
+    /\ UNCHANGED <<lock, nextToken, req, rtok, down, ext>>
+
+RelFail(c) ==
+    /\ pc[c] = "releasing" /\ reply[c] = "notowner" /\ ~paused[c]
+    /\ BackToIdle(c)
+    /\ reply' = [reply EXCEPT ![c] = "none"]
+    /\ UNCHANGED <<lock, nextToken, req, rtok, down, ext>>
+
+-----------------------------------------------------------------------------
+(* Server side: each step processes one request *)
+
+ServerGrant(c) ==
+    /\ req[c] = "acq" /\ ~down /\ ~Live
+    /\ lock' = [owner |-> Owner(c), exp |-> ServerNow(Srv) + TTL]
+    /\ nextToken' = nextToken + 1
+    /\ rtok' = [rtok EXCEPT ![c] = IF Fencing THEN nextToken ELSE 0]
+    /\ reply' = [reply EXCEPT ![c] = "granted"]
+    /\ req' = [req EXCEPT ![c] = "none"]
+    /\ UNCHANGED <<baseVars, down, ext>>
+
+ServerRefuse(c) ==
+    /\ req[c] = "acq" /\ ~down /\ Live
+    /\ reply' = [reply EXCEPT ![c] = "held"]
+    /\ req' = [req EXCEPT ![c] = "none"]
+    /\ UNCHANGED <<baseVars, lock, nextToken, rtok, down, ext>>
+
+ServerRelease(c) ==
+    /\ req[c] = "rel" /\ ~down
+    /\ IF Live /\ lock.owner = Owner(c)
+       THEN lock' = NoLock /\ reply' = [reply EXCEPT ![c] = "done"]
+       ELSE UNCHANGED lock /\ reply' = [reply EXCEPT ![c] = "notowner"]
+    /\ req' = [req EXCEPT ![c] = "none"]
+    /\ UNCHANGED <<baseVars, nextToken, rtok, down, ext>>
+
+Crash ==
+    /\ Crashes /\ faults < MaxFaults /\ ~down
+    /\ down' = TRUE
+    /\ faults' = faults + 1
+    /\ req' = [c \in Clients |-> "none"]
+    /\ IF Fsync THEN UNCHANGED <<lock, nextToken>>
+                ELSE lock' = NoLock /\ nextToken' = 1
+    /\ UNCHANGED <<now, off, paused, cliVars, resVars, reply, rtok, ext>>
+
+Restart ==
+    /\ down
+    /\ down' = FALSE
+    /\ UNCHANGED <<baseVars, lock, nextToken, req, reply, rtok, ext>>
+
+-----------------------------------------------------------------------------
+\* The models' time step also forgets an entry that has expired on the
+\* server's clock: it behaves as absent (as long as no clock steps back,
+\* which the models do not do; trace validation keeps it).
+TickForget ==
+    /\ Tick
+    /\ lock' = IF lock.owner # NoOwner /\ now' + SOff(Srv) < lock.exp THEN lock ELSE NoLock
+    /\ UNCHANGED <<nextToken, req, reply, rtok, down, ext>>
+
+Next ==
+    \/ TickForget
+    \/ Crash \/ Restart
+    \/ \E c \in Clients :
+          \/ Acquire(c) \/ AcqOk(c) \/ AcqFail(c) \/ Timeout(c)
+          \/ Release(c) \/ RelOk(c) \/ RelFail(c)
+          \/ ServerGrant(c) \/ ServerRefuse(c) \/ ServerRelease(c)
+          \/ ExtInv(c) \/ ServerExtend(c) \/ ExtOk(c) \/ ExtFail(c) \/ WatchdogLost(c)
+          \/ (ClientStep(c) \/ Pause(c) \/ Resume(c)) /\ UNCHANGED srvVars
+    \/ \E n \in Nodes : Step(n) /\ UNCHANGED srvVars
+
+Spec == Init /\ [][Next]_vars
+=============================================================================
