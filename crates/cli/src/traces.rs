@@ -75,6 +75,13 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
             first.ok_or("the run violates nothing: nothing to shrink")?
         }
     };
+    if a.out_dir.exists() && !a.out_dir.is_dir() {
+        // Say so now, not after the whole shrink.
+        return Err(format!(
+            "--out-dir {}: exists and is not a directory",
+            a.out_dir.display()
+        ));
+    }
     let started = Instant::now();
     eprintln!(
         "shrinking {} seed {} ({} faults, {} clients), keeping {property}",

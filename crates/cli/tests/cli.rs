@@ -473,6 +473,25 @@ fn shrink_writes_a_trace_that_replays() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("nothing to shrink"), "{}", stderr(&o));
+    // An --out-dir that is a file is refused before any shrinking.
+    let file = written[0].to_str().unwrap();
+    let o = locksim(&[
+        "shrink",
+        "--algo",
+        "central",
+        "--seed",
+        "5",
+        "--faults",
+        "pause",
+        "--out-dir",
+        file,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("is not a directory") && !stderr(&o).contains("shrinking"),
+        "{}",
+        stderr(&o)
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
