@@ -87,6 +87,19 @@ run_model() {
   echo "$got $(states_of "$log") $(printf '%.1fs' "$(echo "$t1 - $t0" | bc)") $log"
 }
 
+# judge GOT EXPECTED: count a TLC error or a mismatch, and set the caller's `mark` for the
+# result's line.
+judge() {
+  mark=""
+  if [[ "$1" == error* ]]; then
+    errors=$((errors + 1))
+    mark="  <-- TLC failed:"
+  elif [[ "$1" != "$2" ]]; then
+    failures=$((failures + 1))
+    mark="  <-- MISMATCH"
+  fi
+}
+
 check_models() {
   printf '%-28s %-16s %-9s %-9s %10s %7s\n' model invariant expected got states time
   local models
@@ -115,13 +128,7 @@ check_models() {
         "violated:$invariant") got=violated ;;
         violated:*) got="error(${got#violated:} violated instead)" ;;
       esac
-      if [[ "$got" == error* ]]; then
-        errors=$((errors + 1))
-        mark="  <-- TLC failed:"
-      elif [[ "$got" != "$expected" ]]; then
-        failures=$((failures + 1))
-        mark="  <-- MISMATCH"
-      fi
+      judge "$got" "$expected"
       [[ -n "$shared" ]] && secs="$secs*"
       printf '%-28s %-16s %-9s %-9s %10s %7s%s\n' "$model" "$invariant" "$expected" "$got" \
         "$states" "$secs" "$mark"
@@ -205,14 +212,8 @@ validate() {
     0) got=rejected ;;
     *) got="error($rc)" ;;
   esac
-  local mark=""
-  if [[ "$got" == error* ]]; then
-    errors=$((errors + 1))
-    mark="  <-- TLC failed:"
-  elif [[ "$got" != "$expected" ]]; then
-    failures=$((failures + 1))
-    mark="  <-- MISMATCH"
-  fi
+  local mark
+  judge "$got" "$expected"
   printf '%-44s %-9s %-9s %6s %10s %6.1fs%s\n' "$name" "$expected" "$got" "${events:-?}" \
     "$(states_of "$log")" "$(echo "$t1 - $t0" | bc)" "$mark"
   if [[ "$got" == rejected ]]; then

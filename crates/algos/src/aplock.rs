@@ -21,7 +21,7 @@ use locksim_sim::{
 use rand::Rng;
 
 use crate::knobs::{Knob, Knobs};
-use crate::lockserver::drift_allowance;
+use crate::lockserver::valid_until;
 
 /// Knobs of `ap-lock`.
 pub const KNOBS: &[Knob] = &[
@@ -178,6 +178,14 @@ struct Client {
 }
 
 impl Client {
+    /// `start + TTL − drift` on the client's clock.
+    fn deadline(&self, start: i64, ttl: Nanos) -> Validity {
+        Validity {
+            clock: self.cfg.client_clock,
+            until: valid_until(start, ttl, self.cfg.drift_ppm),
+        }
+    }
+
     /// Asks the first member, then the others in turn, until one answers.
     async fn ask(&self, req: Req) -> Option<Resp> {
         for to in 0..self.cfg.members {
@@ -199,18 +207,12 @@ impl LockClient for Client {
         let owner: u64 = self.ctx.rng().gen();
         let start = self.ctx.now(self.cfg.client_clock);
         match self.ask(Req::Acquire { key, owner, ttl }).await {
-            Some(Resp::Granted { token }) => {
-                let margin = ttl as i64 - drift_allowance(ttl, self.cfg.drift_ppm) as i64;
-                Outcome::Ok(Grant {
-                    key,
-                    token: Some(token),
-                    valid_until: Some(Validity {
-                        clock: self.cfg.client_clock,
-                        until: start + margin,
-                    }),
-                    private: Rc::new(owner),
-                })
-            }
+            Some(Resp::Granted { token }) => Outcome::Ok(Grant {
+                key,
+                token: Some(token),
+                valid_until: Some(self.deadline(start, ttl)),
+                private: Rc::new(owner),
+            }),
             Some(Resp::Held) => Outcome::Fail("held by another client".into()),
             Some(other) => Outcome::Fail(format!("member answered {other:?}")),
             None => Outcome::Unknown("no member answered".into()),
@@ -249,13 +251,7 @@ impl LockClient for Client {
             })
             .await
         {
-            Some(Resp::Done) => {
-                let margin = ttl as i64 - drift_allowance(ttl, self.cfg.drift_ppm) as i64;
-                Outcome::Ok(Some(Validity {
-                    clock: self.cfg.client_clock,
-                    until: start + margin,
-                }))
-            }
+            Some(Resp::Done) => Outcome::Ok(Some(self.deadline(start, ttl))),
             Some(_) => Outcome::Fail("not the owner here".into()),
             None => Outcome::Unknown("no member answered".into()),
         }

@@ -15,7 +15,7 @@ use locksim_sim::{
 use rand::Rng;
 
 use crate::knobs::{Knob, Knobs};
-use crate::lockserver::{self, drift_allowance, Req, Resp, ServerConfig};
+use crate::lockserver::{self, valid_until, Req, Resp, ServerConfig};
 
 /// Knobs of `central` and `central-fencing`.
 pub const KNOBS: &[Knob] = &[
@@ -85,10 +85,9 @@ struct Client {
 impl Client {
     /// `start + TTL − drift` on the client's clock.
     fn deadline(&self, start: i64, ttl: Nanos) -> Validity {
-        let margin = ttl as i64 - drift_allowance(ttl, self.cfg.drift_ppm) as i64;
         Validity {
             clock: self.cfg.client_clock,
-            until: start + margin,
+            until: valid_until(start, ttl, self.cfg.drift_ppm),
         }
     }
 }

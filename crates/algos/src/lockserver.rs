@@ -197,6 +197,12 @@ pub async fn serve(ctx: NodeCtx, cfg: ServerConfig) {
     }
 }
 
+/// The validity deadline of a lease of `ttl` ns asked for at `start` (a reading of the client's
+/// clock, ns): `start + ttl − drift_allowance(ttl)`, Redlock's formula.
+pub fn valid_until(start: i64, ttl: Nanos, drift_ppm: u64) -> i64 {
+    start + ttl as i64 - drift_allowance(ttl, drift_ppm) as i64
+}
+
 /// Redlock's clock-drift allowance for a lease of `ttl` ns: `ttl·factor + 2 ms`, the formula
 /// of the Redis documentation's reference implementations (factor 0.01).
 pub fn drift_allowance(ttl: Nanos, factor_ppm: u64) -> Nanos {

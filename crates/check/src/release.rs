@@ -35,33 +35,19 @@ pub fn check(history: &History, names: Names, verdict: &mut Verdict) {
         if freed == released || seen.contains(&(key, freed)) {
             continue;
         }
-        // Only a lock that was granted (by the service, or as the client saw it) counts.
-        let granted = history.events[..e.id as usize]
-            .iter()
-            .any(|g| match g.kind {
-                EventKind::Grant {
-                    key: k,
-                    token: Some(t),
-                    ..
-                } => k == key && t == freed,
-                EventKind::Op {
-                    f: OpF::Acquire,
-                    phase: Phase::Ok,
-                    key: k,
-                    token: Some(t),
-                    ..
-                } => k == key && t == freed,
-                _ => false,
-            });
-        if !granted {
-            continue;
-        }
-        seen.insert((key, freed));
-        // The grant whose lock was freed, and the release that named the other token.
+        // The grant whose lock was freed: the service's record of it, and the client's `ok`.
+        let service = history.events[..e.id as usize].iter().find(|g| {
+            matches!(g.kind, EventKind::Grant { key: k, token: Some(t), .. } if k == key && t == freed)
+        });
         let acquired = history.events.iter().find(|a| {
             matches!(a.kind, EventKind::Op { f: OpF::Acquire, phase: Phase::Ok, key: k, token: Some(t), .. }
                 if k == key && t == freed)
         });
+        // Only a lock that was granted (by the service, or as the client saw it) counts.
+        if service.is_none() && acquired.is_none_or(|a| a.id >= e.id) {
+            continue;
+        }
+        seen.insert((key, freed));
         let n = listed.entry(key).or_default();
         if *n >= MAX_LISTED_PER_KEY {
             verdict.omitted += 1;
@@ -70,9 +56,6 @@ pub fn check(history: &History, names: Names, verdict: &mut Verdict) {
         *n += 1;
         // When the grant happened: the service's record if there is one (the client may see
         // its `ok` only after the lock was already freed again), else the client's `ok`.
-        let service = history.events[..e.id as usize].iter().find(|g| {
-            matches!(g.kind, EventKind::Grant { key: k, token: Some(t), .. } if k == key && t == freed)
-        });
         let holder = match (service, acquired) {
             (Some(g), _) => {
                 let EventKind::Grant { client: to, .. } = g.kind else {
@@ -89,7 +72,7 @@ pub fn check(history: &History, names: Names, verdict: &mut Verdict) {
                 names.of(a.node),
                 fmt_nanos(a.time as i128)
             ),
-            (None, None) => format!("the lock of the grant with token {freed}"),
+            (None, None) => unreachable!("a lock that was never granted was skipped above"),
         };
         let mut events = vec![e.id];
         events.extend(acquired.map(|a| a.id));

@@ -10,7 +10,7 @@ use locksim_core::{Nanos, NodeId};
 use locksim_sim::{Grant, LockClient, NodeCtx, Outcome, Validity};
 
 use super::{RaftLease, Req, Resp};
-use crate::lockserver::drift_allowance;
+use crate::lockserver::valid_until;
 
 enum RpcError {
     /// No server would take the request: it definitely did not happen.
@@ -32,6 +32,11 @@ struct Session {
 }
 
 impl Session {
+    /// Moves the validity deadline to `until` if that is later.
+    fn extend_to(&self, until: i64) {
+        self.deadline.set(self.deadline.get().max(until));
+    }
+
     fn end(&self) {
         self.dead.set(true);
         if let Some(h) = self.keepalive.borrow_mut().take() {
@@ -76,7 +81,15 @@ impl Inner {
     }
 
     fn valid_until(&self, start: i64, ttl: Nanos) -> i64 {
-        start + ttl as i64 - drift_allowance(ttl, self.cfg.drift_ppm) as i64
+        valid_until(start, ttl, self.cfg.drift_ppm)
+    }
+
+    /// One keep-alive of `lease`: the answer, and the validity deadline an `Alive` gives
+    /// (counted from the send time).
+    async fn renew(&self, lease: u64, ttl: Nanos) -> (Result<Resp, RpcError>, i64) {
+        let start = self.now();
+        let answer = self.rpc(Req::KeepAlive { lease }, self.cfg.timeout).await;
+        (answer, self.valid_until(start, ttl))
     }
 
     async fn rpc(&self, req: Req, timeout: Nanos) -> Result<Resp, RpcError> {
@@ -114,11 +127,8 @@ impl Inner {
             if !s.dead.get() && left > 0 {
                 // Little time left (keep-alives pause while a lock is held): renew before
                 // queueing, or the lease may run out while this client waits.
-                let start = self.now();
-                let req = Req::KeepAlive { lease: s.lease };
-                if let Ok(Resp::Alive) = self.rpc(req, self.cfg.timeout).await {
-                    s.deadline
-                        .set(s.deadline.get().max(self.valid_until(start, ttl)));
+                if let (Ok(Resp::Alive), until) = self.renew(s.lease, ttl).await {
+                    s.extend_to(until);
                     return Ok(s);
                 }
             }
@@ -153,16 +163,9 @@ impl Inner {
             if s.holding.get() {
                 continue;
             }
-            let start = self.now();
-            match self
-                .rpc(Req::KeepAlive { lease: s.lease }, self.cfg.timeout)
-                .await
-            {
-                Ok(Resp::Alive) => {
-                    let until = self.valid_until(start, ttl);
-                    s.deadline.set(s.deadline.get().max(until));
-                }
-                Ok(Resp::LeaseNotFound) => {
+            match self.renew(s.lease, ttl).await {
+                (Ok(Resp::Alive), until) => s.extend_to(until),
+                (Ok(Resp::LeaseNotFound), _) => {
                     s.dead.set(true);
                     return;
                 }
@@ -191,7 +194,7 @@ impl Inner {
     /// until `sent + TTL − drift`.
     fn grant(&self, key: u32, s: &Session, rev: u64, sent: i64, ttl: Nanos) -> Grant {
         let until = self.valid_until(sent, ttl);
-        s.deadline.set(s.deadline.get().max(until));
+        s.extend_to(until);
         s.holding.set(true);
         Grant {
             key,
@@ -353,12 +356,11 @@ impl Inner {
             .private
             .downcast_ref::<(u64, u64)>()
             .expect("a raft-lease grant");
-        let start = self.now();
-        match self.rpc(Req::KeepAlive { lease }, self.cfg.timeout).await {
+        let (answer, until) = self.renew(lease, ttl).await;
+        match answer {
             Ok(Resp::Alive) => {
-                let until = self.valid_until(start, ttl);
                 if let Some(s) = self.session.borrow().as_ref().filter(|s| s.lease == lease) {
-                    s.deadline.set(s.deadline.get().max(until));
+                    s.extend_to(until);
                 }
                 Outcome::Ok(Some(Validity {
                     clock: self.cfg.client_clock,

@@ -404,17 +404,9 @@ impl Server {
     }
 
     fn persist_commit(&mut self, commit: u64) {
-        let store = self.node.raft.raft_log.store.clone();
-        let hs = {
-            let mut w = store.wl();
-            w.mut_hard_state().commit = commit;
-            w.hard_state().clone()
-        };
-        let mut disk = self.ctx.disk();
-        disk.write(HARDSTATE, hs.write_to_bytes().expect("encodes"));
-        if self.cfg.fsync {
-            disk.fsync();
-        }
+        let mut hs = self.node.raft.raft_log.store.rl().hard_state().clone();
+        hs.commit = commit;
+        self.persist(&[], Some(&hs));
     }
 
     async fn on_ready(&mut self) {
