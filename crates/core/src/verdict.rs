@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::time::Nanos;
 
-/// The safety properties of DESIGN §7.
+/// The safety (S1–S4) and liveness (L1–L3) properties of DESIGN §7.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Property {
     /// Mutual exclusion in true time: no two holders' hold intervals overlap on one key.
@@ -17,19 +17,48 @@ pub enum Property {
     S3,
     /// A release frees only its own incarnation of the lock.
     S4,
+    /// Liveness: after a holder crashes (or stops for good), a waiting client gets the lock
+    /// within `ttl + lock_delay + slack`.
+    L1,
+    /// Liveness: a healthy holder that renews keeps its lock through every outage shorter
+    /// than `ttl − renew_every`.
+    L2,
+    /// Liveness: no lock stays taken at the service for longer than `ttl + slack` while no
+    /// live client believes it holds it (an orphaned lock).
+    L3,
+}
+
+impl Property {
+    /// Every property, in report order.
+    pub const ALL: [Property; 7] = [
+        Property::S1,
+        Property::S2,
+        Property::S3,
+        Property::S4,
+        Property::L1,
+        Property::L2,
+        Property::L3,
+    ];
+    /// The safety properties.
+    pub const SAFETY: [Property; 4] = [Property::S1, Property::S2, Property::S3, Property::S4];
+    /// The liveness properties.
+    pub const LIVENESS: [Property; 3] = [Property::L1, Property::L2, Property::L3];
+
+    /// `true` for L1–L3.
+    pub fn is_liveness(self) -> bool {
+        matches!(self, Property::L1 | Property::L2 | Property::L3)
+    }
 }
 
 impl std::str::FromStr for Property {
     type Err = String;
-    /// Parses `S1`, `S2`, `S3` or `S4` (any case).
+    /// Parses `S1` … `S4`, `L1` … `L3` (any case).
     fn from_str(s: &str) -> Result<Property, String> {
-        match s.trim().to_ascii_uppercase().as_str() {
-            "S1" => Ok(Property::S1),
-            "S2" => Ok(Property::S2),
-            "S3" => Ok(Property::S3),
-            "S4" => Ok(Property::S4),
-            _ => Err(format!("unknown property `{s}` (valid: S1, S2, S3, S4)")),
-        }
+        let up = s.trim().to_ascii_uppercase();
+        Property::ALL
+            .into_iter()
+            .find(|p| format!("{p:?}") == up)
+            .ok_or_else(|| format!("unknown property `{s}` (valid: S1, S2, S3, S4, L1, L2, L3)"))
     }
 }
 
