@@ -270,9 +270,8 @@ impl LockAlgorithm for ApLock {
         serve(ctx, self.members).await;
     }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {
-        Rc::new(Client {
-            ctx,
-            cfg: self.clone(),
-        })
+        let mut cfg = self.clone();
+        cfg.client_clock = ctx.client_clock(cfg.client_clock);
+        Rc::new(Client { ctx, cfg })
     }
 }

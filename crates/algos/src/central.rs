@@ -110,7 +110,7 @@ impl LockClient for Client {
             }),
             Ok(Resp::Held) => Outcome::Fail("held by another client".into()),
             Ok(other) => Outcome::Fail(format!("server answered {other:?}")),
-            Err(e) => Outcome::Unknown(e.to_string()),
+            Err(e) => crate::lockserver::call_failed(e),
         }
     }
 
@@ -124,7 +124,7 @@ impl LockClient for Client {
             Ok(Resp::Done) => Outcome::Ok(()),
             Ok(Resp::NotOwner) => Outcome::Fail("not the owner (lease expired)".into()),
             Ok(other) => Outcome::Fail(format!("server answered {other:?}")),
-            Err(e) => Outcome::Unknown(e.to_string()),
+            Err(e) => crate::lockserver::call_failed(e),
         }
     }
 
@@ -140,7 +140,7 @@ impl LockClient for Client {
             Ok(Resp::Done) => Outcome::Ok(Some(self.deadline(start, ttl))),
             Ok(Resp::NotOwner) => Outcome::Fail("not the owner (lease expired)".into()),
             Ok(other) => Outcome::Fail(format!("server answered {other:?}")),
-            Err(e) => Outcome::Unknown(e.to_string()),
+            Err(e) => crate::lockserver::call_failed(e),
         }
     }
 }
@@ -157,9 +157,8 @@ impl LockAlgorithm for Central {
         lockserver::serve(ctx, self.server).await;
     }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {
-        Rc::new(Client {
-            ctx,
-            cfg: self.clone(),
-        })
+        let mut cfg = self.clone();
+        cfg.client_clock = ctx.client_clock(cfg.client_clock);
+        Rc::new(Client { ctx, cfg })
     }
 }

@@ -197,6 +197,16 @@ pub async fn serve(ctx: NodeCtx, cfg: ServerConfig) {
     }
 }
 
+/// The outcome of a request that got no answer: `fail` when it surely did not arrive (the
+/// connection was refused), `info` when it may have taken effect (a timeout, a reset).
+pub fn call_failed<T>(e: locksim_sim::CallError) -> locksim_sim::Outcome<T> {
+    if e.maybe_delivered() {
+        locksim_sim::Outcome::Unknown(e.to_string())
+    } else {
+        locksim_sim::Outcome::Fail(e.to_string())
+    }
+}
+
 /// The validity deadline of a lease of `ttl` ns asked for at `start` (a reading of the client's
 /// clock, ns): `start + ttl − drift_allowance(ttl)`, Redlock's formula.
 pub fn valid_until(start: i64, ttl: Nanos, drift_ppm: u64) -> i64 {

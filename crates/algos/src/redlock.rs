@@ -109,7 +109,9 @@ impl Client {
             match self.ctx.call::<Req, Resp>(m, req(), self.cfg.timeout).await {
                 Ok(r) if yes(&r) => ok += 1,
                 Ok(_) => {}
-                Err(_) => unknown += 1,
+                Err(e) if e.maybe_delivered() => unknown += 1,
+                // Refused: that master surely did not see the request.
+                Err(_) => {}
             }
         }
         (ok, unknown)
@@ -220,9 +222,8 @@ impl LockAlgorithm for Redlock {
         lockserver::serve(ctx, self.server).await;
     }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {
-        Rc::new(Client {
-            ctx,
-            cfg: self.clone(),
-        })
+        let mut cfg = self.clone();
+        cfg.client_clock = ctx.client_clock(cfg.client_clock);
+        Rc::new(Client { ctx, cfg })
     }
 }

@@ -16,31 +16,85 @@ pub const MAX_FAULT_NS: Nanos = 86_400 * 1_000_000_000;
 /// The largest clock step, either way: about three years, ns.
 pub const MAX_CLOCK_STEP_NS: u64 = 100_000_000 * 1_000_000_000;
 
+/// What a [`Fault::Pause`] stops.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PauseTask {
+    /// The whole process (stop-the-world GC, VM migration): every task of the node stops.
+    #[default]
+    Process,
+    /// Only a client's lease-renewal task (a starved watchdog thread); its work goes on.
+    Renewal,
+    /// Only a client's work (its critical section, writes and release); renewal goes on.
+    Work,
+}
+
+impl PauseTask {
+    /// `true` for [`PauseTask::Process`], the default (left out of traces).
+    pub fn is_process(&self) -> bool {
+        *self == PauseTask::Process
+    }
+}
+
+/// How a network cut treats the messages it stops.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CutMode {
+    /// A black hole: messages vanish and senders wait for their timeouts.
+    #[default]
+    Drop,
+    /// Connection refused / reset: the sender of a request learns at once that it was not
+    /// delivered (as a TCP reset), and a caller whose reply is cut learns at once that the
+    /// connection broke (the request may have taken effect).
+    Reset,
+}
+
+impl CutMode {
+    /// `true` for [`CutMode::Drop`], the default (left out of traces).
+    pub fn is_drop(&self) -> bool {
+        *self == CutMode::Drop
+    }
+}
+
 /// One fault. Faults that last carry their `duration` (true-time nanoseconds) and end by
 /// themselves, so that a shrinker can shorten them; [`Fault::Heal`] ends every network fault
 /// at once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Fault {
-    /// Symmetric partition: no message crosses between `a` and `b` (black hole).
+    /// Symmetric partition: no message crosses between `a` and `b` (a black hole, or resets
+    /// with `mode = reset`).
     Partition {
         a: NodeSet,
         b: NodeSet,
         duration: Nanos,
+        #[serde(default, skip_serializing_if = "CutMode::is_drop")]
+        mode: CutMode,
     },
-    /// One-way partition: messages from `from` to `to` are dropped; the reverse flows.
+    /// One-way partition: messages from `from` to `to` are stopped; the reverse flows.
     PartitionOneway {
         from: NodeSet,
         to: NodeSet,
         duration: Nanos,
+        #[serde(default, skip_serializing_if = "CutMode::is_drop")]
+        mode: CutMode,
     },
     /// Cut `node` off from every other node.
-    Isolate { node: NodeId, duration: Nanos },
+    Isolate {
+        node: NodeId,
+        duration: Nanos,
+        #[serde(default, skip_serializing_if = "CutMode::is_drop")]
+        mode: CutMode,
+    },
     /// Cut off whichever lock server is the leader when the fault fires (the one claiming
     /// leadership in the highest term): forces a leader change in replicated algorithms. The
     /// recorded `fault` event names the node as an [`Fault::Isolate`]; with no leader, nothing
     /// happens.
-    IsolateLeader { duration: Nanos },
+    IsolateLeader {
+        duration: Nanos,
+        #[serde(default, skip_serializing_if = "CutMode::is_drop")]
+        mode: CutMode,
+    },
     /// End every partition, loss, delay, duplication and reply-drop window now.
     Heal,
     /// Drop each message from `from` to `to` with probability `rate_pct`/100.
@@ -72,10 +126,17 @@ pub enum Fault {
         duration: Nanos,
     },
     /// Stop-the-world pause (GC, VM migration): the node's tasks stop; true time, other nodes
-    /// and the node's clocks go on; its timers fire late.
-    Pause { node: NodeId, duration: Nanos },
+    /// and the node's clocks go on; its timers fire late. With `task = renewal` (or `work`)
+    /// only that task of a client stops, at its next step.
+    Pause {
+        node: NodeId,
+        duration: Nanos,
+        #[serde(default, skip_serializing_if = "PauseTask::is_process")]
+        task: PauseTask,
+    },
     /// Kill the node (memory lost, un-fsynced disk writes lost) and, unless `restart_after` is
-    /// `None`, restart it that many nanoseconds later.
+    /// `None`, restart it that many nanoseconds later. A crashed client holds nothing
+    /// afterwards; restarted, it starts its workload afresh.
     Crash {
         node: NodeId,
         restart_after: Option<Nanos>,
@@ -109,22 +170,40 @@ impl Fault {
             (!v.is_empty()).then_some(v)
         };
         Some(match self {
-            Fault::Partition { a, b, duration } => Fault::Partition {
+            Fault::Partition {
+                a,
+                b,
+                duration,
+                mode,
+            } => Fault::Partition {
                 a: set(a)?,
                 b: set(b)?,
                 duration: *duration,
+                mode: *mode,
             },
-            Fault::PartitionOneway { from, to, duration } => Fault::PartitionOneway {
+            Fault::PartitionOneway {
+                from,
+                to,
+                duration,
+                mode,
+            } => Fault::PartitionOneway {
                 from: set(from)?,
                 to: set(to)?,
                 duration: *duration,
+                mode: *mode,
             },
-            Fault::Isolate { node, duration } => Fault::Isolate {
+            Fault::Isolate {
+                node,
+                duration,
+                mode,
+            } => Fault::Isolate {
                 node: map(*node)?,
                 duration: *duration,
+                mode: *mode,
             },
-            Fault::IsolateLeader { duration } => Fault::IsolateLeader {
+            Fault::IsolateLeader { duration, mode } => Fault::IsolateLeader {
                 duration: *duration,
+                mode: *mode,
             },
             Fault::Heal => Fault::Heal,
             Fault::Loss {
@@ -171,9 +250,14 @@ impl Fault {
                 servers: set(servers)?,
                 duration: *duration,
             },
-            Fault::Pause { node, duration } => Fault::Pause {
+            Fault::Pause {
+                node,
+                duration,
+                task,
+            } => Fault::Pause {
                 node: map(*node)?,
                 duration: *duration,
+                task: *task,
             },
             Fault::Crash {
                 node,
@@ -200,7 +284,7 @@ impl Fault {
             Fault::Partition { duration, .. }
             | Fault::PartitionOneway { duration, .. }
             | Fault::Isolate { duration, .. }
-            | Fault::IsolateLeader { duration }
+            | Fault::IsolateLeader { duration, .. }
             | Fault::DropReplies { duration, .. }
             | Fault::Pause { duration, .. } => vec![("duration", *duration)],
             Fault::Loss {
@@ -242,7 +326,7 @@ impl Fault {
                 Fault::Partition { duration, .. }
                 | Fault::PartitionOneway { duration, .. }
                 | Fault::Isolate { duration, .. }
-                | Fault::IsolateLeader { duration }
+                | Fault::IsolateLeader { duration, .. }
                 | Fault::DropReplies { duration, .. }
                 | Fault::Pause { duration, .. }
                 | Fault::Loss { duration, .. }
@@ -278,23 +362,53 @@ impl Fault {
             format!("{{{}}}", names.join(","))
         };
         let d = |n: &Nanos| fmt_nanos(*n as i128);
+        let resets = |m: &CutMode| match m {
+            CutMode::Drop => "",
+            CutMode::Reset => " (connections reset)",
+        };
         match self {
-            Fault::Partition { a, b, duration } => {
-                format!("partition {} | {} for {}", set(a), set(b), d(duration))
-            }
-            Fault::PartitionOneway { from, to, duration } => {
+            Fault::Partition {
+                a,
+                b,
+                duration,
+                mode,
+            } => {
                 format!(
-                    "one-way partition {} -/-> {} for {}",
-                    set(from),
-                    set(to),
-                    d(duration)
+                    "partition {} | {} for {}{}",
+                    set(a),
+                    set(b),
+                    d(duration),
+                    resets(mode)
                 )
             }
-            Fault::Isolate { node, duration } => {
-                format!("isolate {} for {}", cluster.name(*node), d(duration))
+            Fault::PartitionOneway {
+                from,
+                to,
+                duration,
+                mode,
+            } => {
+                format!(
+                    "one-way partition {} -/-> {} for {}{}",
+                    set(from),
+                    set(to),
+                    d(duration),
+                    resets(mode)
+                )
             }
-            Fault::IsolateLeader { duration } => {
-                format!("isolate the leader for {}", d(duration))
+            Fault::Isolate {
+                node,
+                duration,
+                mode,
+            } => {
+                format!(
+                    "isolate {} for {}{}",
+                    cluster.name(*node),
+                    d(duration),
+                    resets(mode)
+                )
+            }
+            Fault::IsolateLeader { duration, mode } => {
+                format!("isolate the leader for {}{}", d(duration), resets(mode))
             }
             Fault::Heal => "heal the network".to_string(),
             Fault::Loss {
@@ -343,9 +457,23 @@ impl Fault {
                 set(clients),
                 d(duration)
             ),
-            Fault::Pause { node, duration } => {
-                format!("pause {} for {}", cluster.name(*node), d(duration))
-            }
+            Fault::Pause {
+                node,
+                duration,
+                task,
+            } => match task {
+                PauseTask::Process => {
+                    format!("pause {} for {}", cluster.name(*node), d(duration))
+                }
+                PauseTask::Renewal => format!(
+                    "stall {}'s renewal task for {}",
+                    cluster.name(*node),
+                    d(duration)
+                ),
+                PauseTask::Work => {
+                    format!("stall {}'s work for {}", cluster.name(*node), d(duration))
+                }
+            },
             Fault::Crash {
                 node,
                 restart_after: Some(r),
@@ -389,7 +517,7 @@ impl Fault {
             Fault::Partition { duration, .. }
             | Fault::PartitionOneway { duration, .. }
             | Fault::Isolate { duration, .. }
-            | Fault::IsolateLeader { duration }
+            | Fault::IsolateLeader { duration, .. }
             | Fault::Loss { duration, .. }
             | Fault::Duplicate { duration, .. }
             | Fault::DropReplies { duration, .. }
@@ -448,6 +576,21 @@ impl Fault {
             Fault::PartitionOneway { from, to, .. } => {
                 check_set(from, "from")?;
                 check_set(to, "to")
+            }
+            Fault::Pause {
+                node,
+                task: PauseTask::Renewal | PauseTask::Work,
+                ..
+            } => {
+                check(*node, "node")?;
+                if cluster.role(*node) == crate::scenario::Role::Client {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "`task`: only a client has renewal and work tasks; {} is not a client",
+                        cluster.name(*node)
+                    ))
+                }
             }
             Fault::Isolate { node, .. } | Fault::Pause { node, .. } | Fault::Crash { node, .. } => {
                 check(*node, "node")

@@ -137,6 +137,49 @@ pub enum EventKind {
     FaultEnd { what: String },
 }
 
+/// Why a client stopped acting under a grant, read from the `reason` of an
+/// [`EventKind::Lost`] event: the workload starts each reason with its cause's
+/// [`LostCause::prefix`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LostCause {
+    /// The client's check of its remaining validity failed: it gave the lock up itself.
+    ValidityCheck,
+    /// A renewal was answered "the lock is gone".
+    RenewalFailed,
+    /// No renewal succeeded within the renew deadline.
+    RenewDeadline,
+    /// The resource rejected a write's fencing token.
+    Fenced,
+    /// Anything else (histories from elsewhere).
+    Other,
+}
+
+impl LostCause {
+    /// The text a `lost` reason of this cause starts with.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            LostCause::ValidityCheck => "validity check",
+            LostCause::RenewalFailed => "renewal failed",
+            LostCause::RenewDeadline => "renew deadline",
+            LostCause::Fenced => "fenced",
+            LostCause::Other => "",
+        }
+    }
+
+    /// The cause of a `lost` event with this reason.
+    pub fn of(reason: &str) -> LostCause {
+        [
+            LostCause::ValidityCheck,
+            LostCause::RenewalFailed,
+            LostCause::RenewDeadline,
+            LostCause::Fenced,
+        ]
+        .into_iter()
+        .find(|c| reason.starts_with(c.prefix()))
+        .unwrap_or(LostCause::Other)
+    }
+}
+
 /// One recorded event.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {

@@ -6,6 +6,8 @@
 //! - [`scenario`]: everything needed to re-run one simulation (seed, cluster, algorithm
 //!   configuration, workload, fault plan);
 //! - [`fault`]: the nemesis' fault kinds and the explicit, timed [`FaultPlan`];
+//! - [`scenario_file`]: `[[fault]]` plans and `[client.cN]` settings as people write them in
+//!   campaign files (node names, durations with units);
 //! - [`history`]: the recorded events (Jepsen's invoke/ok/fail/info vocabulary plus grants,
 //!   resource writes, faults) and their stable digest;
 //! - [`verdict`]: violations of the safety properties, with the event ids that witness them;
@@ -16,13 +18,16 @@
 pub mod fault;
 pub mod history;
 pub mod scenario;
+pub mod scenario_file;
 pub mod time;
 pub mod trace;
 pub mod verdict;
 
 pub use fault::{Fault, FaultKind, FaultPlan, NodeSet, TimedFault};
 pub use history::{Event, EventKind, History, LocalClock, Message, OpF, Phase};
-pub use scenario::{Cluster, NodeId, Role, Scenario, Workload};
+pub use scenario::{
+    ClientParams, ClientProfile, Cluster, NodeId, RenewRetry, Role, Scenario, Workload,
+};
 pub use time::Nanos;
 pub use trace::{Trace, TraceError};
 pub use verdict::{Property, Verdict, Violation};

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::fault::{FaultKind, FaultPlan};
+use crate::history::LocalClock;
 use crate::time::{Nanos, MS, SEC};
 
 /// A node of the simulated cluster, as an index: lock servers first (`0..servers`), then
@@ -116,9 +117,27 @@ pub struct Workload {
     /// Check the grant's remaining validity before each write (a careful client). When the
     /// remaining validity is shorter than the planned work, the client gives the lock up.
     pub check_validity: bool,
-    /// Renew (extend) the lease every this many nanoseconds from a watchdog task, as Redisson
-    /// does; `None` disables renewal. A renewing client trusts its grant until it releases.
+    /// Renew (extend) the lease every this many nanoseconds of the client's monotonic clock,
+    /// from a renewal task beside the work (Redisson's watchdog, client-go's renew loop);
+    /// `None` disables renewal. The validity each successful renewal returns becomes the
+    /// grant's new deadline.
     pub renew_every: Option<Nanos>,
+    /// The holder stops acting (and its hold ends) when no renewal has succeeded for this many
+    /// nanoseconds of its monotonic clock, counted from the send time of the last successful
+    /// renewal (or of the acquire): client-go's `RenewDeadline`. `None`: no such deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renew_deadline: Option<Nanos>,
+    /// What the renewal task does after a renewal failed without an answer.
+    #[serde(default, skip_serializing_if = "RenewRetry::is_default")]
+    pub renew_retry: RenewRetry,
+    /// How long a holder keeps acting (its critical section goes on, writes included) after
+    /// it learns its lock is lost or its deadline passed, ns of its monotonic clock: slow
+    /// shutdown hooks, in-flight work. 0: it stops at once.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub step_down: Nanos,
+    /// Per-client settings that differ from the ones above, by client name (`c1`, `c2`, …).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub per_client: BTreeMap<String, ClientProfile>,
     /// The declared clock-uncertainty bound `ε` of the lock service, ns of true time, used by
     /// S3: leases may end up to `ε` early or late. `None` means `ttl·0.01 + 2 ms`, the drift
     /// allowance of the Redlock reference clients.
@@ -126,10 +145,145 @@ pub struct Workload {
     pub uncertainty: Option<Nanos>,
 }
 
+fn is_zero(n: &Nanos) -> bool {
+    *n == 0
+}
+
+/// What a renewal task does after a renewal failed without a definite answer (a timeout, no
+/// leader); a definite "the lock is gone" always ends the hold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RenewRetry {
+    /// Retry every `renew_every / 3` until the lease would end (what careful clients do).
+    #[default]
+    UntilExpiry,
+    /// Stop renewing at the first failure (a real, common client bug): the holder keeps
+    /// working on a lease nobody renews.
+    GiveUp,
+}
+
+impl RenewRetry {
+    fn is_default(&self) -> bool {
+        *self == RenewRetry::UntilExpiry
+    }
+    /// The setting's name, as written in files and `--set`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RenewRetry::UntilExpiry => "until-expiry",
+            RenewRetry::GiveUp => "give-up",
+        }
+    }
+}
+
+/// One client's settings where they differ from the workload's (`[client.c2]` in a campaign
+/// file, `--set c2.ttl=10s` on the command line). Every field is optional; durations are ns
+/// of the client's own monotonic clock.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClientProfile {
+    /// Lease length this client asks for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<Nanos>,
+    /// Renewal period; `Some(0)` turns renewal off for this client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renew_every: Option<Nanos>,
+    /// Renew deadline; `Some(0)` turns it off for this client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renew_deadline: Option<Nanos>,
+    /// Renewal retry policy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub renew_retry: Option<RenewRetry>,
+    /// Step-down time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_down: Option<Nanos>,
+    /// Initial offset of the client's wall clock from true time, ns (negative: behind).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_offset: Option<i64>,
+    /// Drift of the client's clocks from the start, ppm (both wall and monotonic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock_drift_ppm: Option<i64>,
+    /// The clock the client's lock library measures validity with, overriding the
+    /// algorithm's `client_clock` knob.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_clock: Option<LocalClock>,
+    /// Least local work before each write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_min: Option<Nanos>,
+    /// Most local work before each write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_max: Option<Nanos>,
+    /// Resource writes under each grant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writes_per_hold: Option<u32>,
+}
+
+/// The settings one client runs with: the workload's, with its [`ClientProfile`] applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientParams {
+    /// Lease length asked for, ns.
+    pub ttl: Nanos,
+    /// Renewal period, ns; `None`: no renewal.
+    pub renew_every: Option<Nanos>,
+    /// Renew deadline, ns; `None`: none.
+    pub renew_deadline: Option<Nanos>,
+    /// Renewal retry policy.
+    pub renew_retry: RenewRetry,
+    /// Step-down time, ns.
+    pub step_down: Nanos,
+    /// Initial wall-clock offset, ns.
+    pub clock_offset: i64,
+    /// Initial drift, ppm.
+    pub clock_drift_ppm: i64,
+    /// Override of the algorithm's client clock.
+    pub client_clock: Option<LocalClock>,
+    /// Least work before a write, ns.
+    pub work_min: Nanos,
+    /// Most work before a write, ns.
+    pub work_max: Nanos,
+    /// Writes under each grant.
+    pub writes_per_hold: u32,
+}
+
 impl Workload {
-    /// The declared clock-uncertainty bound in ns (see `uncertainty`).
+    /// The declared clock-uncertainty bound in ns (see `uncertainty`); by default that of the
+    /// longest TTL any client asks for.
     pub fn uncertainty(&self) -> Nanos {
-        self.uncertainty.unwrap_or(self.ttl / 100 + 2 * MS)
+        self.uncertainty.unwrap_or(self.max_ttl() / 100 + 2 * MS)
+    }
+
+    /// The settings of client `index` (1 for `c1`).
+    pub fn client(&self, index: u32) -> ClientParams {
+        let p = self.per_client.get(&format!("c{index}"));
+        let off = |v: Option<Nanos>| v.filter(|&d| d > 0);
+        ClientParams {
+            ttl: p.and_then(|p| p.ttl).unwrap_or(self.ttl),
+            renew_every: match p.and_then(|p| p.renew_every) {
+                Some(v) => off(Some(v)),
+                None => self.renew_every,
+            },
+            renew_deadline: match p.and_then(|p| p.renew_deadline) {
+                Some(v) => off(Some(v)),
+                None => self.renew_deadline,
+            },
+            renew_retry: p.and_then(|p| p.renew_retry).unwrap_or(self.renew_retry),
+            step_down: p.and_then(|p| p.step_down).unwrap_or(self.step_down),
+            clock_offset: p.and_then(|p| p.clock_offset).unwrap_or(0),
+            clock_drift_ppm: p.and_then(|p| p.clock_drift_ppm).unwrap_or(0),
+            client_clock: p.and_then(|p| p.client_clock),
+            work_min: p.and_then(|p| p.work_min).unwrap_or(self.work_min),
+            work_max: p.and_then(|p| p.work_max).unwrap_or(self.work_max),
+            writes_per_hold: p
+                .and_then(|p| p.writes_per_hold)
+                .unwrap_or(self.writes_per_hold),
+        }
+    }
+
+    /// The longest TTL any client asks for, ns.
+    pub fn max_ttl(&self) -> Nanos {
+        self.per_client
+            .values()
+            .filter_map(|p| p.ttl)
+            .fold(self.ttl, Nanos::max)
     }
 }
 
@@ -147,6 +301,10 @@ impl Default for Workload {
             rpc_timeout: 100 * MS,
             check_validity: true,
             renew_every: None,
+            renew_deadline: None,
+            renew_retry: RenewRetry::UntilExpiry,
+            step_down: 0,
+            per_client: BTreeMap::new(),
             uncertainty: None,
         }
     }
@@ -186,6 +344,8 @@ impl Workload {
             ("retry_delay_max", self.retry_delay_max),
             ("rpc_timeout", self.rpc_timeout),
             ("renew_every", self.renew_every.unwrap_or(0)),
+            ("renew_deadline", self.renew_deadline.unwrap_or(0)),
+            ("step_down", self.step_down),
             ("uncertainty", self.uncertainty.unwrap_or(0)),
         ];
         for (name, v) in bounded {
@@ -201,6 +361,89 @@ impl Workload {
         }
         if self.renew_every == Some(0) {
             return Err("workload `renew_every` must be more than zero (or absent)".into());
+        }
+        if self.renew_deadline == Some(0) {
+            return Err("workload `renew_deadline` must be more than zero (or absent)".into());
+        }
+        for (name, p) in &self.per_client {
+            p.validate().map_err(|e| format!("client {name}: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Checks that every per-client profile names a client of a cluster with `clients`
+    /// clients, and that each client's resolved settings make sense.
+    ///
+    /// # Errors
+    /// A message naming the client and the field.
+    pub fn validate_clients(&self, clients: u32) -> Result<(), String> {
+        for name in self.per_client.keys() {
+            let index = name
+                .strip_prefix('c')
+                .and_then(|i| i.parse::<u32>().ok())
+                .filter(|&i| i >= 1 && format!("c{i}") == *name);
+            match index {
+                None => {
+                    return Err(format!(
+                        "client {name:?}: not a client name (c1, c2, …)"
+                    ))
+                }
+                Some(i) if i > clients => {
+                    return Err(format!(
+                        "client {name}: there is no such client (the cluster has {clients}: c1..c{clients})"
+                    ))
+                }
+                Some(i) => {
+                    let c = self.client(i);
+                    if c.work_min > c.work_max {
+                        return Err(format!(
+                            "client {name}: `work_min` is above `work_max`"
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ClientProfile {
+    /// Checks the profile's values (bounds, not names).
+    ///
+    /// # Errors
+    /// A message naming the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let bounded = [
+            ("ttl", self.ttl),
+            ("renew_every", self.renew_every),
+            ("renew_deadline", self.renew_deadline),
+            ("step_down", self.step_down),
+            ("work_min", self.work_min),
+            ("work_max", self.work_max),
+        ];
+        for (name, v) in bounded {
+            if v.is_some_and(|v| v > MAX_DURATION_NS) {
+                return Err(format!("`{name}` is longer than a day"));
+            }
+        }
+        if self.ttl == Some(0) {
+            return Err("`ttl` must be more than zero".into());
+        }
+        if self
+            .clock_offset
+            .is_some_and(|o| o.unsigned_abs() > crate::fault::MAX_CLOCK_STEP_NS)
+        {
+            return Err("`clock_offset` is beyond ±3 years".into());
+        }
+        if let Some(ppm) = self.clock_drift_ppm {
+            if ppm <= -1_000_000 || ppm > 1_000_000 {
+                return Err(format!(
+                    "`clock_drift_ppm`: {ppm} is outside -999999..=1000000"
+                ));
+            }
+        }
+        if self.writes_per_hold.is_some_and(|w| w > 1_000) {
+            return Err("`writes_per_hold` is above 1000".into());
         }
         Ok(())
     }
@@ -223,7 +466,33 @@ impl Scenario {
             ));
         }
         self.workload.validate()?;
-        self.faults.validate(c)
+        self.workload.validate_clients(c.clients)?;
+        self.faults.validate(c)?;
+        let end = self.end();
+        if let Some((i, f)) = self
+            .faults
+            .faults
+            .iter()
+            .enumerate()
+            .find(|(_, f)| f.at >= end)
+        {
+            return Err(format!(
+                "faults[{i}]: `at` {} is at or after the run's end ({}: the workload's duration \
+                 plus one TTL and one second)",
+                crate::time::fmt_nanos(f.at as i128),
+                crate::time::fmt_nanos(end as i128)
+            ));
+        }
+        Ok(())
+    }
+
+    /// True time at which the run ends, ns: the workload's duration plus a tail of the
+    /// longest TTL and one second, so that rounds in flight finish and late writes land.
+    pub fn end(&self) -> Nanos {
+        self.workload
+            .duration
+            .saturating_add(self.workload.max_ttl())
+            .saturating_add(SEC)
     }
 }
 

@@ -88,19 +88,31 @@ fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Vec
                 0 => Fault::Isolate {
                     node: pick(rng, &all[..all.len() - 1]),
                     duration,
+                    mode: locksim_core::fault::CutMode::Drop,
                 },
                 1 => {
                     let (a, b) = subset(rng, &all);
-                    Fault::Partition { a, b, duration }
+                    Fault::Partition {
+                        a,
+                        b,
+                        duration,
+                        mode: locksim_core::fault::CutMode::Drop,
+                    }
                 }
                 2 => Fault::Partition {
                     a: vec![pick(rng, &clients)],
                     b: servers,
                     duration,
+                    mode: locksim_core::fault::CutMode::Drop,
                 },
                 _ => {
                     let (from, to) = subset(rng, &all);
-                    Fault::PartitionOneway { from, to, duration }
+                    Fault::PartitionOneway {
+                        from,
+                        to,
+                        duration,
+                        mode: locksim_core::fault::CutMode::Drop,
+                    }
                 }
             }
         }
@@ -113,6 +125,7 @@ fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Vec
             Fault::Pause {
                 node,
                 duration: between(rng, ttl / 10, 3 * ttl),
+                task: locksim_core::fault::PauseTask::Process,
             }
         }
         FaultKind::ClockJump => {
@@ -191,6 +204,7 @@ fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Vec
         },
         FaultKind::LeaderChange => Fault::IsolateLeader {
             duration: window(rng),
+            mode: locksim_core::fault::CutMode::Drop,
         },
         FaultKind::None | FaultKind::Mixed | FaultKind::Swarm => {
             unreachable!("handled by generate")

@@ -141,6 +141,7 @@ fn k6_an_available_lock_grants_on_both_sides_of_a_partition() {
                 a: vec![n("n1"), n("n2"), n("c1")],
                 b: vec![n("n3"), n("n4"), n("n5"), n("c2")],
                 duration: ns("6s"),
+                mode: locksim_core::fault::CutMode::Drop,
             },
         )],
     );

@@ -113,6 +113,7 @@ fn an_invalid_plan_is_an_error_not_a_panic() {
         fault: Fault::Pause {
             node: 99,
             duration: 1,
+            task: locksim_core::fault::PauseTask::Process,
         },
     }]);
     let err = locksim_sim::run_isolated(&s, st.algo.clone()).unwrap_err();
@@ -122,6 +123,7 @@ fn an_invalid_plan_is_an_error_not_a_panic() {
         fault: Fault::Pause {
             node: 0,
             duration: u64::MAX,
+            task: locksim_core::fault::PauseTask::Process,
         },
     }]);
     let err = locksim_sim::run_isolated(&s, st.algo.clone()).unwrap_err();

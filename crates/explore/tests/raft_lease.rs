@@ -30,6 +30,7 @@ fn a_minority_partition_never_grants() {
                     a: vec![n1, n2, c1],
                     b: rest.clone(),
                     duration: ns("5s"),
+                    mode: locksim_core::fault::CutMode::Drop,
                 },
             )],
         );

@@ -136,10 +136,12 @@ fn fault_row(
     };
     let label = fault.describe(&run.scenario.cluster);
     match fault {
-        Fault::Partition { a, b, duration } => {
+        Fault::Partition { a, b, duration, .. } => {
             ("partition", t, net(*duration), a.clone(), b.clone(), label)
         }
-        Fault::PartitionOneway { from, to, duration } => (
+        Fault::PartitionOneway {
+            from, to, duration, ..
+        } => (
             "partition",
             t,
             net(*duration),
@@ -147,7 +149,7 @@ fn fault_row(
             to.clone(),
             label,
         ),
-        Fault::Isolate { node, duration } => {
+        Fault::Isolate { node, duration, .. } => {
             ("partition", t, net(*duration), vec![*node], vec![], label)
         }
         Fault::Heal => ("heal", t, t, vec![], vec![], label),
@@ -181,7 +183,7 @@ fn fault_row(
             clients.clone(),
             label,
         ),
-        Fault::Pause { node, duration } => (
+        Fault::Pause { node, duration, .. } => (
             "pause",
             t,
             t.saturating_add(*duration).min(end),

@@ -133,7 +133,7 @@ fn s1(s: &Scenario, h: &History, holds: &[Hold], v: &Violation) -> Option<String
             });
             let paused = h.events.iter().find_map(|e| match &e.kind {
                 EventKind::Fault {
-                    fault: Fault::Pause { node, duration },
+                    fault: Fault::Pause { node, duration, task: locksim_core::fault::PauseTask::Process },
                 } if *node == a.client && e.time >= a.start && e.time <= a.end => Some(format!(
                     " It had checked its lease before the work, then was paused for {} at {} (a stop-the-world pause such as GC) and woke up believing it still held the lock.",
                     t(*duration),

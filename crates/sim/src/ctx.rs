@@ -68,18 +68,38 @@ impl Incoming {
 pub enum CallError {
     /// No reply within the timeout: the request may or may not have taken effect.
     Timeout,
+    /// The connection was refused (a cut in `reset` mode stopped the request): the request
+    /// definitely did not arrive.
+    Refused,
+    /// The connection was reset after the request left (a cut in `reset` mode stopped the
+    /// reply): the request may have taken effect.
+    Reset,
     /// The reply was not of the expected type (a protocol bug).
     BadReply,
+}
+
+impl CallError {
+    /// `true` when the request may have taken effect (a timeout or a reset after sending),
+    /// `false` when it definitely did not (refused) — Jepsen's `info` versus `fail`.
+    pub fn maybe_delivered(&self) -> bool {
+        !matches!(self, CallError::Refused)
+    }
 }
 
 impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             CallError::Timeout => f.write_str("timeout"),
+            CallError::Refused => f.write_str("connection refused"),
+            CallError::Reset => f.write_str("connection reset"),
             CallError::BadReply => f.write_str("reply of an unexpected type"),
         }
     }
 }
+
+/// What a caller receives instead of a reply when a cut in `reset` mode stopped the reply.
+#[derive(Clone, Copy)]
+struct ResetMarker;
 
 struct Inner {
     id: NodeId,
@@ -217,6 +237,34 @@ impl NodeCtx {
         }
     }
 
+    /// Waits while `task` of this client is stalled by a `pause` fault with that task; the
+    /// workload calls it at each step of its renewal task and of its work.
+    pub async fn checkpoint(&self, task: crate::world::Task) {
+        let w = &self.inner.world;
+        loop {
+            let until = w.stalled_until(self.inner.id, task);
+            if until <= w.now() {
+                return;
+            }
+            madsim::time::sleep_until(w.instant(until)).await;
+        }
+    }
+
+    /// The clock this client's lock library should measure validity with: the scenario's
+    /// per-client `client_clock` when it sets one, else `default` (the algorithm's knob).
+    pub fn client_clock(&self, default: locksim_core::LocalClock) -> locksim_core::LocalClock {
+        let c = self.cluster();
+        if self.role() != Role::Client {
+            return default;
+        }
+        self.inner
+            .world
+            .workload
+            .client(self.inner.id - c.servers + 1)
+            .client_clock
+            .unwrap_or(default)
+    }
+
     /// The true-time length of a local duration at this node's current rate.
     fn true_len(&self, d: Nanos) -> Duration {
         Duration::from_nanos(self.inner.world.clock(self.inner.id).true_duration(d))
@@ -243,10 +291,28 @@ impl NodeCtx {
         self.inner.world.record(self.inner.id, kind)
     }
 
-    async fn transmit<M: Message>(&self, to: NodeId, tag: u64, reply_tag: u64, body: M) {
+    /// Sends one message through the fault rules; returns `true` when a cut in `reset` mode
+    /// stopped it (for a reply, the caller is then told the connection was reset).
+    async fn transmit<M: Message>(&self, to: NodeId, tag: u64, reply_tag: u64, body: M) -> bool {
         let w = &self.inner.world;
         let now = w.now();
-        let (copies, msg) = w.links().route(now, self.inner.id, to, tag != TAG_REQUEST);
+        let fate = w.links().route(now, self.inner.id, to, tag != TAG_REQUEST);
+        let (copies, msg) = (fate.copies, fate.id);
+        if fate.reset && tag != TAG_REQUEST {
+            // The reset travels back to the caller in place of the reply.
+            let env = Envelope {
+                from: self.inner.id,
+                reply_tag: 0,
+                not_before: 0,
+                msg,
+                body: Box::new(ResetMarker),
+            };
+            let _ = self
+                .inner
+                .ep
+                .send_to_raw(node_addr(to), tag, Box::new(env))
+                .await;
+        }
         let n = copies.len();
         let mut body = Some(body);
         for (i, extra) in copies.into_iter().enumerate() {
@@ -270,6 +336,7 @@ impl NodeCtx {
                 .send_to_raw(node_addr(to), tag, Box::new(env))
                 .await;
         }
+        fate.reset
     }
 
     /// Sends `req` to node `to` and waits at most `timeout` ns of local time for a reply of
@@ -277,6 +344,8 @@ impl NodeCtx {
     ///
     /// # Errors
     /// [`CallError::Timeout`] when no reply came in time (the request may still take effect);
+    /// [`CallError::Refused`] when a cut in `reset` mode stopped the request (after 1 ms, the
+    /// simulator's shortest wait); [`CallError::Reset`] when one stopped the reply;
     /// [`CallError::BadReply`] when the reply is not an `R`.
     pub async fn call<Q: Message, R: Any>(
         &self,
@@ -287,13 +356,21 @@ impl NodeCtx {
         let tag = self.inner.next_tag.get();
         self.inner.next_tag.set(tag + 1);
         let wait = async {
-            self.transmit(to, TAG_REQUEST, tag, req).await;
+            if self.transmit(to, TAG_REQUEST, tag, req).await {
+                // The refusal comes back at once; a caller that retries at once still lets
+                // time pass.
+                madsim::time::sleep(Duration::from_millis(1)).await;
+                return Err(CallError::Refused);
+            }
             let Ok((payload, _)) = self.inner.ep.recv_from_raw(tag).await else {
                 return Err(CallError::Timeout);
             };
             let env = payload
                 .downcast::<Envelope>()
                 .map_err(|_| CallError::BadReply)?;
+            if env.body.is::<ResetMarker>() {
+                return Err(CallError::Reset);
+            }
             if env.not_before > 0 {
                 madsim::time::sleep_until(self.inner.world.instant(env.not_before)).await;
             }
@@ -312,7 +389,8 @@ impl NodeCtx {
 
     /// Sends a one-way message to node `to` (it arrives through [`NodeCtx::recv`]).
     pub async fn send<M: Message>(&self, to: NodeId, msg: M) {
-        self.transmit(to, TAG_REQUEST, 0, msg).await;
+        // A one-way message stopped by a reset is lost like any other.
+        let _ = self.transmit(to, TAG_REQUEST, 0, msg).await;
     }
 
     /// Waits for the next request or one-way message (servers and the resource only).
@@ -337,7 +415,7 @@ impl NodeCtx {
     /// Replies to a request received by [`NodeCtx::recv`]. One-way messages get no reply.
     pub async fn reply<R: Message>(&self, to: &Incoming, resp: R) {
         if to.reply_tag != 0 {
-            self.transmit(to.from, to.reply_tag, 0, resp).await;
+            let _ = self.transmit(to.from, to.reply_tag, 0, resp).await;
         }
     }
 }

@@ -9,12 +9,13 @@
 //! One module per concern, as madsim and TigerBeetle's `testing/` lay them out:
 //! [`clock`] (per-node clocks), [`links`] (network faults), [`disk`] (fsync and crashes),
 //! [`nemesis`] (fault injection), [`ctx`] (what a node may touch), [`protocol`] (the plug-in
-//! trait), [`resource`] (the fenced resource), [`workload`] (clients), [`world`] (shared state
+//! trait), [`resource`] (the fenced resource), [`workload`] (clients), [`holder`] (what a holder does: work, renewal, renew deadline, step-down), [`world`] (shared state
 //! and the recorder), [`run`] (one scenario, start to end).
 
 pub mod clock;
 pub mod ctx;
 pub mod disk;
+pub mod holder;
 pub mod links;
 pub mod nemesis;
 pub mod protocol;

@@ -10,8 +10,9 @@ use rand_chacha::ChaCha8Rng;
 /// What a rule does to the messages of the links it covers.
 #[derive(Debug, Clone)]
 pub enum Effect {
-    /// Drop every message.
-    Block,
+    /// Stop every message: a black hole, or (`reset`) a refused / reset connection that the
+    /// sender learns of at once.
+    Block { reset: bool },
     /// Drop each message with probability `pct`/100.
     Loss { pct: u32 },
     /// Add extra latency drawn uniformly from `[min, max]` ns.
@@ -32,9 +33,20 @@ pub struct Rule {
     pub until: Nanos,
 }
 
-/// The fate of one message: dropped (no copies), or delivered once or more, each copy with an
-/// extra delay in ns.
+/// The copies of one message that are delivered, each with an extra delay in ns (none: the
+/// message was stopped).
 pub type Copies = smallvec::SmallVec<[Nanos; 2]>;
+
+/// The fate of one message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fate {
+    /// The delivered copies (empty: stopped).
+    pub copies: Copies,
+    /// A cut in reset mode stopped it: the sender learns of it at once.
+    pub reset: bool,
+    /// Its id in [`Links::log`].
+    pub id: u64,
+}
 
 /// All active network rules plus counters.
 pub struct Links {
@@ -75,18 +87,21 @@ impl Links {
         }
     }
 
-    /// Decides the fate of one message sent at true time `now`: its copies, and its id in
-    /// [`Links::log`].
-    pub fn route(&mut self, now: Nanos, from: NodeId, to: NodeId, is_reply: bool) -> (Copies, u64) {
+    /// Decides the fate of one message sent at true time `now`.
+    pub fn route(&mut self, now: Nanos, from: NodeId, to: NodeId, is_reply: bool) -> Fate {
         self.sent += 1;
         self.rules.retain(|r| r.until > now);
         let mut copies: Copies = smallvec::smallvec![0];
+        let mut reset = false;
         for r in &self.rules {
             if !(r.from.contains(&from) && r.to.contains(&to)) {
                 continue;
             }
             match r.effect {
-                Effect::Block => copies.clear(),
+                Effect::Block { reset: r } => {
+                    copies.clear();
+                    reset = r;
+                }
                 Effect::DropReplies if is_reply => copies.clear(),
                 Effect::DropReplies => {}
                 Effect::Loss { pct } => {
@@ -121,6 +136,6 @@ impl Links {
             reply: is_reply,
             dropped: copies.is_empty(),
         });
-        (copies, id)
+        Fate { copies, reset, id }
     }
 }

@@ -7,12 +7,13 @@
 
 use std::sync::Arc;
 
+use locksim_core::fault::{CutMode, PauseTask};
 use locksim_core::history::EventKind;
 use locksim_core::{Fault, FaultPlan, Nanos, NodeId};
 use madsim::runtime::Handle;
 
 use crate::links::{Effect, Rule};
-use crate::world::World;
+use crate::world::{Task, World};
 
 /// Madsim's ids for the nodes of the cluster, indexed by locksim node id.
 pub type NodeMap = Arc<Vec<madsim::task::NodeId>>;
@@ -60,8 +61,12 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
     let now = world.now();
     // The leader is known only now: record and inject the isolation of that node.
     let fault = match fault {
-        Fault::IsolateLeader { duration } => match world.leader() {
-            Some(node) => Fault::Isolate { node, duration },
+        Fault::IsolateLeader { duration, mode } => match world.leader() {
+            Some(node) => Fault::Isolate {
+                node,
+                duration,
+                mode,
+            },
             None => {
                 world.record(0, EventKind::Fault { fault });
                 world.record(
@@ -94,23 +99,40 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
             w.record(at_node, EventKind::FaultEnd { what });
         });
     };
+    let block = |mode: CutMode| Effect::Block {
+        reset: mode == CutMode::Reset,
+    };
     match fault {
-        Fault::Partition { a, b, duration } => {
+        Fault::Partition {
+            a,
+            b,
+            duration,
+            mode,
+        } => {
             let mut l = world.links();
-            l.add(rule(&a, &b, Effect::Block, duration));
-            l.add(rule(&b, &a, Effect::Block, duration));
+            l.add(rule(&a, &b, block(mode), duration));
+            l.add(rule(&b, &a, block(mode), duration));
             drop(l);
             window_end(world, duration, "partition healed".into());
         }
-        Fault::PartitionOneway { from, to, duration } => {
-            world.links().add(rule(&from, &to, Effect::Block, duration));
+        Fault::PartitionOneway {
+            from,
+            to,
+            duration,
+            mode,
+        } => {
+            world.links().add(rule(&from, &to, block(mode), duration));
             window_end(world, duration, "one-way partition healed".into());
         }
-        Fault::Isolate { node, duration } => {
+        Fault::Isolate {
+            node,
+            duration,
+            mode,
+        } => {
             let others = all_but(world, node);
             let mut l = world.links();
-            l.add(rule(&vec![node], &others, Effect::Block, duration));
-            l.add(rule(&others, &vec![node], Effect::Block, duration));
+            l.add(rule(&vec![node], &others, block(mode), duration));
+            l.add(rule(&others, &vec![node], block(mode), duration));
             drop(l);
             window_end(
                 world,
@@ -167,7 +189,28 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
                 .add(rule(&servers, &clients, Effect::DropReplies, duration));
             window_end(world, duration, "replies flow again".into());
         }
-        Fault::Pause { node, duration } => {
+        Fault::Pause {
+            node,
+            duration,
+            task: task @ (PauseTask::Renewal | PauseTask::Work),
+        } => {
+            let (t, what) = match task {
+                PauseTask::Renewal => (Task::Renewal, "renewal task"),
+                _ => (Task::Work, "work"),
+            };
+            world.stall(node, t, now.saturating_add(duration));
+            later(world, duration, move |w| {
+                if w.now() >= w.stalled_until(node, t) {
+                    w.record(
+                        node,
+                        EventKind::FaultEnd {
+                            what: format!("{}'s {what} resumed", w.cluster.name(node)),
+                        },
+                    );
+                }
+            });
+        }
+        Fault::Pause { node, duration, .. } => {
             let until = now.saturating_add(duration);
             {
                 let mut s = state.lock().expect("single-threaded");

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use locksim_core::history::EventKind;
-use locksim_core::time::SEC;
 use locksim_core::{History, LocalClock, Role, Scenario};
 use madsim::runtime::{Handle, Runtime};
 
@@ -15,9 +14,10 @@ use crate::workload::client_main;
 use crate::world::World;
 
 /// True time the harness keeps running after the workload's duration, so that rounds in
-/// flight finish and late writes land: one TTL plus one second.
+/// flight finish and late writes land: the longest TTL plus one second
+/// ([`Scenario::end`] is the duration plus this tail).
 pub fn tail(scenario: &Scenario) -> u64 {
-    scenario.workload.ttl + SEC
+    scenario.end() - scenario.workload.duration
 }
 
 /// Runs `scenario` with `algo` and returns the recorded history.
@@ -77,7 +77,7 @@ pub fn run(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> History {
             scenario.faults.clone(),
             nodes.clone(),
         ));
-        let end = scenario.workload.duration + tail(&scenario);
+        let end = scenario.end();
         madsim::time::sleep_until(world.instant(end)).await;
         let history = finish(&world, end);
         // Stop every node before the runtime goes away: their tasks hold the world and their

@@ -56,15 +56,35 @@ pub struct World {
     /// Per node: the term in which it currently claims leadership (replicated algorithms
     /// report it through `NodeCtx::set_leader`), for the `isolate_leader` fault.
     leaders: Mutex<Vec<Option<u64>>>,
+    /// Per node: true times until which its renewal task and its work are stalled
+    /// (`pause` faults with a `task`), indexed by [`Task`].
+    stalls: Mutex<Vec<[Nanos; 2]>>,
+}
+
+/// The tasks of a client that a `pause` fault can stall on their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Task {
+    /// The lease-renewal task.
+    Renewal = 0,
+    /// The work under the lock: local work, writes, release.
+    Work = 1,
 }
 
 impl World {
     /// A fresh world; must be called inside the madsim runtime (it reads the start instant).
     pub fn new(cluster: Cluster, workload: Workload, seed: u64) -> Arc<World> {
         let n = cluster.nodes() as usize;
+        let clock = |id: u32| {
+            if cluster.role(id) == locksim_core::Role::Client {
+                let p = workload.client(id - cluster.servers + 1);
+                Clock::new(p.clock_offset, p.clock_drift_ppm)
+            } else {
+                Clock::new(0, 0)
+            }
+        };
         Arc::new(World {
             start: madsim::time::Instant::now(),
-            clocks: (0..n).map(|_| Mutex::new(Clock::new(0, 0))).collect(),
+            clocks: (0..n as u32).map(|id| Mutex::new(clock(id))).collect(),
             links: Mutex::new(Links::new(stream(seed, Stream::Net, 0))),
             disks: (0..n).map(|_| Mutex::new(Disk::default())).collect(),
             events: Mutex::new(Vec::with_capacity(1024)),
@@ -72,6 +92,7 @@ impl World {
             next_handle: AtomicU64::new(1),
             next_op: AtomicU64::new(1),
             leaders: Mutex::new(vec![None; n]),
+            stalls: Mutex::new(vec![[0; 2]; n]),
             cluster,
             workload,
             seed,
@@ -136,6 +157,18 @@ impl World {
             .filter_map(|i| l[i].map(|t| (t, std::cmp::Reverse(i))))
             .max()
             .map(|(_, std::cmp::Reverse(i))| i as NodeId)
+    }
+
+    /// Stalls `task` of node `id` until true time `until` (overlapping stalls extend it).
+    pub fn stall(&self, id: NodeId, task: Task, until: Nanos) {
+        let mut s = self.stalls.lock().expect("single-threaded");
+        let t = &mut s[id as usize][task as usize];
+        *t = (*t).max(until);
+    }
+
+    /// True time until which `task` of node `id` is stalled (0 or past: it runs).
+    pub fn stalled_until(&self, id: NodeId, task: Task) -> Nanos {
+        self.stalls.lock().expect("single-threaded")[id as usize][task as usize]
     }
 
     /// Records an event on `node` at the current true time with the node's clock readings, and

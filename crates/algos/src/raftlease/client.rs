@@ -107,6 +107,9 @@ impl Inner {
                     }
                 },
                 Ok(r) => return Ok(r),
+                // Refused: that server surely did not see it; try the next one, as etcd's
+                // client moves to another endpoint.
+                Err(e) if !e.maybe_delivered() => self.leader.set((to + 1) % servers),
                 Err(_) => {
                     self.leader.set((to + 1) % servers);
                     return Err(RpcError::Timeout);
@@ -310,7 +313,14 @@ impl Inner {
         if let Some(s) = &session {
             s.holding.set(false);
         }
-        if grant.valid_until.is_some_and(|v| self.now() >= v.until) {
+        // The grant's validity as renewed by `extend` (which moves the session's deadline),
+        // not only as it was at the acquire.
+        let valid_until = grant.valid_until.map(|v| {
+            session
+                .as_ref()
+                .map_or(v.until, |s| s.deadline.get().max(v.until))
+        });
+        if valid_until.is_some_and(|until| self.now() >= until) {
             // The lease may be gone and the key another holder's by now: do not touch it. The
             // session ends, so the key goes when the lease expires on the leader.
             if let Some(s) = &session {

@@ -201,6 +201,8 @@ impl LockAlgorithm for RaftLease {
         server::serve(ctx, self.server).await;
     }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {
-        Rc::new(client::Client::new(ctx, self.clone()))
+        let mut cfg = self.clone();
+        cfg.client_clock = ctx.client_clock(cfg.client_clock);
+        Rc::new(client::Client::new(ctx, cfg))
     }
 }

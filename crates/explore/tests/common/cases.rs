@@ -35,6 +35,7 @@ pub fn k1(algo: &str) -> (Setup, Scenario) {
                 Fault::Pause {
                     node: b,
                     duration: ns("1s"),
+                    task: locksim_core::fault::PauseTask::Process,
                 },
             ),
             // A's process stalls in its critical section: no renewal runs.
@@ -43,6 +44,7 @@ pub fn k1(algo: &str) -> (Setup, Scenario) {
                 Fault::Pause {
                     node: a,
                     duration: ns("35s"),
+                    task: locksim_core::fault::PauseTask::Process,
                 },
             ),
         ],
@@ -82,6 +84,7 @@ fn redlock_a_holds_three(
                     a: vec![a],
                     b: vec![node(&p, "n4"), node(&p, "n5")],
                     duration: ns("30s"),
+                    mode: locksim_core::fault::CutMode::Drop,
                 },
             ),
             (
@@ -89,6 +92,7 @@ fn redlock_a_holds_three(
                 Fault::Pause {
                     node: b,
                     duration: ns(b_starts),
+                    task: locksim_core::fault::PauseTask::Process,
                 },
             ),
             ("2s", fault(node(&p, "n3"))),
@@ -141,6 +145,7 @@ pub fn k5_pause() -> (Setup, Scenario) {
                 Fault::Pause {
                     node: node(&p, "c2"),
                     duration: ns("1s"),
+                    task: locksim_core::fault::PauseTask::Process,
                 },
             ),
             (
@@ -148,6 +153,7 @@ pub fn k5_pause() -> (Setup, Scenario) {
                 Fault::Pause {
                     node: node(&p, "c1"),
                     duration: ns("15s"),
+                    task: locksim_core::fault::PauseTask::Process,
                 },
             ),
         ],
