@@ -269,6 +269,13 @@ impl LockAlgorithm for ApLock {
     async fn serve(&self, ctx: NodeCtx) {
         serve(ctx, self.members).await;
     }
+    fn liveness(&self) -> locksim_sim::LivenessHints {
+        // Members are asked in turn until one answers.
+        locksim_sim::LivenessHints {
+            lock_delay: 0,
+            attempt: Some(self.timeout * self.members as u64),
+        }
+    }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {
         let mut cfg = self.clone();
         cfg.client_clock = ctx.client_clock(cfg.client_clock);

@@ -156,6 +156,12 @@ impl LockAlgorithm for Central {
     async fn serve(&self, ctx: NodeCtx) {
         lockserver::serve(ctx, self.server).await;
     }
+    fn liveness(&self) -> locksim_sim::LivenessHints {
+        locksim_sim::LivenessHints {
+            lock_delay: 0,
+            attempt: Some(self.timeout),
+        }
+    }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {
         let mut cfg = self.clone();
         cfg.client_clock = ctx.client_clock(cfg.client_clock);

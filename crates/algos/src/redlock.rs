@@ -221,6 +221,13 @@ impl LockAlgorithm for Redlock {
     async fn serve(&self, ctx: NodeCtx) {
         lockserver::serve(ctx, self.server).await;
     }
+    fn liveness(&self) -> locksim_sim::LivenessHints {
+        // Masters are asked in turn, each with its own timeout.
+        locksim_sim::LivenessHints {
+            lock_delay: 0,
+            attempt: Some(self.timeout * self.masters as u64),
+        }
+    }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {
         let mut cfg = self.clone();
         cfg.client_clock = ctx.client_clock(cfg.client_clock);

@@ -5,25 +5,34 @@
 use locksim_core::time::fmt_nanos;
 use locksim_core::{History, Property, Verdict, Violation};
 
-use crate::linear::lock_history::lock_operations;
+use crate::linear::lock_history::lock_operations_with;
 use crate::linear::models::lock::{LeaseLock, LockInput};
 use crate::linear::models::register::Register;
 use crate::linear::resource_history::resource_operations;
 use crate::linear::{check, Budget, Counterexample, Verdict as Lin};
 
 /// What S3 needs to know about the lock service.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LeaseSpec {
-    /// The lease length every acquire asked for, ns.
+    /// The lease length acquires and extends ask for, ns.
     pub ttl: u64,
+    /// Clients that ask for another lease length (per-client settings), by node id, ns.
+    pub client_ttl: std::collections::BTreeMap<locksim_core::NodeId, u64>,
     /// The declared clock-uncertainty bound `ε`, ns.
     pub uncertainty: u64,
 }
 
+impl LeaseSpec {
+    /// The lease length client `node` asks for, ns.
+    pub fn ttl_of(&self, node: locksim_core::NodeId) -> u64 {
+        self.client_ttl.get(&node).copied().unwrap_or(self.ttl)
+    }
+}
+
 /// Adds an S3 violation to `verdict` when the lock operations are not linearizable, or a note
 /// to `verdict.inconclusive` when the budget ran out first.
-pub fn check_s3(history: &History, spec: LeaseSpec, budget: &Budget, verdict: &mut Verdict) {
-    let ops = lock_operations(history, spec.ttl);
+pub fn check_s3(history: &History, spec: &LeaseSpec, budget: &Budget, verdict: &mut Verdict) {
+    let ops = lock_operations_with(history, |node| spec.ttl_of(node));
     let model = LeaseLock {
         uncertainty: spec.uncertainty,
     };

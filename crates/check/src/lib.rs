@@ -11,6 +11,8 @@
 //!   general checker of [`linear`] (which also reads real Jepsen histories through [`formats`]);
 //! - [`release`] checks S4, that a release frees only its own grant's lock (from the service's
 //!   `freed` records);
+//! - [`liveness`] checks L1–L3: a stopped holder's lock reaches a waiter, a healthy renewing
+//!   holder keeps its lock through short outages, no lock is orphaned;
 //! - [`metrics`] measures what lock operators watch: latencies, waits, holds, retries.
 
 use locksim_core::{Cluster, History, NodeId, Verdict};
@@ -19,6 +21,7 @@ pub mod formats;
 pub mod holds;
 pub mod lease;
 pub mod linear;
+pub mod liveness;
 pub mod metrics;
 pub mod mutex;
 pub mod release;
@@ -54,14 +57,16 @@ pub struct CheckOptions<'a> {
     pub lease: Option<LeaseSpec>,
     /// S3's search budget. Inside campaigns give `max_steps` (deterministic), not a timeout.
     pub budget: linear::Budget,
+    /// What L1–L3 need; `None` skips them.
+    pub liveness: Option<liveness::LivenessSpec>,
 }
 
 /// The default S3 step budget of simulated runs: generous for lock histories (whose search is
 /// nearly linear), and deterministic.
 pub const S3_MAX_STEPS: u64 = 5_000_000;
 
-/// Runs every checker — S1, S2, S4 and, with a lease spec, S3 — and returns one verdict, violations
-/// ordered by property, then key, then time.
+/// Runs every checker — S1, S2, S4, with a lease spec S3, with a liveness spec L1–L3 — and
+/// returns one verdict, violations ordered by property, then key, then time.
 pub fn check_all(history: &History, opts: &CheckOptions) -> Verdict {
     let names = Names(opts.cluster);
     let holds = derive_holds(history);
@@ -69,8 +74,11 @@ pub fn check_all(history: &History, opts: &CheckOptions) -> Verdict {
     mutex::check(&holds, names, &mut verdict);
     stale::check(history, &holds, names, &mut verdict);
     release::check(history, names, &mut verdict);
-    if let Some(spec) = opts.lease {
+    if let Some(spec) = &opts.lease {
         lease::check_s3(history, spec, &opts.budget, &mut verdict);
+    }
+    if let Some(spec) = &opts.liveness {
+        liveness::check(history, &holds, spec, names, &mut verdict);
     }
     verdict
 }

@@ -12,6 +12,7 @@ const NO_S3: CheckOptions = CheckOptions {
         max_configs: None,
         threads: 0,
     },
+    liveness: None,
 };
 use locksim_core::history::{Deadline, EventKind, LocalClock, OpF, Phase};
 use locksim_core::{Event, Fault, History, Property};

@@ -108,6 +108,15 @@ pub struct SeedRecord {
     /// S4 violated (a release freed another grant's lock).
     #[serde(default)]
     pub s4: bool,
+    /// L1 violated (a stopped holder's lock did not reach a waiter in time).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub l1: bool,
+    /// L2 violated (a healthy renewing holder lost its lock in a short outage).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub l2: bool,
+    /// L3 violated (a lock stayed taken with nobody believing they held it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub l3: bool,
     /// The simulation failed (with why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -145,6 +154,14 @@ pub struct CellSummary {
     pub s3_inconclusive: u64,
     /// Seeds where a release freed another grant's lock (S4).
     pub s4_violations: u64,
+    /// Seeds where a stopped holder's lock did not reach a waiter in time (L1).
+    pub l1_violations: u64,
+    /// Seeds where a healthy renewing holder lost its lock in a short outage (L2).
+    pub l2_violations: u64,
+    /// Seeds where a lock was orphaned (L3).
+    pub l3_violations: u64,
+    /// Smallest seed with a liveness violation (L1–L3).
+    pub first_liveness_failing_seed: Option<u64>,
     /// Smallest seed with any violation.
     pub first_failing_seed: Option<u64>,
     /// Seeds whose simulation failed (an algorithm panicked); never counted as safe.
@@ -219,6 +236,9 @@ pub fn run_seeds(
                     s3: v.violates(Property::S3),
                     s3_inconclusive: !v.inconclusive.is_empty(),
                     s4: v.violates(Property::S4),
+                    l1: v.violates(Property::L1),
+                    l2: v.violates(Property::L2),
+                    l3: v.violates(Property::L3),
                     error: out.error.clone(),
                     grants: out.history.as_ref().map_or(0, count_grants),
                     settings: fingerprints[a].clone(),
@@ -252,6 +272,10 @@ pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
             s3_violations: 0,
             s3_inconclusive: 0,
             s4_violations: 0,
+            l1_violations: 0,
+            l2_violations: 0,
+            l3_violations: 0,
+            first_liveness_failing_seed: None,
             first_failing_seed: None,
             errors: 0,
             first_error_seed: None,
@@ -272,9 +296,15 @@ pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
         c.s3_violations += r.s3 as u64;
         c.s3_inconclusive += r.s3_inconclusive as u64;
         c.s4_violations += r.s4 as u64;
+        c.l1_violations += r.l1 as u64;
+        c.l2_violations += r.l2 as u64;
+        c.l3_violations += r.l3 as u64;
         let min = |f: Option<u64>| Some(f.map_or(r.seed, |f| f.min(r.seed)));
         if r.s1 || r.s2 || r.s3 || r.s4 {
             c.first_failing_seed = min(c.first_failing_seed);
+        }
+        if r.l1 || r.l2 || r.l3 {
+            c.first_liveness_failing_seed = min(c.first_liveness_failing_seed);
         }
         if r.error.is_some() {
             c.errors += 1;

@@ -76,13 +76,9 @@ pub struct CampaignFile {
     pub first_seed: u64,
 }
 
-/// A property a campaign file may name: one the campaign's records count.
+/// A property a campaign file may name.
 fn judged(text: &str) -> Result<Property, String> {
-    let p = text.parse::<Property>()?;
-    if p.is_liveness() {
-        return Err(format!("{p} is not judged by campaigns yet"));
-    }
-    Ok(p)
+    text.parse::<Property>()
 }
 
 impl CampaignFile {
@@ -239,8 +235,9 @@ impl CampaignFile {
                     Property::S2 => c.s2_violations,
                     Property::S3 => c.s3_violations,
                     Property::S4 => c.s4_violations,
-                    // Not judged yet: a file cannot expect them (see `parse`).
-                    Property::L1 | Property::L2 | Property::L3 => 0,
+                    Property::L1 => c.l1_violations,
+                    Property::L2 => c.l2_violations,
+                    Property::L3 => c.l3_violations,
                 })
                 .sum()
         };

@@ -3,9 +3,10 @@
 use std::sync::Arc;
 
 use locksim_check::linear::Budget;
+use locksim_check::liveness::{ClientTiming, LivenessSpec};
 use locksim_check::{CheckOptions, LeaseSpec, S3_MAX_STEPS};
 use locksim_core::{History, Scenario, Verdict};
-use locksim_sim::LockAlgorithm;
+use locksim_sim::{LivenessHints, LockAlgorithm};
 
 /// The result of one seed.
 #[derive(Debug, Clone)]
@@ -20,27 +21,64 @@ pub struct SeedOutcome {
     pub error: Option<String>,
 }
 
-/// The checkers' options for a simulated scenario: node names, the lease spec of S3 (the
-/// workload's TTL and declared uncertainty) and S3's deterministic step budget.
-pub fn check_options(scenario: &Scenario) -> CheckOptions<'_> {
+/// The checkers' options for a simulated scenario run by an algorithm with liveness hints
+/// `hints`: node names, the lease spec of S3 (each client's TTL and the declared
+/// uncertainty), S3's deterministic step budget, and what L1–L3 need.
+pub fn check_options(scenario: &Scenario, hints: LivenessHints) -> CheckOptions<'_> {
+    let w = &scenario.workload;
     CheckOptions {
         cluster: Some(&scenario.cluster),
         lease: Some(LeaseSpec {
             ttl: scenario.workload.ttl,
+            client_ttl: scenario
+                .cluster
+                .client_ids()
+                .map(|id| (id, client_params(scenario, id).ttl))
+                .filter(|&(_, ttl)| ttl != scenario.workload.ttl)
+                .collect(),
             uncertainty: scenario.workload.uncertainty(),
         }),
         budget: Budget {
             max_steps: Some(S3_MAX_STEPS),
             ..Budget::default()
         },
+        liveness: Some(LivenessSpec {
+            servers: scenario.cluster.servers,
+            clients: scenario
+                .cluster
+                .client_ids()
+                .map(|id| {
+                    let p = client_params(scenario, id);
+                    (
+                        id,
+                        ClientTiming {
+                            ttl: p.ttl,
+                            renew_every: p.renew_every,
+                        },
+                    )
+                })
+                .collect(),
+            default: None,
+            lock_delay: hints.lock_delay,
+            attempt: hints.attempt.unwrap_or(w.rpc_timeout),
+            retry: w.retry_delay_max,
+            uncertainty: w.uncertainty(),
+            duration: w.duration,
+        }),
     }
+}
+
+/// The settings client node `id` of `scenario` runs with.
+pub fn client_params(scenario: &Scenario, id: locksim_core::NodeId) -> locksim_core::ClientParams {
+    scenario.workload.client(id - scenario.cluster.servers + 1)
 }
 
 /// Runs `scenario` with `algo` on a fresh thread and checks the history.
 pub fn check_scenario(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> SeedOutcome {
+    let hints = algo.liveness();
     match locksim_sim::run_isolated(scenario, algo) {
         Ok(history) => {
-            let verdict = locksim_check::check_all(&history, &check_options(scenario));
+            let verdict = locksim_check::check_all(&history, &check_options(scenario, hints));
             SeedOutcome {
                 seed: scenario.seed,
                 history: Some(history),

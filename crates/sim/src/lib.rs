@@ -27,5 +27,5 @@ pub mod world;
 pub use async_trait::async_trait;
 pub use ctx::{CallError, Incoming, NodeCtx};
 pub use locksim_core::LocalClock;
-pub use protocol::{Grant, LockAlgorithm, LockClient, Outcome, Validity};
+pub use protocol::{Grant, LivenessHints, LockAlgorithm, LockClient, Outcome, Validity};
 pub use run::{run, run_isolated};

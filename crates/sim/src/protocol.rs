@@ -64,6 +64,18 @@ pub trait LockClient {
     async fn extend(&self, grant: &Grant, ttl: Nanos) -> Outcome<Option<Validity>>;
 }
 
+/// Timing facts of an algorithm that the liveness oracles (L1–L3) allow for, beyond the lease.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LivenessHints {
+    /// After the lease of a holder that stopped ends, the service keeps refusing the lock for
+    /// this long, ns (Consul's lock-delay); 0 for most algorithms.
+    pub lock_delay: Nanos,
+    /// The longest one acquire or renewal attempt takes when the service is healthy, ns: its
+    /// request timeouts added up (Redlock's is masters × per-master timeout). `None`: the
+    /// workload's `rpc_timeout`.
+    pub attempt: Option<Nanos>,
+}
+
 /// A lock algorithm: how many service nodes it needs, what they run, and its client library.
 ///
 /// # Example: a "lock" that never says no
@@ -105,4 +117,9 @@ pub trait LockAlgorithm: Send + Sync + 'static {
     async fn serve(&self, ctx: NodeCtx);
     /// The client library for one client process.
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient>;
+    /// What the liveness oracles should allow for (default: no lock delay, attempts within
+    /// the workload's `rpc_timeout`).
+    fn liveness(&self) -> LivenessHints {
+        LivenessHints::default()
+    }
 }

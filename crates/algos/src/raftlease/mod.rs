@@ -200,6 +200,14 @@ impl LockAlgorithm for RaftLease {
     async fn serve(&self, ctx: NodeCtx) {
         server::serve(ctx, self.server).await;
     }
+    fn liveness(&self) -> locksim_sim::LivenessHints {
+        // A request may go to a follower first and be redirected; a waiter is answered after
+        // the leader revokes the expired lease through the log and confirms it still leads.
+        locksim_sim::LivenessHints {
+            lock_delay: 0,
+            attempt: Some(2 * self.timeout + 2 * self.server.tick),
+        }
+    }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {
         let mut cfg = self.clone();
         cfg.client_clock = ctx.client_clock(cfg.client_clock);

@@ -1,7 +1,7 @@
 //! From a locksim [`History`] to the lock operations the lease-lock model checks.
 
 use locksim_core::history::{EventKind, OpF, Phase};
-use locksim_core::History;
+use locksim_core::{History, NodeId};
 
 use super::models::lock::{LockInput, LockOutput};
 use super::pairs::pair_ops;
@@ -14,11 +14,17 @@ pub type LockOp = Operation<LockInput, LockOutput>;
 /// ns. Failed operations and acquires that did not return `ok` are left out (they did not
 /// give anyone the lock); releases and extends without a completion are unknown.
 pub fn lock_operations(history: &History, ttl: u64) -> Vec<LockOp> {
+    lock_operations_with(history, |_| ttl)
+}
+
+/// Like [`lock_operations`], with the lease length each client (by node id) asks for.
+pub fn lock_operations_with(history: &History, ttl_of: impl Fn(NodeId) -> u64) -> Vec<LockOp> {
     let mut ops = Vec::new();
     for (inv, completion) in pair_ops(history, |f| f != OpF::Write) {
         let EventKind::Op { f, key, handle, .. } = inv.kind else {
             continue;
         };
+        let ttl = ttl_of(inv.node);
         let (output, ret) = match completion {
             Some((e, Phase::Ok)) => (LockOutput::Ok, Some(e.time)),
             Some((_, Phase::Fail | Phase::Invoke)) => continue,

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 pub mod lock_history;
 pub mod models;
-mod pairs;
+pub(crate) mod pairs;
 pub mod resource_history;
 mod search;
 

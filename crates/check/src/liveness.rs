@@ -1,0 +1,701 @@
+//! L1–L3, the liveness oracles (DESIGN §7), pure functions of a history like S1–S4.
+//!
+//! - **L1** after a holder crashes (or is paused and does not come back within the bound), a
+//!   client that is waiting for the lock gets it — or someone does — within
+//!   `ttl + lock_delay + slack` of the stop.
+//! - **L2** a holder that renews and is healthy (no fault on its own node) keeps its lock
+//!   through every outage (partitions, lost or delayed messages, a leader change, a server
+//!   crash) shorter than `ttl − renew_every − renew_slack`: losing it (a failed renewal, a
+//!   renew deadline, a lease that ran out, a fenced write, giving up at a validity check) is a
+//!   violation.
+//! - **L3** no lock stays taken for longer than `ttl + lock_delay + slack` while no live client
+//!   believes it holds it: a client whose acquire is refused (`fail`, or given up as `info`) in
+//!   calm conditions, that long after anyone last believed they held the lock, has found an
+//!   orphaned lock. "Believed" covers every hold, and every grant the service recorded (its
+//!   client may never have heard of it: a lost answer, a delayed request); for algorithms that
+//!   record no grants, every acquire whose answer was lost.
+//!
+//! The slacks are what a correct client and service need on top of the lease: `slack` is the
+//! waiter's retry period, two attempts (an attempt is one acquire or renewal with its request
+//! timeouts: Redlock's is masters × per-master timeout) and the declared clock uncertainty;
+//! `renew_slack` is a third of the renewal period (the retry interval after a failed renewal),
+//! two attempts and the uncertainty. A property is judged only where it makes a claim: the
+//! windows it looks at must be free of faults that could legitimately delay the lock (any fault
+//! that touches the lock servers themselves, or the client in question), and they must end
+//! before the workload's duration (after it, waiters stop asking). Where it does not judge, it
+//! says nothing — never a violation.
+
+use std::collections::BTreeMap;
+
+use locksim_core::history::{EventKind, LostCause, OpF, Phase};
+use locksim_core::time::fmt_nanos;
+use locksim_core::{Fault, History, Nanos, NodeId, Property, Verdict, Violation};
+
+use crate::holds::{Hold, HoldEnd};
+use crate::linear::pairs::pair_ops;
+use crate::{Names, MAX_LISTED_PER_KEY};
+
+/// One client's timing, as far as liveness is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClientTiming {
+    /// The lease length it asks for, ns.
+    pub ttl: Nanos,
+    /// Its renewal period, ns, if it renews.
+    pub renew_every: Option<Nanos>,
+}
+
+/// What L1–L3 need to know beyond the history.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LivenessSpec {
+    /// Node ids below this are lock servers (locksim's layout: servers, clients, resource).
+    pub servers: u32,
+    /// Each client's timing, by node id (clients missing here are judged with `default`).
+    pub clients: BTreeMap<NodeId, ClientTiming>,
+    /// The timing of clients not in `clients`.
+    pub default: Option<ClientTiming>,
+    /// After a lease of a holder that stopped ends, the service keeps refusing the lock for
+    /// this long (Consul's lock-delay), ns; 0 for most algorithms.
+    pub lock_delay: Nanos,
+    /// The longest one acquire or renewal attempt takes when the service is healthy, ns.
+    pub attempt: Nanos,
+    /// The longest a waiter waits before asking again, ns (the workload's retry delay).
+    pub retry: Nanos,
+    /// The declared clock-uncertainty bound, ns.
+    pub uncertainty: Nanos,
+    /// True time after which clients start no new attempts (the workload's duration), ns.
+    pub duration: Nanos,
+}
+
+impl LivenessSpec {
+    fn timing(&self, client: NodeId) -> ClientTiming {
+        self.clients
+            .get(&client)
+            .copied()
+            .or(self.default)
+            .unwrap_or(ClientTiming {
+                ttl: 0,
+                renew_every: None,
+            })
+    }
+
+    /// The longest lease any client asks for, ns.
+    fn max_ttl(&self) -> Nanos {
+        self.clients
+            .values()
+            .chain(self.default.iter())
+            .map(|c| c.ttl)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// What a waiter needs beyond the lease's end and the lock delay, ns.
+    pub fn slack(&self) -> Nanos {
+        self.retry + 2 * self.attempt + self.uncertainty
+    }
+
+    /// What a renewing holder needs beyond an outage, ns, when it renews every `every` ns.
+    pub fn renew_slack(&self, every: Nanos) -> Nanos {
+        every / 3 + 2 * self.attempt + self.uncertainty
+    }
+}
+
+/// A fault's footprint in true time.
+#[derive(Debug, Clone)]
+struct Window {
+    /// The `fault` event.
+    event: u64,
+    start: Nanos,
+    /// Exclusive; `Nanos::MAX` for a fault that never ends (a crash without restart, drift).
+    end: Nanos,
+    /// Every node it names.
+    nodes: Vec<NodeId>,
+    /// It changes the service itself: a fault on a server, or a cut between servers.
+    on_service: bool,
+    /// The node it stops or whose clocks it changes (pause, crash, clock step or drift).
+    on_node: Option<NodeId>,
+    /// It is a clock fault.
+    clock: bool,
+    /// It stops its node (a process pause or a crash), with whether it is a crash.
+    stop: Option<bool>,
+}
+
+impl Window {
+    fn overlaps(&self, from: Nanos, to: Nanos) -> bool {
+        self.start < to && self.end > from
+    }
+    fn touches(&self, node: NodeId) -> bool {
+        self.nodes.contains(&node)
+    }
+}
+
+/// The fault windows of a history, with `heal`s cutting network faults short.
+fn windows(history: &History, spec: &LivenessSpec) -> Vec<Window> {
+    let server = |n: &NodeId| *n < spec.servers;
+    let both = |a: &[NodeId], b: &[NodeId]| a.iter().any(server) && b.iter().any(server);
+    let mut out: Vec<Window> = Vec::new();
+    let lasting = spec.max_ttl().saturating_add(spec.slack());
+    for e in &history.events {
+        let EventKind::Fault { fault } = &e.kind else {
+            continue;
+        };
+        let t = e.time;
+        let until = |d: Nanos| t.saturating_add(d);
+        let (end, nodes, on_service, on_node, clock, stop) = match fault {
+            Fault::Heal => {
+                for w in out.iter_mut().filter(|w| w.start <= t && w.end > t) {
+                    if w.on_node.is_none() && !w.clock {
+                        w.end = t;
+                    }
+                }
+                continue;
+            }
+            // Recorded only when no server led: nothing happened.
+            Fault::IsolateLeader { .. } => continue,
+            Fault::Partition { a, b, duration, .. } => (
+                until(*duration),
+                [a.clone(), b.clone()].concat(),
+                both(a, b),
+                None,
+                false,
+                None,
+            ),
+            Fault::PartitionOneway {
+                from, to, duration, ..
+            }
+            | Fault::Loss {
+                from, to, duration, ..
+            }
+            | Fault::Delay {
+                from, to, duration, ..
+            }
+            | Fault::Duplicate {
+                from, to, duration, ..
+            } => (
+                until(*duration),
+                [from.clone(), to.clone()].concat(),
+                both(from, to),
+                None,
+                false,
+                None,
+            ),
+            Fault::DropReplies {
+                clients,
+                servers,
+                duration,
+            } => (
+                until(*duration),
+                [clients.clone(), servers.clone()].concat(),
+                both(clients, servers),
+                None,
+                false,
+                None,
+            ),
+            Fault::Isolate { node, duration, .. } => (
+                until(*duration),
+                vec![*node],
+                server(node),
+                None,
+                false,
+                None,
+            ),
+            Fault::Pause {
+                node,
+                duration,
+                task,
+            } => (
+                until(*duration),
+                vec![*node],
+                server(node),
+                Some(*node),
+                false,
+                task.is_process().then_some(false),
+            ),
+            Fault::Crash {
+                node,
+                restart_after,
+            } => (
+                restart_after.map_or(Nanos::MAX, until),
+                vec![*node],
+                server(node),
+                Some(*node),
+                false,
+                Some(true),
+            ),
+            // A step moves the expiry of the leases it finds (a step back by Δ makes them last
+            // Δ longer): its effect lasts one lease and Δ.
+            Fault::ClockStep { node, delta } => (
+                until(lasting.saturating_add(delta.unsigned_abs())),
+                vec![*node],
+                server(node),
+                Some(*node),
+                true,
+                None,
+            ),
+            Fault::ClockDrift { node, .. } => (
+                Nanos::MAX,
+                vec![*node],
+                server(node),
+                Some(*node),
+                true,
+                None,
+            ),
+        };
+        out.push(Window {
+            event: e.id,
+            start: t,
+            end,
+            nodes,
+            on_service,
+            on_node,
+            clock,
+            stop,
+        });
+    }
+    out
+}
+
+/// One acquire attempt.
+#[derive(Debug, Clone, Copy)]
+struct Attempt {
+    client: NodeId,
+    key: u32,
+    /// Invoke event id.
+    id: u64,
+    /// Invoke time.
+    invoke: Nanos,
+    /// Completion time and phase; `None`: it never completed.
+    done: Option<(Nanos, Phase)>,
+}
+
+impl Attempt {
+    fn ok(&self) -> bool {
+        matches!(self.done, Some((_, Phase::Ok)))
+    }
+    /// Its outcome is unknown: it may have taken the lock unseen.
+    fn unknown(&self) -> bool {
+        !matches!(self.done, Some((_, Phase::Ok | Phase::Fail)))
+    }
+    fn end(&self, run_end: Nanos) -> Nanos {
+        self.done.map_or(run_end, |d| d.0)
+    }
+}
+
+fn attempts(history: &History) -> Vec<Attempt> {
+    pair_ops(history, |f| f == OpF::Acquire)
+        .into_iter()
+        .filter_map(|(inv, done)| {
+            let EventKind::Op { key, .. } = inv.kind else {
+                return None;
+            };
+            Some(Attempt {
+                client: inv.node,
+                key,
+                id: inv.id,
+                invoke: inv.time,
+                done: done.map(|(e, p)| (e.time, p)),
+            })
+        })
+        .collect()
+}
+
+fn t(ns: Nanos) -> String {
+    fmt_nanos(ns as i128)
+}
+
+/// Adds the L1–L3 violations of `history` to `verdict` (at most [`MAX_LISTED_PER_KEY`] listed
+/// per key and property, the rest counted in `omitted`). `holds` are the history's holds, as
+/// [`crate::derive_holds`] returns them.
+pub fn check(
+    history: &History,
+    holds: &[Hold],
+    spec: &LivenessSpec,
+    names: Names,
+    verdict: &mut Verdict,
+) {
+    let faults = windows(history, spec);
+    let tries = attempts(history);
+    let mut found = Vec::new();
+    l1(history, holds, spec, &faults, &tries, names, &mut found);
+    l2(history, holds, spec, &faults, names, &mut found);
+    l3(history, holds, spec, &faults, &tries, names, &mut found);
+    let mut listed: BTreeMap<(Property, u32), usize> = BTreeMap::new();
+    for v in found {
+        let n = listed.entry((v.kind, v.key)).or_default();
+        if *n >= MAX_LISTED_PER_KEY {
+            verdict.omitted += 1;
+        } else {
+            *n += 1;
+            verdict.violations.push(v);
+        }
+    }
+}
+
+/// L1: a stopped holder's lock reaches a waiter within the bound.
+fn l1(
+    history: &History,
+    holds: &[Hold],
+    spec: &LivenessSpec,
+    faults: &[Window],
+    tries: &[Attempt],
+    names: Names,
+    out: &mut Vec<Violation>,
+) {
+    let mut judged: Vec<(u32, Nanos)> = Vec::new();
+    for h in holds {
+        let ttl = spec.timing(h.client).ttl;
+        let bound = ttl + spec.lock_delay + spec.slack();
+        // How the holder stopped: a crash ends its hold; a pause must outlast the bound.
+        let stop = match h.ended_by {
+            HoldEnd::Crash(id) => faults.iter().find(|w| w.event == id),
+            _ => faults.iter().find(|w| {
+                w.stop == Some(false)
+                    && w.on_node == Some(h.client)
+                    && w.start >= h.start
+                    && w.start < h.end
+                    && w.end >= w.start.saturating_add(bound)
+            }),
+        };
+        let Some(stop) = stop else { continue };
+        let t0 = stop.start;
+        let until = t0.saturating_add(bound);
+        if until > spec.duration || judged.contains(&(h.key, t0)) {
+            continue;
+        }
+        // Anything that changes the service, around the hold and the bound, may delay the
+        // lock legitimately.
+        if faults
+            .iter()
+            .any(|w| w.event != stop.event && w.on_service && w.overlaps(h.start, until))
+        {
+            continue;
+        }
+        // Another holder in the window holds the lock legitimately (or is an S1 finding).
+        if holds
+            .iter()
+            .any(|g| g.key == h.key && g.handle != h.handle && g.start <= t0 && g.end > t0)
+        {
+            continue;
+        }
+        let free_at = t0 + ttl + spec.lock_delay;
+        let waiting = |c: NodeId| -> Option<&Attempt> {
+            if c == h.client || faults.iter().any(|w| w.touches(c) && w.overlaps(t0, until)) {
+                return None;
+            }
+            let last = tries
+                .iter()
+                .filter(|a| a.client == c && a.invoke <= free_at)
+                .max_by_key(|a| a.invoke)?;
+            let still = last.done.is_none_or(|d| d.0 > free_at) || !last.ok();
+            (last.key == h.key && still).then_some(last)
+        };
+        let mut waiters: Vec<&Attempt> = Vec::new();
+        let mut seen = Vec::new();
+        for a in tries {
+            if !seen.contains(&a.client) {
+                seen.push(a.client);
+                waiters.extend(waiting(a.client));
+            }
+        }
+        let Some(w) = waiters.first() else { continue };
+        // Someone got it: a client heard `ok`, or the service granted it (to a waiter that
+        // may hear of it only later, e.g. one paused meanwhile).
+        let granted = tries.iter().any(|a| {
+            a.key == h.key && a.ok() && a.done.is_some_and(|d| d.0 > t0 && d.0 <= until)
+        }) || history.events.iter().any(|e| {
+            matches!(e.kind, EventKind::Grant { key, client, .. } if key == h.key && client != h.client)
+                && e.time > t0
+                && e.time <= until
+        });
+        judged.push((h.key, t0));
+        if granted {
+            continue;
+        }
+        let next = tries
+            .iter()
+            .filter(|a| a.key == h.key && a.ok() && a.done.is_some_and(|d| d.0 > t0))
+            .filter_map(|a| a.done.map(|d| d.0))
+            .min();
+        let how = if stop.stop == Some(true) {
+            "crashed"
+        } else {
+            "was paused for good"
+        };
+        out.push(Violation {
+            kind: Property::L1,
+            key: h.key,
+            summary: format!(
+                "no waiter got k{} after its holder stopped: {} {how} at {} holding it (lease {}); {} was waiting (asking since {}), yet {} — beyond the bound of {} (ttl {} + lock delay {} + slack {})",
+                h.key,
+                names.of(h.client),
+                t(t0),
+                t(ttl),
+                names.of(w.client),
+                t(w.invoke),
+                match next {
+                    Some(n) => format!("nobody got the lock until {}, {} after the stop", t(n), t(n - t0)),
+                    None => format!("nobody got the lock before the run ended at {}", t(history.end)),
+                },
+                t(bound),
+                t(ttl),
+                t(spec.lock_delay),
+                t(spec.slack()),
+            ),
+            events: vec![stop.event, h.acquired, w.id],
+            window: Some((t0, until)),
+        });
+    }
+}
+
+/// L2: a healthy, renewing holder keeps its lock through short outages.
+fn l2(
+    history: &History,
+    holds: &[Hold],
+    spec: &LivenessSpec,
+    faults: &[Window],
+    names: Names,
+    out: &mut Vec<Violation>,
+) {
+    for h in holds {
+        let timing = spec.timing(h.client);
+        let Some(every) = timing.renew_every else {
+            continue;
+        };
+        // How the hold ended, before any late write: only its own release (or the end of
+        // the run) keeps the lock; a crash is not a healthy holder.
+        let (lost_at, why, event) = match lost(history, h) {
+            Some(l) => l,
+            None => continue,
+        };
+        if faults
+            .iter()
+            .any(|w| w.on_node == Some(h.client) && w.overlaps(h.start, lost_at.saturating_add(1)))
+        {
+            continue; // not healthy
+        }
+        let around = h.start.saturating_sub(timing.ttl);
+        if faults
+            .iter()
+            .any(|w| w.clock && w.on_service && w.overlaps(around, lost_at))
+        {
+            continue; // a server clock fault may end leases legitimately
+        }
+        // The outages the holder lived through: faults on the service or on its own links,
+        // merged into connected stretches.
+        let mut outages: Vec<(Nanos, Nanos, u64)> = faults
+            .iter()
+            .filter(|w| (w.on_service || w.touches(h.client)) && w.overlaps(around, lost_at))
+            .map(|w| (w.start, w.end, w.event))
+            .collect();
+        outages.sort_unstable();
+        let mut merged: Vec<(Nanos, Nanos)> = Vec::new();
+        for &(s, e, _) in &outages {
+            match merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        let longest = merged
+            .iter()
+            .map(|(s, e)| e.saturating_sub(*s))
+            .max()
+            .unwrap_or(0);
+        let tolerated = timing
+            .ttl
+            .saturating_sub(every)
+            .saturating_sub(spec.renew_slack(every));
+        if tolerated == 0 || longest >= tolerated {
+            continue;
+        }
+        let mut events = vec![h.acquired, event];
+        events.extend(outages.iter().map(|o| o.2));
+        out.push(Violation {
+            kind: Property::L2,
+            key: h.key,
+            summary: format!(
+                "{} renews k{} every {} (ttl {}) and was healthy, yet lost it at {} ({why}); {} — shorter than the {} it must survive (ttl − renew_every − slack {})",
+                names.of(h.client),
+                h.key,
+                t(every),
+                t(timing.ttl),
+                t(lost_at),
+                if longest == 0 {
+                    "there was no outage".to_string()
+                } else {
+                    format!("the longest outage during the hold lasted {}", t(longest))
+                },
+                t(tolerated),
+                t(spec.renew_slack(every)),
+            ),
+            events,
+            window: Some((h.start, lost_at)),
+        });
+    }
+}
+
+/// When and why a hold lost its lock rather than being released by its holder: the first
+/// `lost` event under it, or its lease running out before it released. `None` when it was
+/// released (or the run ended) with the lease still good, or the holder crashed.
+fn lost(history: &History, h: &Hold) -> Option<(Nanos, String, u64)> {
+    if matches!(h.ended_by, HoldEnd::Crash(_)) {
+        return None;
+    }
+    let mut released = history.end;
+    let mut renewal_stopped = false;
+    for e in &history.events[h.acquired as usize..] {
+        match &e.kind {
+            EventKind::Op {
+                f: OpF::Release,
+                phase: Phase::Invoke,
+                handle: Some(x),
+                ..
+            } if *x == h.handle => {
+                released = e.time;
+                break;
+            }
+            // Giving the lock up at a validity check is the holder's own caution (its planned
+            // work outlasts what is left of the lease) while its renewal is still trying; once
+            // the renewal has stopped — its last attempt failed and none followed — the lock
+            // is lost.
+            EventKind::Lost { handle, reason, .. }
+                if *handle == h.handle
+                    && (LostCause::of(reason) != LostCause::ValidityCheck || renewal_stopped) =>
+            {
+                return Some((e.time, reason.clone(), e.id));
+            }
+            EventKind::Lost { handle, .. } if *handle == h.handle => return None,
+            EventKind::Op {
+                f: OpF::Extend,
+                phase,
+                handle: Some(x),
+                ..
+            } if *x == h.handle => {
+                renewal_stopped = matches!(phase, Phase::Fail | Phase::Info);
+            }
+            _ => {}
+        }
+    }
+    match h.deadline {
+        Some(d) if d < released => {
+            let set_by = match h.ended_by {
+                HoldEnd::Deadline(id) => id,
+                _ => h.acquired,
+            };
+            Some((d, "its lease ran out: no renewal moved it".into(), set_by))
+        }
+        _ => None,
+    }
+}
+
+/// L3: a refused acquire, in calm conditions, long after anyone last believed they held.
+fn l3(
+    history: &History,
+    holds: &[Hold],
+    spec: &LivenessSpec,
+    faults: &[Window],
+    tries: &[Attempt],
+    names: Names,
+    out: &mut Vec<Violation>,
+) {
+    let allowance = spec.max_ttl() + spec.lock_delay + spec.slack();
+    // The service's own grant records (key, time, event), when the algorithm keeps them: a
+    // grant whose answer never reached its client (a timeout, a delayed request) takes the
+    // lock unseen for up to a lease. Without any, every acquire whose answer was lost may have.
+    let grants: Vec<(u32, Nanos, u64)> = history
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Grant { key, .. } => Some((key, e.time, e.id)),
+            _ => None,
+        })
+        .collect();
+    let mut keys: Vec<u32> = tries.iter().map(|a| a.key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for key in keys {
+        // Beliefs, as (start, end, witness event): holds, and acquires whose outcome is
+        // unknown (they may have taken the lock unseen, until their completion). Sorted by
+        // start, with the running latest end, so "the last belief begun before t" is a search.
+        let mut beliefs: Vec<(Nanos, Nanos, u64)> = holds
+            .iter()
+            .filter(|h| h.key == key)
+            .map(|h| (h.start, h.end, h.acquired))
+            .collect();
+        if grants.is_empty() {
+            beliefs.extend(
+                tries
+                    .iter()
+                    .filter(|a| a.key == key && a.unknown())
+                    .map(|a| (a.invoke, a.end(history.end), a.id)),
+            );
+        } else {
+            beliefs.extend(
+                grants
+                    .iter()
+                    .filter(|g| g.0 == key)
+                    .map(|&(_, at, id)| (at, at, id)),
+            );
+        }
+        beliefs.sort_unstable();
+        let mut latest: Vec<(Nanos, u64)> = Vec::with_capacity(beliefs.len());
+        for b in &beliefs {
+            let prev = latest.last().copied().unwrap_or((0, 0));
+            latest.push(if b.1 >= prev.0 { (b.1, b.2) } else { prev });
+        }
+        let mut episodes: Vec<Nanos> = Vec::new();
+        // Refused: answered `fail`, or gave up without an answer (`info`).
+        let refused = tries
+            .iter()
+            .filter(|a| a.key == key && matches!(a.done, Some((_, Phase::Fail | Phase::Info))));
+        for a in refused {
+            let done = a.end(history.end);
+            if a.invoke > spec.duration {
+                continue;
+            }
+            // The waiter itself in calm conditions.
+            if faults
+                .iter()
+                .any(|w| w.touches(a.client) && w.overlaps(a.invoke, done))
+            {
+                continue;
+            }
+            // The latest belief begun before the answer: one that lasted into the attempt
+            // (a grant made while it was in flight, say) explains the refusal.
+            let n = beliefs.partition_point(|b| b.0 < done);
+            let Some(&(believed, by)) = n.checked_sub(1).map(|i| &latest[i]) else {
+                continue;
+            };
+            if believed >= a.invoke {
+                continue;
+            }
+            // A change to the service restarts the allowance (a new leader renews leases).
+            let service = faults
+                .iter()
+                .filter(|w| w.on_service && w.start < done)
+                .map(|w| w.end)
+                .max()
+                .unwrap_or(0);
+            let since = believed.max(service);
+            if since >= a.invoke || a.invoke - since <= allowance || episodes.contains(&since) {
+                continue;
+            }
+            episodes.push(since);
+            out.push(Violation {
+                kind: Property::L3,
+                key,
+                summary: format!(
+                    "k{key} was orphaned: nobody believed they held it after {}, yet {}'s acquire at {} was refused, {} later — beyond the {} a lease may outlive its holder (ttl {} + lock delay {} + slack {})",
+                    t(since),
+                    names.of(a.client),
+                    t(a.invoke),
+                    t(a.invoke - since),
+                    t(allowance),
+                    t(spec.max_ttl()),
+                    t(spec.lock_delay),
+                    t(spec.slack()),
+                ),
+                events: vec![by, a.id],
+                window: Some((since, a.invoke)),
+            });
+        }
+    }
+}
