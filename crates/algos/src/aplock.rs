@@ -94,7 +94,7 @@ impl ApLock {
     ) -> Result<Self, String> {
         let k = Knobs::new("ap-lock", config, KNOBS)?;
         let drift_ppm = k.fraction_ppm("drift_factor")?;
-        crate::knobs::check_ttl("ap-lock", workload.ttl, drift_ppm)?;
+        crate::knobs::check_ttl("ap-lock", workload.min_ttl(), drift_ppm)?;
         Ok(ApLock {
             members: k.int("members", 1..=15)?,
             timeout: k.duration("timeout")?,

@@ -66,7 +66,7 @@ impl Central {
         };
         let k = Knobs::new(name, config, KNOBS)?;
         let drift_ppm = k.fraction_ppm("drift_factor")?;
-        crate::knobs::check_ttl(name, workload.ttl, drift_ppm)?;
+        crate::knobs::check_ttl(name, workload.min_ttl(), drift_ppm)?;
         Ok(Central {
             name,
             server: ServerConfig::from_knobs(&k, fencing, 0)?,

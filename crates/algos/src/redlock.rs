@@ -76,12 +76,12 @@ impl Redlock {
     ) -> Result<Self, String> {
         let k = Knobs::new("redlock", config, KNOBS)?;
         let restart_delay = if k.flag("delayed_restart")? {
-            workload.ttl
+            workload.max_ttl()
         } else {
             0
         };
         let drift_ppm = k.fraction_ppm("drift_factor")?;
-        crate::knobs::check_ttl("redlock", workload.ttl, drift_ppm)?;
+        crate::knobs::check_ttl("redlock", workload.min_ttl(), drift_ppm)?;
         Ok(Redlock {
             masters: k.int("masters", 1..=15)?,
             server: ServerConfig::from_knobs(&k, false, restart_delay)?,

@@ -1,8 +1,8 @@
 //! L1–L3, the liveness oracles (DESIGN §7), pure functions of a history like S1–S4.
 //!
-//! - **L1** after a holder crashes (or is paused and does not come back within the bound), a
-//!   client that is waiting for the lock gets it — or someone does — within
-//!   `ttl + lock_delay + slack` of the stop.
+//! - **L1** after a holder crashes, or stops acting for longer than the bound (a process pause,
+//!   or its work stalled while its renewal goes on), a client that is waiting for the lock gets
+//!   it — or the service grants it to someone — within `ttl + lock_delay + slack` of the stop.
 //! - **L2** a holder that renews and is healthy (no fault on its own node) keeps its lock
 //!   through every outage (partitions, lost or delayed messages, a leader change, a server
 //!   crash) shorter than `ttl − renew_every − renew_slack`: losing it (a failed renewal, a
@@ -27,6 +27,7 @@
 
 use std::collections::BTreeMap;
 
+use locksim_core::fault::PauseTask;
 use locksim_core::history::{EventKind, LostCause, OpF, Phase};
 use locksim_core::time::fmt_nanos;
 use locksim_core::{Fault, History, Nanos, NodeId, Property, Verdict, Violation};
@@ -42,6 +43,8 @@ pub struct ClientTiming {
     pub ttl: Nanos,
     /// Its renewal period, ns, if it renews.
     pub renew_every: Option<Nanos>,
+    /// True time after which it starts no new attempt, ns.
+    pub duration: Nanos,
 }
 
 /// What L1–L3 need to know beyond the history.
@@ -75,6 +78,7 @@ impl LivenessSpec {
             .unwrap_or(ClientTiming {
                 ttl: 0,
                 renew_every: None,
+                duration: self.duration,
             })
     }
 
@@ -115,7 +119,8 @@ struct Window {
     on_node: Option<NodeId>,
     /// It is a clock fault.
     clock: bool,
-    /// It stops its node (a process pause or a crash), with whether it is a crash.
+    /// It stops its node's work (a process pause, a stall of a client's work, or a crash),
+    /// with whether it is a crash.
     stop: Option<bool>,
 }
 
@@ -208,7 +213,7 @@ fn windows(history: &History, spec: &LivenessSpec) -> Vec<Window> {
                 server(node),
                 Some(*node),
                 false,
-                task.is_process().then_some(false),
+                (*task != PauseTask::Renewal).then_some(false),
             ),
             Fault::Crash {
                 node,
@@ -378,7 +383,10 @@ fn l1(
         }
         let free_at = t0 + ttl + spec.lock_delay;
         let waiting = |c: NodeId| -> Option<&Attempt> {
-            if c == h.client || faults.iter().any(|w| w.touches(c) && w.overlaps(t0, until)) {
+            if c == h.client
+                || spec.timing(c).duration < until
+                || faults.iter().any(|w| w.touches(c) && w.overlaps(t0, until))
+            {
                 return None;
             }
             let last = tries
@@ -418,7 +426,7 @@ fn l1(
         let how = if stop.stop == Some(true) {
             "crashed"
         } else {
-            "was paused for good"
+            "stopped acting (paused)"
         };
         out.push(Violation {
             kind: Property::L1,

@@ -10,7 +10,7 @@ use std::time::Instant;
 use clap::Args;
 use locksim_core::fault::parse_kinds;
 use locksim_core::FaultKind;
-use locksim_explore::campaign_file::CampaignFile;
+use locksim_explore::campaign_file::{read_plan, CampaignFile};
 use locksim_explore::{
     run_seeds, setups_for, summarize, CampaignSpec, CellSummary, SeedRecord, Shard,
 };
@@ -54,12 +54,43 @@ pub struct CampaignArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// Also show these properties' columns: `liveness` (L1–L3; campaign files that name an
+    /// L property show them anyway). They are always checked and always in --json.
+    #[arg(long, value_name = "liveness")]
+    check: Option<Check>,
+    /// Add the explicit faults of this file (`[[fault]]` entries, as in campaign files) to
+    /// every seed's plan; with `--faults none`, every seed runs exactly this plan.
+    #[arg(long, value_name = "FILE.toml")]
+    plan: Option<PathBuf>,
     /// Also write the matrix (one per campaign file) as an HTML page to FILE, each violated
     /// cell linked to the timeline of its first failing seed, shrunk; the traces and their
     /// pages go to the folder FILE-files/ beside it (e.g. report.html and report-files/). A
     /// trace already there with other contents is never replaced.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+}
+
+/// Properties whose columns `--check` shows.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Check {
+    /// L1–L3.
+    Liveness,
+}
+
+/// The note under a table whose L1–L3 columns are hidden although some seed violates one.
+fn hidden_liveness(cells: &[CellSummary]) -> String {
+    let n: u64 = cells
+        .iter()
+        .map(|c| c.l1_violations + c.l2_violations + c.l3_violations)
+        .sum();
+    if n == 0 {
+        String::new()
+    } else {
+        format!(
+            "note: liveness (L1–L3) violations in {} — add --check liveness to see them\n",
+            plural(n, "seed")
+        )
+    }
 }
 
 #[derive(Args)]
@@ -160,8 +191,15 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         Some(f) => parse_kinds(f)?,
         None => FaultKind::DEFAULT_MATRIX.to_vec(),
     };
+    let mut setups = setups_for(&algos, &a.set)?;
+    if let Some(plan) = &a.plan {
+        setups = setups
+            .into_iter()
+            .map(|s| read_plan(plan, &s).map(|p| s.with_plan(p)))
+            .collect::<Result<Vec<_>, _>>()?;
+    }
     let spec = CampaignSpec {
-        setups: setups_for(&algos, &a.set)?,
+        setups,
         kinds,
         first_seed,
         seeds,
@@ -200,7 +238,11 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
     if a.json {
         out(&format!("{}\n", serde_json::json!({ "cells": cells })));
     } else {
-        out(&table(&cells));
+        let liveness = a.check == Some(Check::Liveness);
+        out(&table(&cells, liveness));
+        if !liveness {
+            out(&hidden_liveness(&cells));
+        }
         let total = records.len() as u64;
         let secs = started.elapsed().as_secs_f64();
         let mut tail = format!(
@@ -250,9 +292,10 @@ fn files(
     shard: Shard,
     started: Instant,
 ) -> Result<ExitCode, String> {
-    if !a.algo.is_empty() || a.faults.is_some() || !a.set.is_empty() {
+    if !a.algo.is_empty() || a.faults.is_some() || !a.set.is_empty() || a.plan.is_some() {
         return Err(
-            "--algo, --faults and --set describe the matrix; campaign files carry their own".into(),
+            "--algo, --faults, --set and --plan describe the matrix; campaign files carry their own"
+                .into(),
         );
     }
     if a.seeds.is_some() || a.first_seed.is_some() {
@@ -298,7 +341,11 @@ fn files(
                 cells: cells.clone(),
             });
         }
-        report += &table(&cells);
+        let liveness = f.asks_liveness() || a.check == Some(Check::Liveness);
+        report += &table(&cells, liveness);
+        if !liveness {
+            report += &hidden_liveness(&cells);
+        }
         report += "\n";
         json.push(serde_json::json!({
             "name": f.name, "file": f.path.display().to_string(), "cells": cells,
@@ -431,7 +478,12 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
             }
             text += &format!("== {campaign}{verdict}\n");
         }
-        text += &table(&cells);
+        let asks = !campaign.is_empty()
+            && CampaignFile::read(std::path::Path::new(&campaign)).is_ok_and(|f| f.asks_liveness());
+        text += &table(&cells, asks);
+        if !asks {
+            text += &hidden_liveness(&cells);
+        }
         json.push((campaign, cells, verdict));
     }
     if a.json {
@@ -456,11 +508,22 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
     })
 }
 
-fn table(cells: &[CellSummary]) -> String {
+/// The matrix as text; with `liveness`, the L1–L3 columns too.
+fn table(cells: &[CellSummary], liveness: bool) -> String {
+    let width = cells
+        .iter()
+        .map(|c| c.faults_label().len())
+        .max()
+        .unwrap_or(0)
+        .max(14);
     let mut t = format!(
-        "{:<16} {:<14} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8}  first failing seed\n",
-        "algorithm", "faults", "seeds", "S1", "S2", "S3", "S4", "grants"
+        "{:<16} {:<width$} {:>6} {:>6} {:>6} {:>6} {:>6}",
+        "algorithm", "faults", "seeds", "S1", "S2", "S3", "S4"
     );
+    if liveness {
+        t += &format!(" {:>6} {:>6} {:>6}", "L1", "L2", "L3");
+    }
+    t += &format!(" {:>8}  first failing seed\n", "grants");
     let mark = |n: u64| {
         if n == 0 {
             "-".to_string()
@@ -472,6 +535,11 @@ fn table(cells: &[CellSummary]) -> String {
         let mut first = c
             .first_failing_seed
             .map_or("-".to_string(), |s| s.to_string());
+        if liveness {
+            if let Some(s) = c.first_liveness_failing_seed {
+                first += &format!("  (liveness: {s})");
+            }
+        }
         if c.errors > 0 {
             first += &format!(
                 "  ({} failed to run, first seed {})",
@@ -482,18 +550,28 @@ fn table(cells: &[CellSummary]) -> String {
         if c.s3_inconclusive > 0 {
             first += &format!("  (S3 undecided on {})", plural(c.s3_inconclusive, "seed"));
         }
+        if let Some(w) = starved(c) {
+            first += &format!("  {w}");
+        }
         t += &format!(
-            "{:<16} {:<14} {:>6} {:>6} {:>6} {:>6} {:>6} {:>8}  {}\n",
+            "{:<16} {:<width$} {:>6} {:>6} {:>6} {:>6} {:>6}",
             c.algorithm,
-            c.faults.name(),
+            c.faults_label(),
             c.seeds,
             mark(c.s1_violations),
             mark(c.s2_violations),
             mark(c.s3_violations),
             mark(c.s4_violations),
-            c.grants,
-            first
         );
+        if liveness {
+            t += &format!(
+                " {:>6} {:>6} {:>6}",
+                mark(c.l1_violations),
+                mark(c.l2_violations),
+                mark(c.l3_violations)
+            );
+        }
+        t += &format!(" {:>8}  {}\n", c.grants, first);
     }
     t += &metrics_table(cells);
     t += "\nEach column counts seeds (runs) that violate the property:\n";
@@ -504,12 +582,31 @@ fn table(cells: &[CellSummary]) -> String {
     t += "     itself misbehaved), or the resource's writes fit no register (a write took effect twice)\n";
     t +=
         "S4 = a release freed another grant's lock (a retried unlock deleting the next holder's)\n";
-    t += "grants = successful acquires over all seeds (a cell with none would prove nothing)\n";
+    if liveness {
+        t += "L1 = a holder stopped (crashed, or paused for good) and no waiting client got the lock\n";
+        t += "     within ttl + lock delay + slack\n";
+        t += "L2 = a healthy holder that renews lost its lock through an outage shorter than\n";
+        t += "     ttl - renew_every (less the retry slack)\n";
+        t += "L3 = a lock stayed taken longer than ttl + slack while no live client believed it held it\n";
+    }
+    t += "grants = successful acquires over all seeds (a cell with none would prove nothing;\n";
+    t += "     `starved`: fewer than 1% of the acquire attempts succeeded)\n";
     t += "lock metrics (true time, over all seeds of the cell; percentiles within 1.6%): acquire =\n";
     t += "     latency of a granted acquire; wait = from a round's first attempt to its grant; hold =\n";
     t += "     length of a hold; failed/unknown = acquires answered fail / timed out; expired = leases\n";
     t += "     that ran out while the holder still acted on them; msgs = messages sent (dropped)\n";
     t
+}
+
+/// The `starved` warning of a cell whose grants are fewer than 1% of its acquire attempts.
+pub(crate) fn starved(c: &CellSummary) -> Option<String> {
+    let tries = c.counts.acquires;
+    (tries > 0 && c.grants * 100 < tries).then(|| {
+        format!(
+            "starved: {} of {} acquire attempts succeeded",
+            c.grants, tries
+        )
+    })
 }
 
 fn metrics_table(cells: &[CellSummary]) -> String {
@@ -531,7 +628,7 @@ fn metrics_table(cells: &[CellSummary]) -> String {
         t += &format!(
             "{:<16} {:<14} {:>17} {:>17} {:>17} {:>15} {:>7} {:>7} {:>16}\n",
             c.algorithm,
-            c.faults.name(),
+            c.faults_label(),
             v(0),
             v(1),
             v(2),

@@ -7,6 +7,7 @@ mod progress;
 mod render;
 mod report;
 mod run;
+mod scenario_args;
 mod timeline;
 mod tla;
 mod traces;
@@ -141,9 +142,22 @@ fn list() {
     for (k, help) in locksim_explore::setup::WORKLOAD_KNOBS {
         t += &format!("  {k:<16} {help}\n");
     }
-    t += "\nFault kinds (--faults KIND[,KIND]):\n";
+    t += "\nPer-client settings (--set cN.key=value, or a [client.cN] table in a campaign file):\n";
+    for (k, help) in locksim_core::scenario_file::CLIENT_FIELDS {
+        t += &format!("  {k:<16} {help}\n");
+    }
+    t += "\nFault kinds (--faults KIND[,KIND]), drawn from each seed:\n";
     for k in locksim_core::FaultKind::ALL {
         t += &format!("  {k}\n");
+    }
+    t += "\nFault types of explicit plans ([[fault]] entries in campaign files and --plan files;\n";
+    t += "every entry has `at` and `type`; nodes by name: n1.., c1.., res, or servers/clients/all;\n";
+    t += "`mode = \"reset\"` makes a cut refuse connections instead of dropping messages):\n";
+    for (name, fields, help) in locksim_core::scenario_file::FAULT_TYPES {
+        t += &format!("  {name:<16} {help}\n");
+        if !fields.is_empty() {
+            t += &format!("      fields: {fields}\n");
+        }
     }
     out(&t);
 }

@@ -3,24 +3,32 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use locksim_core::fault::parse_kinds;
-use locksim_explore::{check_scenario, setups_for};
+use locksim_explore::check_scenario;
 
+use crate::scenario_args::choose;
 use crate::{out, timeline};
 
 #[derive(Args)]
 pub struct RunArgs {
+    /// A campaign file (sims/*.toml) to run one seed of, with its settings, client tables and
+    /// explicit plan (instead of --algo and --set).
+    #[arg(value_name = "FILE.toml")]
+    file: Option<std::path::PathBuf>,
     /// Algorithm to run (see `locksim list`).
     #[arg(long, value_name = "NAME")]
-    algo: String,
+    algo: Option<String>,
     /// Seed of the run: fixes message latencies, scheduling, the workload and the fault plan.
     #[arg(long, value_name = "N")]
     seed: u64,
     /// Fault kinds to draw the plan from, comma-separated (none, partition, pause, clock-jump,
     /// clock-drift, crash-restart, loss, delay, duplicate, drop-replies, leader-change, mixed,
-    /// swarm).
-    #[arg(long, value_name = "KIND[,KIND]", default_value = "mixed")]
-    faults: String,
+    /// swarm) [default: mixed; for a file, its own kind].
+    #[arg(long, value_name = "KIND[,KIND]")]
+    faults: Option<String>,
+    /// Add the explicit faults of this file (`[[fault]]` entries: see sims/README.md) to the
+    /// run's plan; with `--faults none` the run has exactly these faults.
+    #[arg(long, value_name = "FILE.toml")]
+    plan: Option<std::path::PathBuf>,
     /// A workload or algorithm setting, e.g. `ttl=2s`, `clients=5`, `clock=mono` (repeatable;
     /// the last value of a key wins; see `locksim list`).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -38,25 +46,37 @@ pub struct RunArgs {
 }
 
 pub fn main(a: RunArgs) -> Result<ExitCode, String> {
-    let kinds = parse_kinds(&a.faults)?;
-    let setup = setups_for(std::slice::from_ref(&a.algo), &a.set)?.remove(0);
-    let scenario = setup.scenario(a.seed, &kinds);
+    let chosen = choose(
+        a.file.as_deref(),
+        a.algo.as_deref(),
+        a.faults.as_deref(),
+        &a.set,
+        a.plan.as_ref(),
+    )?;
+    let setup = &chosen.setup;
+    let scenario = chosen.scenario(a.seed);
     let result = check_scenario(&scenario, setup.algo.clone());
     if let Some(e) = &result.error {
         return Err(format!("the simulation of seed {} failed: {e}", a.seed));
     }
     let history = result.history.as_ref().expect("no error means a history");
     if let Some(path) = &a.html {
-        let sets: String = a.set.iter().map(|s| format!(" --set {s}")).collect();
         let page = locksim_render::render_html(&locksim_render::Run {
             scenario: &scenario,
             history,
             verdict: &result.verdict,
-            title: format!("{} seed {} ({})", a.algo, a.seed, a.faults),
-            notes: vec![format!(
-                "locksim run --algo {} --seed {} --faults {}{sets}",
-                a.algo, a.seed, a.faults
-            )],
+            title: format!(
+                "{} seed {} ({})",
+                setup.algorithm,
+                a.seed,
+                scenario
+                    .fault_kinds
+                    .iter()
+                    .map(|k| k.name())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            notes: vec![format!("locksim run {} --seed {}", chosen.command, a.seed)],
         });
         crate::render::write_page(path, &page, false)?;
         eprintln!("wrote {}", path.display());

@@ -5,29 +5,33 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
-use locksim_core::fault::parse_kinds;
 use locksim_core::{Property, Trace};
+use locksim_explore::check_scenario;
 use locksim_explore::replay::{replay, verdict_kinds};
 use locksim_explore::shrink::{shrink, trace_file_name};
-use locksim_explore::{check_scenario, setups_for};
 
 use crate::out;
 use crate::progress::Progress;
+use crate::scenario_args::choose;
 
 #[derive(Args)]
 pub struct ShrinkArgs {
-    /// A trace to shrink (or give --algo and --seed to start from a fresh run).
-    #[arg(value_name = "TRACE", conflicts_with_all = ["algo", "seed"])]
+    /// A trace to shrink (TRACE.json), or a campaign file (FILE.toml) whose run of --seed to
+    /// shrink; or give --algo and --seed to start from a fresh run.
+    #[arg(value_name = "TRACE|FILE.toml")]
     trace: Option<PathBuf>,
     /// Algorithm of the run to shrink.
     #[arg(long, value_name = "NAME", requires = "seed")]
     algo: Option<String>,
     /// Seed of the run to shrink.
-    #[arg(long, value_name = "N", requires = "algo")]
+    #[arg(long, value_name = "N")]
     seed: Option<u64>,
-    /// Fault kinds of the run to shrink.
-    #[arg(long, value_name = "KIND[,KIND]", default_value = "mixed")]
-    faults: String,
+    /// Fault kinds of the run to shrink [default: mixed; for a file, its own kind].
+    #[arg(long, value_name = "KIND[,KIND]")]
+    faults: Option<String>,
+    /// Add the explicit faults of this file (`[[fault]]` entries) to the run's plan.
+    #[arg(long, value_name = "FILE.toml")]
+    plan: Option<PathBuf>,
     /// Settings of the run to shrink (as for `run`).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
@@ -50,18 +54,34 @@ pub struct ReplayArgs {
 }
 
 pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
-    if a.trace.is_some() && !a.set.is_empty() {
-        return Err("a trace carries its own settings: --set applies to --algo/--seed runs".into());
-    }
-    let scenario = match (&a.trace, &a.algo, a.seed) {
-        (Some(t), _, _) => Trace::read(t).map_err(|e| e.to_string())?.scenario,
-        (None, Some(algo), Some(seed)) => {
-            let kinds = parse_kinds(&a.faults)?;
-            setups_for(std::slice::from_ref(algo), &a.set)?
-                .remove(0)
-                .scenario(seed, &kinds)
+    let campaign_file = a
+        .trace
+        .as_ref()
+        .filter(|t| t.extension().is_some_and(|x| x == "toml"));
+    let scenario = match (&a.trace, a.seed) {
+        (Some(t), _) if campaign_file.is_none() => {
+            if a.algo.is_some() || a.seed.is_some() || a.faults.is_some() || a.plan.is_some() {
+                return Err(
+                    "a trace carries its own scenario: --algo, --seed, --faults and --plan are for fresh runs"
+                        .into(),
+                );
+            }
+            if !a.set.is_empty() {
+                return Err(
+                    "a trace carries its own settings: --set applies to --algo/--seed runs".into(),
+                );
+            }
+            Trace::read(t).map_err(|e| e.to_string())?.scenario
         }
-        _ => return Err("give a TRACE, or --algo and --seed".into()),
+        (_, Some(seed)) => choose(
+            campaign_file.map(|p| p.as_path()),
+            a.algo.as_deref(),
+            a.faults.as_deref(),
+            &a.set,
+            a.plan.as_ref(),
+        )?
+        .scenario(seed),
+        _ => return Err("give a TRACE, or FILE.toml and --seed, or --algo and --seed".into()),
     };
     let property = match &a.kind {
         Some(k) => k.parse::<Property>()?,

@@ -215,6 +215,10 @@ pub struct ClientProfile {
     /// Resource writes under each grant.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writes_per_hold: Option<u32>,
+    /// True time after which this client starts no new round, ns (it stays up: a job that
+    /// took the lock and moved on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration: Option<Nanos>,
 }
 
 /// The settings one client runs with: the workload's, with its [`ClientProfile`] applied.
@@ -242,6 +246,8 @@ pub struct ClientParams {
     pub work_max: Nanos,
     /// Writes under each grant.
     pub writes_per_hold: u32,
+    /// True time after which the client starts no new round, ns.
+    pub duration: Nanos,
 }
 
 impl Workload {
@@ -275,7 +281,19 @@ impl Workload {
             writes_per_hold: p
                 .and_then(|p| p.writes_per_hold)
                 .unwrap_or(self.writes_per_hold),
+            duration: p
+                .and_then(|p| p.duration)
+                .unwrap_or(self.duration)
+                .min(self.duration),
         }
+    }
+
+    /// The shortest TTL any client asks for, ns.
+    pub fn min_ttl(&self) -> Nanos {
+        self.per_client
+            .values()
+            .filter_map(|p| p.ttl)
+            .fold(self.ttl, Nanos::min)
     }
 
     /// The longest TTL any client asks for, ns.
@@ -420,6 +438,7 @@ impl ClientProfile {
             ("step_down", self.step_down),
             ("work_min", self.work_min),
             ("work_max", self.work_max),
+            ("duration", self.duration),
         ];
         for (name, v) in bounded {
             if v.is_some_and(|v| v > MAX_DURATION_NS) {

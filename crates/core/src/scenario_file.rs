@@ -348,6 +348,10 @@ pub const CLIENT_FIELDS: &[(&str, &str)] = &[
     ("work_min", "least local work before each write"),
     ("work_max", "most local work before each write"),
     ("writes_per_hold", "resource writes under each grant"),
+    (
+        "duration",
+        "true time after which this client starts no new round (it stays up)",
+    ),
 ];
 
 /// A value given as text (`--set c2.ttl=10s`) or in a file.
@@ -433,6 +437,7 @@ pub fn set_client_field(p: &mut ClientProfile, key: &str, v: &str) -> Result<(),
             })
         }
         "work_min" => p.work_min = Some(dur(key, v)?),
+        "duration" => p.duration = Some(dur(key, v)?),
         "work_max" => p.work_max = Some(dur(key, v)?),
         "writes_per_hold" | "writes" => {
             p.writes_per_hold = Some(

@@ -95,6 +95,9 @@ pub struct SeedRecord {
     pub algorithm: String,
     /// Fault kind.
     pub faults: FaultKind,
+    /// Explicit faults added to every seed's plan (a campaign file's `[[fault]]` entries).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub plan: usize,
     /// The seed.
     pub seed: u64,
     /// S1 violated.
@@ -142,6 +145,9 @@ pub struct CellSummary {
     pub algorithm: String,
     /// Fault kind.
     pub faults: FaultKind,
+    /// Explicit faults added to every seed's plan.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub plan: usize,
     /// Seeds run.
     pub seeds: u64,
     /// Seeds whose history violates S1 (mutual exclusion).
@@ -193,6 +199,22 @@ pub struct CellSummary {
     pub metrics: Aggregate,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+impl CellSummary {
+    /// The cell's fault column: the kind, `plan` for an explicit plan alone, `KIND+plan` for
+    /// both.
+    pub fn faults_label(&self) -> String {
+        match (self.faults, self.plan) {
+            (k, 0) => k.name().to_string(),
+            (FaultKind::None, _) => "plan".to_string(),
+            (k, _) => format!("{}+plan", k.name()),
+        }
+    }
+}
+
 /// Runs this shard of the campaign; `progress(done, total)` is called after each seed (from
 /// worker threads). Records come back sorted by cell, then seed.
 pub fn run_seeds(
@@ -230,6 +252,7 @@ pub fn run_seeds(
                     cell,
                     algorithm: setup.algorithm.clone(),
                     faults: kind,
+                    plan: setup.plan.len(),
                     seed,
                     s1: v.violates(Property::S1),
                     s2: v.violates(Property::S2),
@@ -266,6 +289,7 @@ pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
         let c = cells.entry(r.cell).or_insert_with(|| CellSummary {
             algorithm: r.algorithm.clone(),
             faults: r.faults,
+            plan: r.plan,
             seeds: 0,
             s1_violations: 0,
             s2_violations: 0,
@@ -332,14 +356,25 @@ pub fn run_campaign(spec: &CampaignSpec, progress: &(dyn Fn(u64, u64) + Sync)) -
     summarize(&run_seeds(spec, Shard::ALL, progress))
 }
 
-/// A short stable hash of what a setup runs (algorithm, knobs, cluster, workload).
+/// A short stable hash of what a setup runs (algorithm, knobs, cluster, workload, and the
+/// explicit plan when there is one).
 pub fn fingerprint(setup: &Setup) -> String {
-    let text = serde_json::to_string(&(
-        &setup.algorithm,
-        &setup.config,
-        &setup.cluster,
-        &setup.workload,
-    ))
+    let text = if setup.plan.is_empty() {
+        serde_json::to_string(&(
+            &setup.algorithm,
+            &setup.config,
+            &setup.cluster,
+            &setup.workload,
+        ))
+    } else {
+        serde_json::to_string(&(
+            &setup.algorithm,
+            &setup.config,
+            &setup.cluster,
+            &setup.workload,
+            &setup.plan,
+        ))
+    }
     .expect("serializable");
     format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
 }

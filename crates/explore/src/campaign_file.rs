@@ -1,26 +1,37 @@
-//! Campaign files (`sims/*.toml`): an algorithm with its settings, fault kinds, a seed range and
-//! an expectation that CI checks.
+//! Campaign files (`sims/*.toml`): an algorithm with its settings, seeded fault kinds and/or
+//! an explicit fault plan, per-client settings, a seed range and an expectation that CI checks.
 //!
 //! ```toml
 //! name = "K4: a Redlock master restarts empty"
 //! algorithm = "redlock"
-//! faults = ["crash-restart"]     # one cell per kind; "swarm" mixes kinds per seed
+//! faults = ["crash-restart"]     # optional: one cell per kind; "swarm" mixes kinds per seed
 //! seeds = 300                    # per cell
 //! first_seed = 0                 # optional
 //! expect = ["S1"]                # each listed property is violated in some seed; or "safe"
-//! forbid = ["S2"]                # optional: properties no seed may violate
+//! forbid = ["S2", "L2"]          # optional: properties no seed may violate
 //! [settings]                     # optional: as `--set key=value`
 //! ttl = "1s"
 //! delayed_restart = false
+//! [client.c2]                    # optional: one client's own settings
+//! ttl = "10s"
+//! [[fault]]                      # optional: explicit faults, in every seed (see
+//! at = "2s"                      #   locksim_core::scenario_file)
+//! type = "pause"
+//! node = "c1"
+//! duration = "3s"
 //! ```
 //!
-//! A malformed file is an error that names the file, the line and column, and the field.
+//! With `[[fault]]` entries and no `faults`, every seed runs the same plan (seeds still vary
+//! latencies, work times and election timeouts); with both, the plan is added to each seeded
+//! one. A malformed file is one line naming the file, the line or the fault's number or the
+//! client, and the field.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use locksim_core::fault::parse_kinds;
-use locksim_core::Property;
+use locksim_core::scenario_file::{read_clients, read_faults, RawFault};
+use locksim_core::{ClientProfile, FaultPlan, Property};
 use serde::Deserialize;
 
 use crate::campaign::{CampaignSpec, CellSummary};
@@ -42,7 +53,12 @@ struct Raw {
     name: Option<String>,
     description: Option<String>,
     algorithm: String,
-    faults: Vec<String>,
+    #[serde(default)]
+    faults: Option<Vec<String>>,
+    #[serde(default)]
+    fault: Vec<toml::Spanned<toml::Table>>,
+    #[serde(default)]
+    client: BTreeMap<String, toml::Table>,
     seeds: u64,
     #[serde(default)]
     first_seed: u64,
@@ -68,12 +84,75 @@ pub struct CampaignFile {
     pub settings: Vec<String>,
     /// Algorithm name.
     pub algorithm: String,
-    /// Fault kinds, as written.
+    /// Fault kinds, as written (`none` when the file has only an explicit plan).
     pub faults: String,
+    /// The explicit plan (`[[fault]]` entries), in every seed.
+    pub plan: FaultPlan,
+    /// Per-client settings (`[client.cN]` tables).
+    pub clients: BTreeMap<String, ClientProfile>,
+    /// The file's description, if any.
+    pub description: Option<String>,
     /// Seeds per cell.
     pub seeds: u64,
     /// First seed.
     pub first_seed: u64,
+}
+
+/// `setup` with per-client settings, its algorithm rebuilt so that it checks them (a client's
+/// TTL within the drift allowance, say).
+fn with_clients(
+    mut setup: crate::setup::Setup,
+    clients: &BTreeMap<String, ClientProfile>,
+) -> Result<crate::setup::Setup, String> {
+    if clients.is_empty() {
+        return Ok(setup);
+    }
+    setup.workload.per_client.extend(clients.clone());
+    setup
+        .workload
+        .validate()
+        .map_err(|e| e.replace("workload ", ""))?;
+    setup.algo = locksim_algos::build(&setup.algorithm, &setup.config, &setup.workload)?;
+    Ok(setup)
+}
+
+/// Reads a plan file (`--plan FILE`): `[[fault]]` entries only, for a run of `setup`.
+///
+/// # Errors
+/// One line naming the file and the fault's number, line and field; or any other key.
+pub fn read_plan(path: &Path, setup: &crate::setup::Setup) -> Result<FaultPlan, String> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct PlanOnly {
+        #[serde(default)]
+        fault: Vec<toml::Spanned<toml::Table>>,
+    }
+    let at = |what: String| format!("{}: {what}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| at(format!("cannot read: {e}")))?;
+    let raw: PlanOnly = toml::from_str(&text).map_err(|e| {
+        let pos = e.span().map(|s| {
+            let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
+            format!("line {line}: ")
+        });
+        at(format!(
+            "{}{} (a plan file holds only [[fault]] entries)",
+            pos.unwrap_or_default(),
+            e.message().trim_end()
+        ))
+    })?;
+    if raw.fault.is_empty() {
+        return Err(at("no [[fault]] entries".into()));
+    }
+    let entries: Vec<RawFault> = raw
+        .fault
+        .iter()
+        .map(|f| RawFault {
+            line: Some(text[..f.span().start.min(text.len())].matches('\n').count() + 1),
+            table: f.get_ref().clone(),
+        })
+        .collect();
+    read_faults(&entries, &setup.cluster, setup.end())
+        .map_err(|e| at(format!("{} with its settings: {e}", setup.algorithm)))
 }
 
 /// A property a campaign file may name.
@@ -152,12 +231,40 @@ impl CampaignFile {
                 ))),
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let faults = raw.faults.join(",");
+        let faults = match &raw.faults {
+            Some(list) if list.is_empty() => {
+                return Err(at(
+                    "`faults`: an empty list; leave it out to run only the [[fault]] plan".into(),
+                ))
+            }
+            Some(list) => list.join(","),
+            None if raw.fault.is_empty() => {
+                return Err(at(
+                    "no faults: give seeded kinds (`faults = [\"pause\"]`), explicit [[fault]] entries, or `faults = [\"none\"]`".into(),
+                ))
+            }
+            None => "none".to_string(),
+        };
         parse_kinds(&faults).map_err(|e| at(format!("`faults`: {e}")))?;
-        // Build once to report bad settings now, with the file name.
-        setups_for(std::slice::from_ref(&raw.algorithm), &settings)
-            .map_err(|e| at(format!("`settings`: {e}")))?;
-        let _ = raw.description;
+        // Build once to report bad settings now, with the file name; the cluster it gives
+        // names the nodes of the plan and the clients of the client tables.
+        let setup = setups_for(std::slice::from_ref(&raw.algorithm), &settings)
+            .map_err(|e| at(format!("`settings`: {e}")))?
+            .remove(0);
+        let clients = read_clients(&raw.client, setup.cluster.clients).map_err(at)?;
+        let setup = with_clients(setup, &clients).map_err(at)?;
+        let line = |span: std::ops::Range<usize>| {
+            text[..span.start.min(text.len())].matches('\n').count() + 1
+        };
+        let raw_faults: Vec<RawFault> = raw
+            .fault
+            .iter()
+            .map(|f| RawFault {
+                line: Some(line(f.span())),
+                table: f.get_ref().clone(),
+            })
+            .collect();
+        let plan = read_faults(&raw_faults, &setup.cluster, setup.end()).map_err(at)?;
         Ok(CampaignFile {
             path: path.to_path_buf(),
             name: raw.name.unwrap_or_else(|| {
@@ -169,9 +276,20 @@ impl CampaignFile {
             settings,
             algorithm: raw.algorithm,
             faults,
+            plan,
+            clients,
+            description: raw.description,
             seeds: raw.seeds,
             first_seed: raw.first_seed,
         })
+    }
+
+    /// `true` when the file names a liveness property, so its tables show L1–L3.
+    pub fn asks_liveness(&self) -> bool {
+        self.expect
+            .iter()
+            .chain(&self.forbid)
+            .any(|p| p.is_liveness())
     }
 
     /// Reads and parses a campaign file.
@@ -215,8 +333,12 @@ impl CampaignFile {
     /// # Errors
     /// When the settings do not build (already checked by [`CampaignFile::parse`]).
     pub fn spec(&self, jobs: usize) -> Result<CampaignSpec, String> {
+        let setups = setups_for(std::slice::from_ref(&self.algorithm), &self.settings)?
+            .into_iter()
+            .map(|s| with_clients(s, &self.clients).map(|s| s.with_plan(self.plan.clone())))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(CampaignSpec {
-            setups: setups_for(std::slice::from_ref(&self.algorithm), &self.settings)?,
+            setups,
             kinds: parse_kinds(&self.faults)?,
             first_seed: self.first_seed,
             seeds: self.seeds,

@@ -54,6 +54,7 @@ pub fn check_options(scenario: &Scenario, hints: LivenessHints) -> CheckOptions<
                         ClientTiming {
                             ttl: p.ttl,
                             renew_every: p.renew_every,
+                            duration: p.duration,
                         },
                     )
                 })

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use locksim_algos::knobs::parse_flag;
+use locksim_core::scenario_file::set_client_field;
 use locksim_core::time::parse_duration;
-use locksim_core::{Cluster, FaultKind, Nanos, Scenario, Workload};
+use locksim_core::{Cluster, FaultKind, FaultPlan, Nanos, RenewRetry, Scenario, Workload};
 use locksim_sim::LockAlgorithm;
 
 use crate::faultgen;
@@ -40,7 +41,19 @@ pub const WORKLOAD_KNOBS: &[(&str, &str)] = &[
     ),
     (
         "renew_every",
-        "renew the lease from a watchdog this often; off to disable (default off)",
+        "renew the lease this often from a task beside the work; each renewal's validity becomes the deadline; off to disable (default off)",
+    ),
+    (
+        "renew_deadline",
+        "stop acting when no renewal has succeeded for this long, from the send of the last one (client-go's RenewDeadline; default off)",
+    ),
+    (
+        "renew_retry",
+        "after a renewal without an answer: until-expiry (retry every renew_every/3 until the lease would end) | give-up (default until-expiry)",
+    ),
+    (
+        "step_down",
+        "how long a holder keeps acting after it learns its lock is lost (default 0)",
     ),
     (
         "uncertainty",
@@ -61,6 +74,8 @@ pub struct Setup {
     pub cluster: Cluster,
     /// Client behaviour.
     pub workload: Workload,
+    /// Explicit faults added to every seed's plan (`[[fault]]` entries, `--plan`).
+    pub plan: FaultPlan,
 }
 
 fn dur(key: &str, v: &str) -> Result<Nanos, String> {
@@ -86,6 +101,17 @@ fn int(key: &str, v: &str, lo: u32, hi: u32) -> Result<u32, String> {
         .ok()
         .filter(|n| (lo..=hi).contains(n))
         .ok_or_else(|| format!("`{key}={v}` must be an integer from {lo} to {hi}"))
+}
+
+/// Splits a per-client setting `c2.ttl` into (`c2`, `ttl`).
+pub fn client_setting(key: &str) -> Option<(&str, &str)> {
+    let (name, field) = key.split_once('.')?;
+    let digits = name.strip_prefix('c')?;
+    (!digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit())).then_some((name, field))
+}
+
+fn is_workload(key: &str) -> bool {
+    WORKLOAD_KNOBS.iter().any(|w| w.0 == key) || client_setting(key).is_some()
 }
 
 /// Applies one workload setting; `Ok(false)` when `key` is not a workload setting.
@@ -114,6 +140,29 @@ pub fn apply_workload(
                 parse_flag(v).ok_or_else(|| format!("`{key}={v}` must be true or false"))?
         }
         "uncertainty" => w.uncertainty = Some(dur(key, v)?),
+        "renew_deadline" => {
+            w.renew_deadline = match parse_flag(v) {
+                Some(false) => None,
+                _ => Some(positive(key, v)?),
+            }
+        }
+        "renew_retry" => {
+            w.renew_retry = match v {
+                "until-expiry" => RenewRetry::UntilExpiry,
+                "give-up" => RenewRetry::GiveUp,
+                _ => {
+                    return Err(format!(
+                        "`{key}={v}` is not valid (choose until-expiry or give-up)"
+                    ))
+                }
+            }
+        }
+        "step_down" => w.step_down = dur(key, v)?,
+        k if client_setting(k).is_some() => {
+            let (name, field) = client_setting(k).expect("checked");
+            let p = w.per_client.entry(name.to_string()).or_default();
+            set_client_field(p, field, v).map_err(|e| format!("client {name}: {e}"))?;
+        }
         "renew_every" => {
             w.renew_every = match parse_flag(v) {
                 Some(false) => None,
@@ -149,6 +198,7 @@ impl Setup {
             if !algo_knobs.iter().any(|n| n.key == k) {
                 let mut valid: Vec<&str> = WORKLOAD_KNOBS.iter().map(|k| k.0).collect();
                 valid.extend(algo_knobs.iter().map(|k| k.key));
+                valid.push("cN.<per-client setting>");
                 return Err(format!(
                     "`{k}` is not a setting of {algorithm} (valid: {})",
                     valid.join(", ")
@@ -166,6 +216,7 @@ impl Setup {
         workload
             .validate()
             .map_err(|e| e.replace("workload ", ""))?;
+        workload.validate_clients(clients)?;
         let algo = locksim_algos::build(algorithm, &config, &workload)?;
         Ok(Setup::custom(algo, config, clients, workload))
     }
@@ -186,11 +237,20 @@ impl Setup {
             config,
             algo,
             workload,
+            plan: FaultPlan::default(),
         }
     }
 
-    /// The scenario of `seed` with a fault plan drawn for `kinds`.
+    /// The same setup with explicit faults added to every seed's plan.
+    pub fn with_plan(mut self, plan: FaultPlan) -> Setup {
+        self.plan = plan;
+        self
+    }
+
+    /// The scenario of `seed` with a fault plan drawn for `kinds`, plus the explicit plan.
     pub fn scenario(&self, seed: u64, kinds: &[FaultKind]) -> Scenario {
+        let mut faults = faultgen::generate(seed, kinds, &self.cluster, &self.workload).faults;
+        faults.extend(self.plan.faults.iter().cloned());
         Scenario {
             seed,
             algorithm: self.algorithm.clone(),
@@ -198,8 +258,13 @@ impl Setup {
             cluster: self.cluster.clone(),
             workload: self.workload.clone(),
             fault_kinds: kinds.to_vec(),
-            faults: faultgen::generate(seed, kinds, &self.cluster, &self.workload),
+            faults: FaultPlan::new(faults),
         }
+    }
+
+    /// True time at which this setup's runs end, ns (see [`Scenario::end`]).
+    pub fn end(&self) -> Nanos {
+        self.scenario(0, &[]).end()
     }
 }
 
@@ -237,7 +302,6 @@ pub fn setups_for(algorithms: &[String], settings: &[String]) -> Result<Vec<Setu
             )
         })?);
     }
-    let is_workload = |k: &str| WORKLOAD_KNOBS.iter().any(|w| w.0 == k);
     for (k, _) in &pairs {
         if !is_workload(k) && !knobs.iter().any(|ks| ks.iter().any(|n| n.key == k)) {
             let mut valid: Vec<&str> = WORKLOAD_KNOBS.iter().map(|w| w.0).collect();
@@ -246,6 +310,7 @@ pub fn setups_for(algorithms: &[String], settings: &[String]) -> Result<Vec<Setu
                     valid.push(n.key);
                 }
             }
+            valid.push("cN.<per-client setting>");
             return Err(format!(
                 "`{k}` is not a setting of {} (valid: {})",
                 algorithms.join(" or "),
@@ -289,6 +354,7 @@ impl Setup {
             algo,
             cluster: s.cluster.clone(),
             workload: s.workload.clone(),
+            plan: FaultPlan::default(),
         })
     }
 }

@@ -187,6 +187,21 @@ impl Shrinker<'_> {
             .collect();
         let mut out = Self::with_faults(s, faults);
         out.cluster.clients -= 1;
+        // Per-client settings follow their clients: `cK` after the removed one becomes `cK-1`.
+        let removed = c - s.cluster.servers + 1;
+        out.workload.per_client = s
+            .workload
+            .per_client
+            .iter()
+            .filter_map(|(name, p)| {
+                let i: u32 = name.strip_prefix('c')?.parse().ok()?;
+                match i.cmp(&removed) {
+                    std::cmp::Ordering::Less => Some((name.clone(), p.clone())),
+                    std::cmp::Ordering::Equal => None,
+                    std::cmp::Ordering::Greater => Some((format!("c{}", i - 1), p.clone())),
+                }
+            })
+            .collect();
         out
     }
 
@@ -248,6 +263,9 @@ impl Shrinker<'_> {
         if let Some(c) = self.smallest(MS, s.workload.duration, 10 * MS, |d| {
             let mut c = base.clone();
             c.workload.duration = d;
+            // Faults the shorter run would never reach go (a plan may not outlast its run).
+            let end = c.end();
+            c.faults.faults.retain(|f| f.at < end);
             c
         }) {
             *s = c;

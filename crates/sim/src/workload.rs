@@ -12,7 +12,7 @@ use rand::Rng;
 use crate::ctx::NodeCtx;
 use crate::holder::hold;
 use crate::protocol::{LockAlgorithm, Outcome, Validity};
-use crate::world::{stream, Stream};
+use crate::world::{stream, Stream, Task};
 
 /// One operation's events in the history (an invoke and its completion share an op id).
 pub(crate) struct OpRec<'a> {
@@ -111,7 +111,9 @@ pub async fn client_main(ctx: NodeCtx, algo: Arc<dyn LockAlgorithm>) {
     );
     let mut think = true;
     let mut key = 0;
-    while ctx.world().now() < w.duration {
+    while ctx.world().now() < me.duration {
+        // A stalled workload (a `pause` with `task = work`) starts no round.
+        ctx.checkpoint(Task::Work).await;
         if think {
             let d = rng.gen_range(0..=w.think_max);
             ctx.sleep(d).await;
@@ -144,5 +146,11 @@ pub async fn client_main(ctx: NodeCtx, algo: Arc<dyn LockAlgorithm>) {
                 think = false;
             }
         }
+    }
+    // A client with a shorter duration of its own stays up (its library's background tasks
+    // go on) until the workload's end, when every client process exits.
+    if me.duration < w.duration {
+        let end = ctx.world().instant(w.duration);
+        madsim::time::sleep_until(end).await;
     }
 }

@@ -337,6 +337,11 @@ impl Inner {
             Err(RpcError::NoLeader) => "no leader",
             Err(RpcError::Timeout) => "unlock timed out",
         };
+        if !self.cfg.unlock_retry {
+            // The bug: nothing more is done, and the session (kept alive again now that no
+            // lock is held) keeps the key alive.
+            return Outcome::Unknown(why.into());
+        }
         // The client keeps its handle and retries in the background with backoff, as lock
         // clients do; if that never gets an answer the session is given up so the key dies with the lease.
         let (me, key) = (self.clone(), grant.key);

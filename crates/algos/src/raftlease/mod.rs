@@ -15,9 +15,13 @@
 //!   `start + TTL − drift` with `drift = TTL·drift_factor + 2 ms`, as Redlock's formula does
 //!   (etcd's client closes a session whose keep-alive deadline passed).
 //!
-//! Two knobs turn on real bugs (`shared/cases/CASES.md`): `grant_on_expired_lease` (K2: a
-//! waiter whose lease expired while it waited is told it holds the lock) and `unlock_by_name`
-//! (K3: a retried unlock deletes the key by name and frees the session's next lock).
+//! Three knobs turn on real bugs: `grant_on_expired_lease` (case K2: a waiter whose lease
+//! expired while it waited is told it holds the lock), `unlock_by_name` (case K3: a retried
+//! unlock deletes the key by name and frees the session's next lock) and `unlock_retry = none`
+//! (an unlock that got no answer is neither retried nor followed by closing the session, so a
+//! lost unlock leaves the key alive under a session that is still kept alive: etcd's
+//! `concurrency.Mutex.Unlock` documents that the lock stays held until the session ends when
+//! the delete fails — an orphaned lock, L3).
 
 mod client;
 pub mod server;
@@ -86,6 +90,11 @@ pub const KNOBS: &[Knob] = &[
         help:
             "BUG (case K3): unlock deletes the session's key by name, not only the granted revision",
     },
+    Knob {
+        key: "unlock_retry",
+        default: "background",
+        help: "after an unlock without an answer: background (retry with backoff, then give the session up so the key dies with its lease) | none (BUG: give up at once and keep the session alive, as an application that ignores a failed etcd Mutex.Unlock and keeps its Session: the key outlives the hold, an orphaned lock)",
+    },
 ];
 
 /// A client request to a service node.
@@ -137,6 +146,8 @@ pub struct RaftLease {
     lock_wait: Nanos,
     drift_ppm: u64,
     client_clock: LocalClock,
+    /// Retry an unlock without an answer in the background (else: the orphan bug).
+    unlock_retry: bool,
 }
 
 impl RaftLease {
@@ -151,7 +162,7 @@ impl RaftLease {
         let name = "raft-lease";
         let k = Knobs::new(name, config, KNOBS)?;
         let drift_ppm = k.fraction_ppm("drift_factor")?;
-        crate::knobs::check_ttl(name, workload.ttl, drift_ppm)?;
+        crate::knobs::check_ttl(name, workload.min_ttl(), drift_ppm)?;
         let tick = k.duration("tick")?;
         if tick < 1_000_000 {
             return Err(format!(
@@ -163,10 +174,10 @@ impl RaftLease {
         // etcd refuses leases shorter than 1.5 election timeouts: a lease must outlive the
         // election that follows its leader's failure.
         let min_ttl = tick.saturating_mul(election_ticks as u64) * 3 / 2;
-        if workload.ttl < min_ttl {
+        if workload.min_ttl() < min_ttl {
             return Err(format!(
                 "{name}: ttl {} is shorter than 1.5 election timeouts ({} = 1.5 × {election_ticks} ticks of {}); leases would expire during every election (etcd refuses such TTLs too)",
-                locksim_core::time::fmt_nanos(workload.ttl as i128),
+                locksim_core::time::fmt_nanos(workload.min_ttl() as i128),
                 locksim_core::time::fmt_nanos(min_ttl as i128),
                 locksim_core::time::fmt_nanos(tick as i128)
             ));
@@ -183,6 +194,7 @@ impl RaftLease {
             },
             timeout: k.duration("timeout")?,
             lock_wait: k.duration("lock_wait")?,
+            unlock_retry: k.choice("unlock_retry", &["background", "none"])? == "background",
             drift_ppm,
             client_clock: crate::knobs::local_clock(&k, "client_clock")?,
         })
