@@ -74,7 +74,7 @@ fn a_central_fencing_trace_carries_its_tokens() {
 #[test]
 fn what_the_specs_do_not_model_is_refused_by_field() {
     // Renewal is modelled for central (case K1), not yet for Redlock.
-    let k1 = read("k1-central-s2-f5185cb7.json");
+    let k1 = read("k1-central-s2-4a7852d2.json");
     let ex = export(&k1, "k1", "K1").expect("K1 exports");
     assert!(ex.cfg.contains("Renew = TRUE"));
     assert!(ex.module.contains("k |-> \"ExtInv\""));
