@@ -122,7 +122,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(msg) => {
-            eprintln!("error: {msg}");
+            error_line(&msg);
             ExitCode::from(2)
         }
     }
@@ -155,8 +155,10 @@ pub(crate) fn out(text: &str) {
     let _ = o.write_all(text.as_bytes()).and_then(|_| o.flush());
 }
 
-/// `n thing` or `n things`.
-pub(crate) fn plural(n: impl Into<u64>, thing: &str) -> String {
-    let n = n.into();
-    format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
+pub(crate) use locksim_core::text::plural;
+
+/// Prints an error for people: `error: ` and the message on one line (a value the message
+/// echoes, a file name or a setting, may hold a newline; it is shown escaped, as `\n`).
+pub(crate) fn error_line(msg: &str) {
+    eprintln!("error: {}", locksim_core::text::one_line(msg));
 }

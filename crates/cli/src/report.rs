@@ -12,6 +12,7 @@ use locksim_explore::{check_scenario, CampaignSpec, CellSummary};
 use locksim_render::report::{campaign_report, ReportCell, ReportSection};
 use locksim_render::{render_html, Run};
 
+use crate::plural;
 use crate::progress::Progress;
 use crate::render::write_page;
 
@@ -80,12 +81,12 @@ fn make(spec: &CampaignSpec, c: &CellSummary, dir: &Path) -> Made {
         title: name.clone(),
         notes: vec![
             format!(
-                "{} × {}: seed {seed} of the campaign, shrunk to {} faults and {} clients in {} runs, keeping {property}.",
+                "{} × {}: seed {seed} of the campaign, shrunk to {} and {} in {}, keeping {property}.",
                 c.algorithm,
                 c.faults,
-                shrunk.scenario.faults.len(),
-                shrunk.scenario.cluster.clients,
-                shrunk.runs
+                plural(shrunk.scenario.faults.len() as u64, "fault"),
+                plural(shrunk.scenario.cluster.clients, "client"),
+                plural(shrunk.runs, "run")
             ),
             format!("Replay it with: locksim replay {}", trace_path.display()),
         ],

@@ -9,13 +9,15 @@
 //! - [`history`]: the recorded events (Jepsen's invoke/ok/fail/info vocabulary plus grants,
 //!   resource writes, faults) and their stable digest;
 //! - [`verdict`]: violations of the safety properties, with the event ids that witness them;
-//! - [`trace`]: the versioned JSON file that replays a run.
+//! - [`trace`]: the versioned JSON file that replays a run;
+//! - [`text`]: plurals and one-line echoes of values in messages.
 //!
 //! Data flows one way: scenario → simulation → history → checkers → verdict.
 
 pub mod fault;
 pub mod history;
 pub mod scenario;
+pub mod text;
 pub mod time;
 pub mod trace;
 pub mod verdict;
