@@ -11,8 +11,8 @@ use locksim_explore::replay::{replay, verdict_kinds};
 use locksim_explore::shrink::{shrink, trace_file_name};
 use locksim_explore::{check_scenario, setups_for};
 
-use crate::out;
 use crate::progress::Progress;
+use crate::{out, plural};
 
 #[derive(Args)]
 pub struct ShrinkArgs {
@@ -40,6 +40,10 @@ pub struct ShrinkArgs {
     /// Leave the events out of the trace (replay then shows no first differing event).
     #[arg(long)]
     no_events: bool,
+    /// Print one JSON object (the trace's path, the shrunk scenario's size, its faults and
+    /// verdict) on stdout instead of text; progress still goes to stderr.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -47,6 +51,12 @@ pub struct ReplayArgs {
     /// Trace files to replay.
     #[arg(required = true, value_name = "TRACE")]
     traces: Vec<PathBuf>,
+    /// Print one JSON object per trace on stdout instead of text: `{"file", "ok", "digest",
+    /// "recorded_digest", "digest_matches", "verdict_matches", "verdict" (the re-run's, in full),
+    /// "recorded" (the trace's violated properties), "first_difference", "ms"}`. Unreadable
+    /// traces are still reported on stderr.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
@@ -84,11 +94,11 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
     }
     let started = Instant::now();
     eprintln!(
-        "shrinking {} seed {} ({} faults, {} clients), keeping {property}",
+        "shrinking {} seed {} ({}, {}), keeping {property}",
         scenario.algorithm,
         scenario.seed,
-        scenario.faults.len(),
-        scenario.cluster.clients
+        plural(scenario.faults.len() as u64, "fault"),
+        plural(scenario.cluster.clients, "client")
     );
     let progress = Progress::spinner();
     let shrunk = shrink(&scenario, property, &|line| progress.note(line));
@@ -97,13 +107,40 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
     let trace = shrunk.trace(!a.no_events);
     let path = a.out_dir.join(trace_file_name(&trace, property));
     trace.write_new(&path)?;
+    let secs = started.elapsed().as_secs_f64();
+    if a.json {
+        let faults: Vec<serde_json::Value> = shrunk
+            .scenario
+            .faults
+            .faults
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "at_ns": f.at,
+                    "fault": f.fault.describe(&shrunk.scenario.cluster),
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "trace": path.display().to_string(),
+            "property": property,
+            "seed": shrunk.scenario.seed,
+            "clients": shrunk.scenario.cluster.clients,
+            "faults": faults,
+            "runs": shrunk.runs,
+            "seconds": (secs * 10.0).round() / 10.0,
+            "digest": trace.digest,
+            "verdict": verdict_kinds(&shrunk.verdict),
+        });
+        out(&format!("{v}\n"));
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut t = format!(
-        "{}: {} faults, {} clients, {} runs in {:.1}s; verdict {}\n",
+        "{}: {}, {}, {} in {secs:.1}s; verdict {}\n",
         path.display(),
-        shrunk.scenario.faults.len(),
-        shrunk.scenario.cluster.clients,
-        shrunk.runs,
-        started.elapsed().as_secs_f64(),
+        plural(shrunk.scenario.faults.len() as u64, "fault"),
+        plural(shrunk.scenario.cluster.clients, "client"),
+        plural(shrunk.runs, "run"),
         verdict_kinds(&shrunk.verdict)
     );
     if shrunk.scenario.seed != scenario.seed {
@@ -130,7 +167,7 @@ pub fn replay_main(a: ReplayArgs) -> Result<ExitCode, String> {
         let trace = match Trace::read(file) {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("error: {e}");
+                crate::error_line(&e.to_string());
                 unreadable = true;
                 continue;
             }
@@ -139,13 +176,30 @@ pub fn replay_main(a: ReplayArgs) -> Result<ExitCode, String> {
         let r = match replay(&trace) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("error: {}: {e}", file.display());
+                crate::error_line(&format!("{}: {e}", file.display()));
                 unreadable = true;
                 continue;
             }
         };
         let ms = started.elapsed().as_secs_f64() * 1e3;
-        if r.ok() {
+        if !r.ok() {
+            mismatch = true;
+        }
+        if a.json {
+            let v = serde_json::json!({
+                "file": file.display().to_string(),
+                "ok": r.ok(),
+                "digest": r.digest,
+                "recorded_digest": trace.digest,
+                "digest_matches": r.digest_matches,
+                "verdict_matches": r.verdict_matches,
+                "verdict": r.outcome.verdict,
+                "recorded": verdict_kinds(&trace.verdict),
+                "first_difference": r.first_difference,
+                "ms": (ms * 1000.0).round() / 1000.0,
+            });
+            out(&format!("{v}\n"));
+        } else if r.ok() {
             out(&format!(
                 "ok    {}: digest {}, verdict {} ({ms:.0} ms)\n",
                 file.display(),
@@ -153,7 +207,6 @@ pub fn replay_main(a: ReplayArgs) -> Result<ExitCode, String> {
                 verdict_kinds(&r.outcome.verdict)
             ));
         } else {
-            mismatch = true;
             let mut t = format!("FAIL  {}:", file.display());
             if !r.digest_matches {
                 t += &format!(
