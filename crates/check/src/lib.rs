@@ -6,7 +6,8 @@
 //! - [`holds`] derives each client's hold intervals in true time (DESIGN §6);
 //! - [`mutex`] checks S1, mutual exclusion (no two holders' intervals overlap on a key);
 //! - [`stale`] checks S2, resource safety (no write of an older grant accepted after a write
-//!   of a newer one; accepted fencing tokens never decrease);
+//!   of a newer one, grants ordered by when the service decided them; accepted fencing tokens
+//!   never decrease);
 //! - [`lease`] checks S3, linearizability of the lock operations against a lease lock, with the
 //!   general checker of [`linear`] (which also reads real Jepsen histories through [`formats`]);
 //! - [`release`] checks S4, that a release frees only its own grant's lock (from the service's
@@ -24,7 +25,7 @@ pub mod mutex;
 pub mod release;
 pub mod stale;
 
-pub use holds::{derive_holds, Hold, HoldEnd};
+pub use holds::{derive_holds, derive_holds_in, Hold, HoldEnd};
 pub use lease::LeaseSpec;
 
 /// At most this many violations of one property are listed per key; the rest are counted in
@@ -64,7 +65,7 @@ pub const S3_MAX_STEPS: u64 = 5_000_000;
 /// ordered by property, then key, then time.
 pub fn check_all(history: &History, opts: &CheckOptions) -> Verdict {
     let names = Names(opts.cluster);
-    let holds = derive_holds(history);
+    let holds = derive_holds_in(history, opts.cluster);
     let mut verdict = Verdict::default();
     mutex::check(&holds, names, &mut verdict);
     stale::check(history, &holds, names, &mut verdict);

@@ -72,3 +72,44 @@ fn duplicated_writes_show_up_as_a_non_linearizable_resource() {
     assert!(c.s3_violations > 0, "{c:?}");
     assert_eq!(c.s1_violations, 0, "{c:?}");
 }
+
+/// Issue #12: seed 14194 of central-fencing under clock-jump. A server clock step expires c2's
+/// fresh grant (token 3) at once and c3 is granted token 4; c3's reply arrives first. The
+/// resource accepts 3, then 4, and rejects 3 again: fencing worked, so S2 must hold (it was
+/// reported while S2 ordered grants by the clients' `ok`).
+#[test]
+fn central_fencing_seed_14194_under_clock_jump_is_fenced_not_stale() {
+    use locksim_core::EventKind;
+    let setup = Setup::registered("central-fencing", &[]).unwrap();
+    let out = locksim_explore::check_scenario(
+        &setup.scenario(14194, &[FaultKind::ClockJump]),
+        setup.algo.clone(),
+    );
+    let h = out.history.expect("runs");
+    let accepted: Vec<u64> = h
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::WriteAccepted { token, .. } => token,
+            _ => None,
+        })
+        .collect();
+    assert!(accepted.windows(2).all(|w| w[0] <= w[1]), "{accepted:?}");
+    assert!(accepted.starts_with(&[3, 4]), "{accepted:?}");
+    assert!(
+        out.verdict.violates(locksim_core::Property::S1),
+        "the double grant is real"
+    );
+    assert!(
+        !out.verdict.violates(locksim_core::Property::S2),
+        "{:#?}",
+        out.verdict
+    );
+}
+
+#[test]
+fn central_fencing_keeps_s2_under_clock_jumps() {
+    let c = &cells("central-fencing", &[FaultKind::ClockJump])[0];
+    assert!(c.s1_violations > 0, "{c:?}");
+    assert_eq!(c.s2_violations, 0, "{c:?}");
+}

@@ -201,10 +201,11 @@ fn s2(s: &Scenario, h: &History, holds: &[Hold], v: &Violation) -> Option<String
         let b = hold_by_ok(holds, v.events[2])?;
         let bw = h.events.get(v.events[3] as usize)?;
         text += &format!(
-            " It had already accepted {}'s write at {} under a later grant (acquired at {}{}), so {an}'s stale data overwrote newer data.",
+            " It had already accepted {}'s write at {} under a grant the lock service made later ({}, at {}{}), so {an}'s stale data overwrote newer data.",
             c.name(b.client),
             t(bw.time),
-            t(b.start),
+            if b.granted_by.is_some() { "decided" } else { "acquired" },
+            t(b.granted),
             token(b.token)
         );
         text += &if a.token.is_none() {
