@@ -14,7 +14,7 @@
 //!   `freed` records);
 //! - [`metrics`] measures what lock operators watch: latencies, waits, holds, retries.
 
-use locksim_core::{Cluster, History, NodeId, Verdict};
+use locksim_core::{Cluster, History, NodeId, Property, Verdict};
 
 pub mod formats;
 pub mod holds;
@@ -55,6 +55,20 @@ pub struct CheckOptions<'a> {
     pub lease: Option<LeaseSpec>,
     /// S3's search budget. Inside campaigns give `max_steps` (deterministic), not a timeout.
     pub budget: linear::Budget,
+}
+
+impl CheckOptions<'_> {
+    /// The properties [`check_all`] judges with these options, in report order: S1, S2 and S4
+    /// always, S3 with a lease spec. A checker added to `check_all` adds its property here, and
+    /// campaigns, their tables and `testing::Campaign` count it with no other change.
+    pub fn properties(&self) -> Vec<Property> {
+        let mut p = vec![Property::S1, Property::S2];
+        if self.lease.is_some() {
+            p.push(Property::S3);
+        }
+        p.push(Property::S4);
+        p
+    }
 }
 
 /// The default S3 step budget of simulated runs: generous for lock histories (whose search is
