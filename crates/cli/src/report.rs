@@ -162,6 +162,7 @@ pub fn write(
     sections: &[Section],
     jobs: usize,
     notes: Vec<String>,
+    force: bool,
 ) -> Result<usize, String> {
     let dir = files_dir(path);
     let violated: Vec<(usize, usize)> = sections
@@ -215,7 +216,12 @@ pub fn write(
                         algorithm: c.algorithm.clone(),
                         faults: c.faults.name().to_string(),
                         seeds: c.seeds,
-                        violations: [c.s1_violations, c.s2_violations, c.s3_violations],
+                        violations: c
+                            .checked
+                            .iter()
+                            .map(|&p| (p.to_string(), c.violated(p)))
+                            .collect(),
+                        undecided: c.undecided_seeds,
                         grants: c.grants,
                         errors: c.errors,
                         first_failing_seed: c.first_failing_seed,
@@ -229,6 +235,6 @@ pub fn write(
         })
         .collect();
     let html = campaign_report("locksim campaign report", &notes, &report);
-    write_page(path, &html, false)?;
+    write_page(path, &html, force)?;
     Ok(pages)
 }

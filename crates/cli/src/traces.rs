@@ -44,6 +44,8 @@ pub struct ShrinkArgs {
     /// verdict) on stdout instead of text; progress still goes to stderr.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    memory: crate::MemoryArgs,
 }
 
 #[derive(Args)]
@@ -57,6 +59,8 @@ pub struct ReplayArgs {
     /// traces are still reported on stderr.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    memory: crate::MemoryArgs,
 }
 
 pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
@@ -73,6 +77,7 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
         }
         _ => return Err("give a TRACE, or --algo and --seed".into()),
     };
+    a.memory.check(&scenario)?;
     let property = match &a.kind {
         Some(k) => k.parse::<Property>()?,
         None => {
@@ -172,6 +177,11 @@ pub fn replay_main(a: ReplayArgs) -> Result<ExitCode, String> {
                 continue;
             }
         };
+        if let Err(e) = a.memory.check(&trace.scenario) {
+            crate::error_line(&format!("{}: {e}", file.display()));
+            unreadable = true;
+            continue;
+        }
         let started = Instant::now();
         let r = match replay(&trace) {
             Ok(r) => r,
