@@ -145,6 +145,7 @@ RelFail(c) ==
 -----------------------------------------------------------------------------
 (* Server side: each step processes one request *)
 
+\* (The service's decision, for S2's order: Decide.)
 ServerGrant(c) ==
     /\ req[c] = "acq" /\ ~down /\ ~Live
     /\ lock' = [owner |-> Owner(c), exp |-> ServerNow(Srv) + TTL]
@@ -152,7 +153,8 @@ ServerGrant(c) ==
     /\ rtok' = [rtok EXCEPT ![c] = IF Fencing THEN nextToken ELSE 0]
     /\ reply' = [reply EXCEPT ![c] = "granted"]
     /\ req' = [req EXCEPT ![c] = "none"]
-    /\ UNCHANGED <<baseVars, down, ext>>
+    /\ Decide(c)
+    /\ UNCHANGED <<envVars, cliVars, staleAcc, highest, down, ext>>
 
 ServerRefuse(c) ==
     /\ req[c] = "acq" /\ ~down /\ Live

@@ -28,7 +28,9 @@
 (* S1, MutualExclusion: a client *holds* from its acquire ok until the    *)
 (* earliest of its release, its clock reaching its deadline, or giving up *)
 (* -- but at least until the write it has committed to (DESIGN §6).  No   *)
-(* two clients hold at once.  S2, ResourceSafety: FencingResource.        *)
+(* two clients hold at once.  S2, ResourceSafety: FencingResource, with   *)
+(* grants ordered as the service decided them (Decide, below), never by   *)
+(* the order in which the clients heard their acquire ok.                 *)
 (***************************************************************************)
 EXTENDS Integers, Sequences, FiniteSets, TLC
 
@@ -60,7 +62,8 @@ VARIABLES
     start,      \* start[c]: c's clock when its current acquire began
     deadline,   \* deadline[c]: the validity deadline of c's grant, on c's clock
     expired,    \* expired[c]: c's clock has reached deadline[c] since the grant
-    newer,      \* newer[c]: clients whose current grant began after c's (ghost, for S2)
+    decided,    \* decided[c]: the service has decided c's current grant (ghost, for S2)
+    newer,      \* newer[c]: clients whose current grant the service decided after c's (ghost)
     stale,      \* stale[c]: a newer grant's write was accepted before c's (ghost)
     staleAcc,   \* the resource accepted a stale write: S2 is violated (ghost)
     highest,    \* the resource's highest accepted token (0: none)
@@ -84,7 +87,7 @@ VARIABLES
 
 envVars == <<now, off, paused, faults>>
 cliVars == <<pc, att, start, deadline, expired, token, workEnd, late, sentAt, ready>>
-resVars == <<newer, stale, staleAcc, highest>>
+resVars == <<decided, newer, stale, staleAcc, highest>>
 baseVars == <<envVars, cliVars, resVars>>
 
 \* The resource's rule, from FencingResource.
@@ -123,6 +126,7 @@ BaseInit ==
     /\ late = [c \in Clients |-> FALSE]
     /\ sentAt = [c \in Clients |-> 0]
     /\ ready = [c \in Clients |-> TRUE]
+    /\ decided = [c \in Clients |-> FALSE]
     /\ newer = [c \in Clients |-> {}]
     /\ stale = [c \in Clients |-> FALSE]
     /\ staleAcc = FALSE
@@ -216,7 +220,8 @@ ResourceAccept(c) ==
     /\ staleAcc' = (staleAcc \/ stale[c])
     /\ pc' = [pc EXCEPT ![c] = "written"]
     /\ sentAt' = [sentAt EXCEPT ![c] = 0]
-    /\ UNCHANGED <<envVars, att, start, deadline, expired, token, workEnd, late, ready, newer>>
+    /\ UNCHANGED <<envVars, att, start, deadline, expired, token, workEnd, late, ready,
+                   decided, newer>>
 
 ResourceReject(c) ==
     /\ pc[c] = "writing"
@@ -253,12 +258,32 @@ BeginAcquire(c) ==
     /\ start' = [start EXCEPT ![c] = ClientNow(c)]
     /\ UNCHANGED <<envVars, deadline, expired, token, workEnd, late, sentAt, resVars>>
 
+\* The service decides c's grant (DESIGN §7): S2's "later grant" is this
+\* order, the true time the service decided (a single server granting; a
+\* Redlock majority reached; a Raft leader telling c it holds), never the
+\* moment c hears ok, since replies overtake each other.  Every client whose
+\* grant the service had already decided now has a newer one; c's is the
+\* newest.  (The ghost part of a server's grant step.)
+Decide(c) ==
+    /\ decided' = [decided EXCEPT ![c] = TRUE]
+    /\ newer' = [d \in Clients |-> IF d = c THEN {}
+                                   ELSE IF decided[d] THEN newer[d] \cup {c} ELSE {}]
+    /\ stale' = [stale EXCEPT ![c] = FALSE]
+
 \* c learns it holds the lock, with token tok, until its clock reaches dl.
+\* (The service decided the grant earlier, with Decide.)
 BecomeHolderUntil(c, tok, dl) ==
     /\ pc' = [pc EXCEPT ![c] = "held"]
-    /\ newer' = [d \in Clients |-> IF d = c THEN {}
-                                   ELSE IF pc[d] \in Granted THEN newer[d] \cup {c} ELSE {}]
-    /\ stale' = [stale EXCEPT ![c] = FALSE]
+    /\ token' = [token EXCEPT ![c] = tok]
+    /\ deadline' = [deadline EXCEPT ![c] = dl]
+    /\ expired' = [expired EXCEPT ![c] = ClientNow(c) >= dl]
+    /\ UNCHANGED <<envVars, att, start, workEnd, late, sentAt, ready, resVars>>
+
+\* The service decides c's grant and tells c in one step (RaftLease's
+\* leader answers at once): Decide and BecomeHolderUntil together.
+DecideAndHoldUntil(c, tok, dl) ==
+    /\ Decide(c)
+    /\ pc' = [pc EXCEPT ![c] = "held"]
     /\ token' = [token EXCEPT ![c] = tok]
     /\ deadline' = [deadline EXCEPT ![c] = dl]
     /\ expired' = [expired EXCEPT ![c] = ClientNow(c) >= dl]
@@ -276,6 +301,7 @@ BackToIdle(c) ==
     /\ deadline' = [deadline EXCEPT ![c] = 0]
     /\ expired' = [expired EXCEPT ![c] = TRUE]
     /\ token' = [token EXCEPT ![c] = 0]
+    /\ decided' = [decided EXCEPT ![c] = FALSE]
     /\ newer' = [newer EXCEPT ![c] = {}]
     /\ stale' = [stale EXCEPT ![c] = FALSE]
     /\ UNCHANGED <<envVars, att, workEnd, late, sentAt, ready, staleAcc, highest>>
@@ -304,6 +330,6 @@ MutualExclusion == \A c, d \in Clients : c # d => ~(Holding(c) /\ Holding(d))
 ClientSymmetry == Permutations(Clients)
 
 \* S2 (DESIGN §7): the resource never accepted a write from a grant after
-\* it had accepted one from a later grant.
+\* it had accepted one from a grant the service decided later.
 ResourceSafety == ~staleAcc
 =============================================================================

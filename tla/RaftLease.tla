@@ -92,7 +92,7 @@ AcqOk(c) ==
     /\ pc[c] = "acquiring" /\ ~paused[c]
     /\ First(c, myRev[c])
     /\ GrantOnExpiredLease \/ (key[c] = myRev[c] /\ LeaderNow < lease[c])
-    /\ BecomeHolderUntil(c, myRev[c], NoDeadline)
+    /\ DecideAndHoldUntil(c, myRev[c], NoDeadline)
     /\ UNCHANGED rlVars
 
 \* The leader sees c's lease expired on its clock and revokes it: c's key

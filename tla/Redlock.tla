@@ -35,9 +35,11 @@ VARIABLES
     next,    \* next[c]: index in MasterOrder of the master c contacts next
     yes,     \* yes[c]: masters that granted c's current attempt (replies seen)
     rok,     \* rok[c]: masters that answered "done" to c's release
-    runk     \* runk[c]: masters that did not answer c's release
+    runk,    \* runk[c]: masters that did not answer c's release
+    gr       \* gr[c]: masters that set the key for c's current attempt, lost replies
+             \* included (ghost: the service decided when a majority had, for S2)
 
-rlVars == <<locks, down, next, yes, rok, runk>>
+rlVars == <<locks, down, next, yes, rok, runk, gr>>
 vars == <<baseVars, rlVars>>
 
 \* Values for the models' configurations (`MasterOrder <- ThreeMasters`).
@@ -61,6 +63,7 @@ Init ==
     /\ yes = [c \in Clients |-> 0]
     /\ rok = [c \in Clients |-> 0]
     /\ runk = [c \in Clients |-> 0]
+    /\ gr = [c \in Clients |-> 0]
 
 -----------------------------------------------------------------------------
 (* Acquire *)
@@ -69,10 +72,13 @@ Acquire(c) ==
     /\ BeginAcquire(c)
     /\ next' = [next EXCEPT ![c] = 1]
     /\ yes' = [yes EXCEPT ![c] = 0]
+    /\ gr' = [gr EXCEPT ![c] = 0]
     /\ UNCHANGED <<locks, down, rok, runk>>
 
 \* The current master sets the key for c (observable: a `grant` event);
-\* the reply reaches c, or (Lossy) is lost.
+\* the reply reaches c, or (Lossy) is lost.  The Quorum-th master to do so
+\* is the service's decision (S2's order; the simulator's checker reads the
+\* same from the grant events).
 TryGrant(c, seen) ==
     /\ pc[c] = "acquiring" /\ next[c] <= N /\ ~paused[c]
     /\ ~down[Cur(c)] /\ ~Live(Cur(c))
@@ -80,7 +86,9 @@ TryGrant(c, seen) ==
     /\ locks' = [locks EXCEPT ![Cur(c)] = [owner |-> Owner(c), exp |-> ServerNow(Cur(c)) + TTL]]
     /\ yes' = [yes EXCEPT ![c] = IF seen THEN @ + 1 ELSE @]
     /\ next' = [next EXCEPT ![c] = @ + 1]
-    /\ UNCHANGED <<baseVars, down, rok, runk>>
+    /\ gr' = [gr EXCEPT ![c] = @ + 1]
+    /\ IF gr[c] + 1 = Quorum THEN Decide(c) ELSE UNCHANGED <<decided, newer, stale>>
+    /\ UNCHANGED <<envVars, cliVars, staleAcc, highest, down, rok, runk>>
 
 \* The current master refuses (the key is live), or the request is lost.
 TryNo(c) ==
@@ -88,7 +96,7 @@ TryNo(c) ==
     /\ \/ ~down[Cur(c)] /\ Live(Cur(c))
        \/ down[Cur(c)] \/ Lossy(c)
     /\ next' = [next EXCEPT ![c] = @ + 1]
-    /\ UNCHANGED <<baseVars, locks, down, yes, rok, runk>>
+    /\ UNCHANGED <<baseVars, locks, down, yes, rok, runk, gr>>
 
 Valid(c) == ClientNow(c) < start[c] + TTL - Drift
 
@@ -98,6 +106,7 @@ Reset(c) ==
     /\ yes' = [yes EXCEPT ![c] = 0]
     /\ rok' = [rok EXCEPT ![c] = 0]
     /\ runk' = [runk EXCEPT ![c] = 0]
+    /\ gr' = [gr EXCEPT ![c] = 0]
     /\ UNCHANGED <<locks, down>>
 
 
@@ -114,7 +123,7 @@ StartUnlock(c) ==
     /\ pc' = [pc EXCEPT ![c] = "unlocking"]
     /\ next' = [next EXCEPT ![c] = 1]
     /\ UNCHANGED <<envVars, att, start, deadline, expired, token, workEnd,
-                   late, sentAt, ready, resVars, locks, down, yes, rok, runk>>
+                   late, sentAt, ready, resVars, locks, down, yes, rok, runk, gr>>
 
 \* One compare-and-delete, during unlocking or release: the current master
 \* deletes the key if c's attempt owns it and it is live (unless the
@@ -133,7 +142,7 @@ DelStep(c, phase, ans) ==
     /\ next' = [next EXCEPT ![c] = @ + 1]
     /\ rok' = [rok EXCEPT ![c] = IF ans = "done" THEN @ + 1 ELSE @]
     /\ runk' = [runk EXCEPT ![c] = IF ans = "lost" THEN @ + 1 ELSE @]
-    /\ UNCHANGED <<baseVars, down, yes>>
+    /\ UNCHANGED <<baseVars, down, yes, gr>>
 
 UnlockStep(c) == \E ans \in {"done", "notowner", "lost"} : DelStep(c, "unlocking", ans)
 
@@ -150,7 +159,7 @@ Release(c) ==
     /\ next' = [next EXCEPT ![c] = 1]
     /\ rok' = [rok EXCEPT ![c] = 0]
     /\ runk' = [runk EXCEPT ![c] = 0]
-    /\ UNCHANGED <<locks, down, yes>>
+    /\ UNCHANGED <<locks, down, yes, gr>>
 
 ReleaseStep(c) == \E ans \in {"done", "notowner", "lost"} : DelStep(c, "releasing", ans)
 
@@ -171,12 +180,12 @@ Crash(m) ==
     /\ down' = [down EXCEPT ![m] = TRUE]
     /\ faults' = faults + 1
     /\ locks' = IF Fsync THEN locks ELSE [locks EXCEPT ![m] = NoLock]
-    /\ UNCHANGED <<now, off, paused, cliVars, resVars, next, yes, rok, runk>>
+    /\ UNCHANGED <<now, off, paused, cliVars, resVars, next, yes, rok, runk, gr>>
 
 Restart(m) ==
     /\ down[m]
     /\ down' = [down EXCEPT ![m] = FALSE]
-    /\ UNCHANGED <<baseVars, locks, next, yes, rok, runk>>
+    /\ UNCHANGED <<baseVars, locks, next, yes, rok, runk, gr>>
 
 -----------------------------------------------------------------------------
 \* The models' time step also forgets entries that have expired on their
@@ -187,7 +196,7 @@ TickForget ==
     /\ locks' = [m \in Masters |->
                    IF locks[m].owner # NoOwner /\ now' + SOff(m) < locks[m].exp
                    THEN locks[m] ELSE NoLock]
-    /\ UNCHANGED <<down, next, yes, rok, runk>>
+    /\ UNCHANGED <<down, next, yes, rok, runk, gr>>
 
 Next ==
     \/ TickForget

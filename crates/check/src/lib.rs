@@ -6,7 +6,8 @@
 //! - [`holds`] derives each client's hold intervals in true time (DESIGN §6);
 //! - [`mutex`] checks S1, mutual exclusion (no two holders' intervals overlap on a key);
 //! - [`stale`] checks S2, resource safety (no write of an older grant accepted after a write
-//!   of a newer one; accepted fencing tokens never decrease);
+//!   of a newer one, grants ordered by when the service decided them; accepted fencing tokens
+//!   never decrease);
 //! - [`lease`] checks S3, linearizability of the lock operations against a lease lock, with the
 //!   general checker of [`linear`] (which also reads real Jepsen histories through [`formats`]);
 //! - [`release`] checks S4, that a release frees only its own grant's lock (from the service's
@@ -15,7 +16,7 @@
 //!   holder keeps its lock through short outages, no lock is orphaned;
 //! - [`metrics`] measures what lock operators watch: latencies, waits, holds, retries.
 
-use locksim_core::{Cluster, History, NodeId, Verdict};
+use locksim_core::{Cluster, History, NodeId, Property, Verdict};
 
 pub mod formats;
 pub mod holds;
@@ -27,7 +28,7 @@ pub mod mutex;
 pub mod release;
 pub mod stale;
 
-pub use holds::{derive_holds, Hold, HoldEnd};
+pub use holds::{derive_holds, derive_holds_in, Hold, HoldEnd};
 pub use lease::LeaseSpec;
 
 /// At most this many violations of one property are listed per key; the rest are counted in
@@ -61,6 +62,24 @@ pub struct CheckOptions<'a> {
     pub liveness: Option<liveness::LivenessSpec>,
 }
 
+impl CheckOptions<'_> {
+    /// The properties [`check_all`] judges with these options, in report order: S1, S2 and S4
+    /// always, S3 with a lease spec, L1–L3 with a liveness spec. A checker added to `check_all`
+    /// adds its property here, and campaigns, their tables and `testing::Campaign` count it
+    /// with no other change.
+    pub fn properties(&self) -> Vec<Property> {
+        let mut p = vec![Property::S1, Property::S2];
+        if self.lease.is_some() {
+            p.push(Property::S3);
+        }
+        p.push(Property::S4);
+        if self.liveness.is_some() {
+            p.extend(Property::LIVENESS);
+        }
+        p
+    }
+}
+
 /// The default S3 step budget of simulated runs: generous for lock histories (whose search is
 /// nearly linear), and deterministic.
 pub const S3_MAX_STEPS: u64 = 5_000_000;
@@ -69,7 +88,7 @@ pub const S3_MAX_STEPS: u64 = 5_000_000;
 /// returns one verdict, violations ordered by property, then key, then time.
 pub fn check_all(history: &History, opts: &CheckOptions) -> Verdict {
     let names = Names(opts.cluster);
-    let holds = derive_holds(history);
+    let holds = derive_holds_in(history, opts.cluster);
     let mut verdict = Verdict::default();
     mutex::check(&holds, names, &mut verdict);
     stale::check(history, &holds, names, &mut verdict);

@@ -1,6 +1,17 @@
 //! S2, resource safety (DESIGN §7): the resource never accepts a write from a holder after it
 //! accepted a write from a later grant of the same key; with fencing tokens, the accepted tokens
-//! of a key never decrease. "Later grant" means a hold that started later in true time.
+//! of a key never decrease.
+//!
+//! "Later" is the **service's** order: the true time at which the service decided each grant
+//! ([`Hold::granted`]: its `grant` record; for Redlock, the moment a majority of masters had
+//! granted), never the moment the client heard `ok`. Replies overtake each other (two grants
+//! answered in the same millisecond, a reply delayed past the next grant's), so the `ok` order
+//! would call a correctly fenced write stale. Histories without grant records (custom
+//! algorithms that record none, histories recorded elsewhere) fall back to the `ok` order.
+//!
+//! Tokens that restart low after a crash are still caught: the old holder's grant was decided
+//! before the crash, so its write accepted after the new (low-token) holder's is stale by the
+//! service's order even though its token is higher.
 
 use std::collections::BTreeMap;
 
@@ -32,15 +43,20 @@ pub fn check(history: &History, holds: &[Hold], names: Names, verdict: &mut Verd
         };
         let mut stale_by: Option<(String, Vec<u64>)> = None;
         if let Some(n) = newest.get(key) {
-            if hold.start < n.hold.start && n.hold.handle != hold.handle {
+            if hold.granted < n.hold.granted && n.hold.handle != hold.handle {
+                // Witnesses: the stale write, both acquire `ok`s, the newer write, then the
+                // service's grant records (when recorded).
+                let mut events = vec![e.id, hold.acquired, n.hold.acquired, n.write.id];
+                events.extend(hold.granted_by);
+                events.extend(n.hold.granted_by);
                 stale_by = Some((
                     format!(
-                        "after accepting {}'s write at {} under the later grant acquired at {}",
+                        "after accepting {}'s write at {} under a later grant, made at {}",
                         names.of(n.hold.client),
                         fmt_nanos(n.write.time as i128),
-                        fmt_nanos(n.hold.start as i128)
+                        fmt_nanos(n.hold.granted as i128)
                     ),
-                    vec![e.id, hold.acquired, n.hold.acquired, n.write.id],
+                    events,
                 ));
             }
         }
@@ -65,11 +81,11 @@ pub fn check(history: &History, holds: &[Hold], names: Names, verdict: &mut Verd
                     kind: Property::S2,
                     key: *key,
                     summary: format!(
-                        "stale write on k{key}: {} accepted {}'s write at {} (grant acquired at {}) {why}",
+                        "stale write on k{key}: {} accepted {}'s write at {} (granted at {}) {why}",
                         names.of(e.node),
                         names.of(hold.client),
                         fmt_nanos(e.time as i128),
-                        fmt_nanos(hold.start as i128),
+                        fmt_nanos(hold.granted as i128),
                     ),
                     events,
                     window: None,
@@ -77,7 +93,7 @@ pub fn check(history: &History, holds: &[Hold], names: Names, verdict: &mut Verd
             }
         }
         match newest.get(key) {
-            Some(n) if n.hold.start >= hold.start => {}
+            Some(n) if n.hold.granted >= hold.granted => {}
             _ => {
                 newest.insert(*key, Newest { hold, write: e });
             }

@@ -96,6 +96,43 @@ impl H {
             self.op(r, node, OpF::Release, Phase::Invoke, Some(handle));
         }
     }
+    /// An acquire by `node` invoked at `inv` ms, answered `ok` at `ok` ms with `handle`.
+    fn acquire(&mut self, node: u32, handle: u64, inv: u64, ok: u64, token: Option<u64>) {
+        self.next_op += 1;
+        for (ms, phase, h, t) in [
+            (inv, Phase::Invoke, None, None),
+            (ok, Phase::Ok, Some(handle), token),
+        ] {
+            let op = self.next_op;
+            self.push(
+                ms,
+                node,
+                EventKind::Op {
+                    op,
+                    phase,
+                    f: OpF::Acquire,
+                    key: 0,
+                    handle: h,
+                    token: t,
+                    deadline: None,
+                    error: None,
+                    value: None,
+                },
+            );
+        }
+    }
+    /// The service's record (on `server`) that it granted the lock to `client` at `ms`.
+    fn service_grant(&mut self, ms: u64, server: u32, client: u32, token: Option<u64>) {
+        self.push(
+            ms,
+            server,
+            EventKind::Grant {
+                key: 0,
+                client,
+                token,
+            },
+        );
+    }
     fn accepted(&mut self, ms: u64, handle: u64, token: Option<u64>) -> u64 {
         self.push(
             ms,
@@ -279,4 +316,112 @@ fn a_hold_given_up_at_once_overlaps_nothing() {
     h.op_full(300, 2, OpF::Acquire, Phase::Ok, Some(2), None, Some(300));
     let v = check_all(&h.done(1000), &NO_S3);
     assert!(v.is_safe(), "{v:?}");
+}
+
+/// Seed 14194 of central-fencing under clock-jump, reduced: the server grants token 3 to c2,
+/// then (its clock stepped, the lease expired at once) token 4 to c3; c3's reply arrives
+/// first. The resource accepts 3, then 4: correct fencing, and no S2 by the service's order.
+#[test]
+fn replies_that_overtake_each_other_do_not_make_a_fenced_write_stale() {
+    let mut h = H::default();
+    h.acquire(2, 4, 0, 16, Some(3));
+    h.acquire(3, 3, 1, 15, Some(4));
+    h.service_grant(10, 0, 2, Some(3));
+    h.service_grant(12, 0, 3, Some(4));
+    h.accepted(60, 4, Some(3));
+    h.accepted(90, 3, Some(4));
+    let hist = h.done(1000);
+    let holds = derive_holds(&hist);
+    let granted: Vec<(u64, u64)> = holds.iter().map(|x| (x.handle, x.granted)).collect();
+    assert_eq!(granted, vec![(3, 12_000_000), (4, 10_000_000)]);
+    let v = check_all(&hist, &NO_S3);
+    assert!(!v.violates(Property::S2), "{v:?}");
+    // Without the service's records (an algorithm that records none) the checker can only
+    // fall back to the order the clients heard `ok`, which inverts these two grants.
+    let mut bare = hist.clone();
+    bare.events
+        .retain(|e| !matches!(e.kind, EventKind::Grant { .. }));
+    for (i, e) in bare.events.iter_mut().enumerate() {
+        e.id = i as u64;
+    }
+    assert!(check_all(&bare, &NO_S3).violates(Property::S2));
+}
+
+/// central-fencing with `fsync=never`: c1 is granted token 5, the server crashes and restarts
+/// with its counter at 1 and grants token 1 to c2, which writes first; c1's write with the
+/// higher token is accepted after it. The service decided c1's grant first: S2.
+#[test]
+fn tokens_that_restart_low_after_a_crash_still_violate_s2() {
+    let mut h = H::default();
+    h.acquire(1, 1, 0, 110, Some(5));
+    h.service_grant(100, 0, 1, Some(5));
+    h.push(
+        150,
+        0,
+        EventKind::Fault {
+            fault: Fault::Crash {
+                node: 0,
+                restart_after: Some(0),
+            },
+        },
+    );
+    h.acquire(2, 2, 200, 310, Some(1));
+    h.service_grant(300, 0, 2, Some(1));
+    h.accepted(320, 2, Some(1));
+    h.accepted(400, 1, Some(5));
+    let hist = h.done(1000);
+    let v = check_all(&hist, &NO_S3);
+    let s2: Vec<_> = v
+        .violations
+        .iter()
+        .filter(|x| x.kind == Property::S2)
+        .collect();
+    assert_eq!(s2.len(), 1, "{v:?}");
+    assert!(
+        s2[0].summary.contains("granted at 100ms") && s2[0].summary.contains("made at 300ms"),
+        "{}",
+        s2[0].summary
+    );
+    // The witnesses end with both grant records.
+    let kinds: Vec<&EventKind> = s2[0].events[4..]
+        .iter()
+        .map(|&id| &hist.events[id as usize].kind)
+        .collect();
+    assert!(
+        kinds.iter().all(|k| matches!(k, EventKind::Grant { .. })) && kinds.len() == 2,
+        "{kinds:?}"
+    );
+}
+
+/// Redlock: five masters each record their own grant; the grant is decided when the third
+/// (the majority) has granted. A grant record from before the acquire (an earlier attempt's)
+/// or with another token is not this acquire's.
+#[test]
+fn a_majority_grant_is_decided_at_the_majority_record() {
+    let mut h = H::default();
+    h.service_grant(5, 0, 6, None); // before the acquire: an earlier attempt's
+    h.acquire(6, 1, 10, 100, None);
+    for (ms, master) in [(20, 0), (30, 1), (40, 1), (50, 2), (60, 3)] {
+        h.service_grant(ms, master, 6, None);
+    }
+    h.acquire(7, 2, 10, 90, Some(8));
+    h.service_grant(20, 0, 7, Some(7)); // another grant's token
+    h.service_grant(45, 0, 7, Some(8));
+    let hist = h.done(1000);
+    let cluster = locksim_core::Cluster {
+        servers: 5,
+        clients: 2,
+    };
+    let granted = |holds: &[locksim_check::Hold], handle: u64| {
+        let x = holds.iter().find(|x| x.handle == handle).expect("a hold");
+        (x.granted / 1_000_000, x.granted_by.is_some())
+    };
+    let holds = locksim_check::derive_holds_in(&hist, Some(&cluster));
+    // Handle 1: masters 0, 1, 2 at 20, 30, 50 ms (master 1's second record does not count);
+    // handle 2: the record with its own token, alone, at 45 ms.
+    assert_eq!(granted(&holds, 1), (50, true));
+    assert_eq!(granted(&holds, 2), (45, true));
+    // Without the cluster, the servers are the nodes that recorded grants (masters 0..=3 here:
+    // a majority of 3).
+    assert_eq!(granted(&derive_holds(&hist), 1), (50, true));
 }

@@ -26,14 +26,22 @@ clients take the lock, do some work and write to a protected resource, while a n
 partitions the network, pauses processes, steps and skews clocks and crashes servers. \
 Every run is fixed by its seed: the same seed gives the same run, event for event.
 
-Three safety properties are checked on every run:
+Four safety properties are checked on every run:
   S1  mutual exclusion: no two clients hold the same lock at the same true time
-  S2  resource safety: the resource never accepts a write from an older grant after a
-      write from a newer one (what fencing tokens are for)
+  S2  resource safety: the resource never accepts a write from a grant after a write from
+      a grant the lock service made later (what fencing tokens are for)
   S3  linearizability: the lock operations the clients saw are those of a correct lease
       lock, up to the declared clock uncertainty (S1 without S3 means the service behaved
       and a client acted late; S3 means the service itself granted too early), and the
-      resource's writes are those of a register (each write swaps in a value)";
+      resource's writes are those of a register (each write swaps in a value)
+  S4  own-incarnation release: a release (a retried one included) never frees a lock that
+      a later grant holds
+and L1-L3 (liveness: a waiter gets the lock after a holder crashes, a renewing holder keeps
+it, no lock is orphaned) when a scenario asks for them.
+
+A run's verdict is SAFE, VIOLATED (with witnesses) or UNDECIDED (a check ran out of its
+budget: never shown as safe). Exit codes: 0 safe or done, 1 violated (or a campaign file's
+expectation failed, or a replay differs), 2 bad input, 3 undecided.";
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -78,6 +86,14 @@ struct Cli {
     command: Command,
 }
 
+#[derive(clap::Args)]
+struct ListArgs {
+    /// Print one JSON object: `{"algorithms":[{"name","what","settings":[{"key","help",
+    /// "default"}]}],"workload":[{"key","help"}],"faults":[…],"properties":[…]}`.
+    #[arg(long)]
+    json: bool,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run one seed and print the verdict and a timeline of what happened.
@@ -101,7 +117,7 @@ enum Command {
     #[command(name = "export-tla", long_about = tla::EXPORT_LONG_ABOUT, after_help = tla::EXPORT_AFTER_HELP_TEXT)]
     ExportTla(tla::ExportArgs),
     /// List the algorithms with their settings, the workload settings and the fault kinds.
-    List,
+    List(ListArgs),
 }
 
 fn main() -> ExitCode {
@@ -115,21 +131,58 @@ fn main() -> ExitCode {
         Command::Replay(a) => traces::replay_main(a),
         Command::Render(a) => render::main(a),
         Command::ExportTla(a) => tla::export_main(a),
-        Command::List => {
-            list();
+        Command::List(a) => {
+            list(a.json);
             Ok(ExitCode::SUCCESS)
         }
     };
     match result {
         Ok(code) => code,
         Err(msg) => {
-            eprintln!("error: {msg}");
+            error_line(&msg);
             ExitCode::from(2)
         }
     }
 }
 
-fn list() {
+fn list(json: bool) {
+    if json {
+        let algorithms: Vec<serde_json::Value> = locksim_algos::ALGORITHMS
+            .iter()
+            .map(|(name, what)| {
+                let settings: Vec<serde_json::Value> = locksim_algos::knobs(name)
+                    .unwrap_or(&[])
+                    .iter()
+                    .map(
+                        |k| serde_json::json!({"key": k.key, "help": k.help, "default": k.default}),
+                    )
+                    .collect();
+                serde_json::json!({"name": name, "what": what, "settings": settings})
+            })
+            .collect();
+        let workload: Vec<serde_json::Value> = locksim_explore::setup::WORKLOAD_KNOBS
+            .iter()
+            .map(|(k, help)| serde_json::json!({"key": k, "help": help}))
+            .collect();
+        let faults: Vec<String> = locksim_core::FaultKind::ALL
+            .iter()
+            .map(|k| k.to_string())
+            .collect();
+        let properties: Vec<String> = locksim_core::Property::ALL
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        out(&format!(
+            "{}\n",
+            serde_json::json!({
+                "algorithms": algorithms,
+                "workload": workload,
+                "faults": faults,
+                "properties": properties,
+            })
+        ));
+        return;
+    }
     let mut t = String::from("Algorithms (--algo NAME) and their settings (--set key=value):\n");
     for (name, what) in locksim_algos::ALGORITHMS {
         t += &format!("  {name:<16} {what}\n");
@@ -169,8 +222,32 @@ pub(crate) fn out(text: &str) {
     let _ = o.write_all(text.as_bytes()).and_then(|_| o.flush());
 }
 
-/// `n thing` or `n things`.
-pub(crate) fn plural(n: impl Into<u64>, thing: &str) -> String {
-    let n = n.into();
-    format!("{n} {thing}{}", if n == 1 { "" } else { "s" })
+pub(crate) use locksim_core::text::plural;
+
+/// `--max-memory`, shared by every command that runs simulations.
+#[derive(clap::Args, Clone)]
+pub(crate) struct MemoryArgs {
+    /// Refuse to run a scenario whose estimated peak memory (for all the runs at once) is
+    /// above this size, e.g. 4GiB or 512MiB; the estimate grows with clients, servers and
+    /// simulated time.
+    #[arg(long, value_name = "SIZE", default_value = "4GiB")]
+    max_memory: String,
+}
+
+impl MemoryArgs {
+    /// The limit, bytes.
+    pub(crate) fn limit(&self) -> Result<u64, String> {
+        locksim_explore::budget::parse_size(&self.max_memory)
+            .map_err(|e| format!("--max-memory: {e}"))
+    }
+    /// Refuses one run of `s` over the limit.
+    pub(crate) fn check(&self, s: &locksim_core::Scenario) -> Result<(), String> {
+        locksim_explore::budget::check(s, 1, self.limit()?)
+    }
+}
+
+/// Prints an error for people: `error: ` and the message on one line (a value the message
+/// echoes, a file name or a setting, may hold a newline; it is shown escaped, as `\n`).
+pub(crate) fn error_line(msg: &str) {
+    eprintln!("error: {}", locksim_core::text::one_line(msg));
 }

@@ -28,6 +28,8 @@ pub struct RenderArgs {
     /// Print one JSON object about what was drawn instead of a line of text.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    memory: crate::MemoryArgs,
 }
 
 /// What a page was drawn from.
@@ -167,13 +169,12 @@ pub fn draw(trace: &Trace, file: &Path, no_rerun: bool) -> Result<Drawn, String>
 /// The mark every page locksim writes carries (see the page template).
 const GENERATOR: &str = "<meta name=\"generator\" content=\"locksim render\">";
 
-/// Writes an HTML page to `path` through a temporary file in the same folder and a rename, so
-/// a reader never sees half a page. An existing file that is not a locksim page (report or
-/// timeline) is kept unless `force`.
+/// `path` may take a page: it does not exist, holds a page locksim wrote (report or
+/// timeline), or `force`.
 ///
 /// # Errors
-/// When `path` holds another file (and not `force`), or on an I/O error.
-pub fn write_page(path: &Path, html: &str, force: bool) -> Result<(), String> {
+/// When `path` holds another file and not `force`.
+pub fn check_page_target(path: &Path, force: bool) -> Result<(), String> {
     if let Ok(existing) = std::fs::read(path) {
         let ours =
             String::from_utf8_lossy(&existing[..existing.len().min(4096)]).contains(GENERATOR);
@@ -184,18 +185,24 @@ pub fn write_page(path: &Path, html: &str, force: bool) -> Result<(), String> {
             ));
         }
     }
+    Ok(())
+}
+
+/// Writes an HTML page to `path` whole or not at all (a temporary file in the same folder and
+/// a rename; the temporary file is removed on every error), so a reader never sees half a
+/// page. An existing file that is not a locksim page (report or timeline) is kept unless
+/// `force`.
+///
+/// # Errors
+/// When `path` holds another file (and not `force`), or on an I/O error.
+pub fn write_page(path: &Path, html: &str, force: bool) -> Result<(), String> {
+    check_page_target(path, force)?;
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, html).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        format!("cannot write {}: {e}", path.display())
-    })
+    locksim_core::file::write_whole(path, html.as_bytes(), locksim_core::file::Place::Replace)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 pub fn main(a: RenderArgs) -> Result<ExitCode, String> {
@@ -212,6 +219,10 @@ pub fn main(a: RenderArgs) -> Result<ExitCode, String> {
             "{}: the page would replace the trace itself; give another -o",
             out_path.display()
         ));
+    }
+    check_page_target(&out_path, a.force)?;
+    if !a.no_rerun {
+        a.memory.check(&trace.scenario)?;
     }
     let drawn = draw(&trace, &a.trace, a.no_rerun)?;
     write_page(&out_path, &drawn.html, a.force)?;

@@ -12,6 +12,7 @@ use locksim_explore::{check_scenario, CampaignSpec, CellSummary};
 use locksim_render::report::{campaign_report, ReportCell, ReportSection};
 use locksim_render::{render_html, Run};
 
+use crate::plural;
 use crate::progress::Progress;
 use crate::render::write_page;
 
@@ -80,12 +81,12 @@ fn make(spec: &CampaignSpec, c: &CellSummary, dir: &Path) -> Made {
         title: name.clone(),
         notes: vec![
             format!(
-                "{} × {}: seed {seed} of the campaign, shrunk to {} faults and {} clients in {} runs, keeping {property}.",
+                "{} × {}: seed {seed} of the campaign, shrunk to {} and {} in {}, keeping {property}.",
                 c.algorithm,
                 c.faults,
-                shrunk.scenario.faults.len(),
-                shrunk.scenario.cluster.clients,
-                shrunk.runs
+                plural(shrunk.scenario.faults.len() as u64, "fault"),
+                plural(shrunk.scenario.cluster.clients, "client"),
+                plural(shrunk.runs, "run")
             ),
             format!("Replay it with: locksim replay {}", trace_path.display()),
         ],
@@ -161,6 +162,7 @@ pub fn write(
     sections: &[Section],
     jobs: usize,
     notes: Vec<String>,
+    force: bool,
 ) -> Result<usize, String> {
     let dir = files_dir(path);
     let violated: Vec<(usize, usize)> = sections
@@ -214,7 +216,12 @@ pub fn write(
                         algorithm: c.algorithm.clone(),
                         faults: c.faults.name().to_string(),
                         seeds: c.seeds,
-                        violations: [c.s1_violations, c.s2_violations, c.s3_violations],
+                        violations: c
+                            .checked
+                            .iter()
+                            .map(|&p| (p.to_string(), c.violated(p)))
+                            .collect(),
+                        undecided: c.undecided_seeds,
                         grants: c.grants,
                         errors: c.errors,
                         first_failing_seed: c.first_failing_seed,
@@ -228,6 +235,6 @@ pub fn write(
         })
         .collect();
     let html = campaign_report("locksim campaign report", &notes, &report);
-    write_page(path, &html, false)?;
+    write_page(path, &html, force)?;
     Ok(pages)
 }

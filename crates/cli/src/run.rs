@@ -43,6 +43,20 @@ pub struct RunArgs {
     /// Also draw the run as a self-contained HTML page (as `locksim render` draws a trace).
     #[arg(long, value_name = "FILE")]
     html: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    memory: crate::MemoryArgs,
+}
+
+/// The exit code of a run's verdict: 0 safe, 1 a property violated, 3 undecided (a check ran
+/// out of budget and nothing was violated: the run is not safe, but not shown unsafe either).
+pub fn verdict_code(v: &locksim_core::Verdict) -> u8 {
+    if !v.is_safe() {
+        1
+    } else if !v.inconclusive.is_empty() {
+        3
+    } else {
+        0
+    }
 }
 
 pub fn main(a: RunArgs) -> Result<ExitCode, String> {
@@ -55,6 +69,7 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
     )?;
     let setup = &chosen.setup;
     let scenario = chosen.scenario(a.seed);
+    a.memory.check(&scenario)?;
     let result = check_scenario(&scenario, setup.algo.clone());
     if let Some(e) = &result.error {
         return Err(format!("the simulation of seed {} failed: {e}", a.seed));
@@ -106,9 +121,41 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
             a.events,
         ));
     }
-    Ok(if result.verdict.is_safe() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(ExitCode::from(verdict_code(&result.verdict)))
+}
+
+#[cfg(test)]
+mod tests {
+    use locksim_core::{Property, Verdict, Violation};
+
+    use super::verdict_code;
+
+    /// Issue #12: a run whose S3 check ran out of budget printed `SAFE` beside "undecided: S3"
+    /// and exited 0. It is UNDECIDED, exit 3; a violation still wins (exit 1).
+    #[test]
+    fn an_undecided_property_is_never_safe() {
+        let setup = locksim_explore::Setup::registered("central", &[]).unwrap();
+        let scenario = setup.scenario(1, &[locksim_core::FaultKind::None]);
+        let out = locksim_explore::check_scenario(&scenario, setup.algo.clone());
+        let history = out.history.expect("runs");
+        let mut v = Verdict::default();
+        let safe = crate::timeline::render(&scenario, &history, &v, false);
+        assert!(safe.contains("verdict: SAFE"), "{safe}");
+        assert_eq!(verdict_code(&v), 0);
+        v.inconclusive
+            .push("S3, k0: step budget of 5000000 exhausted".into());
+        let text = crate::timeline::render(&scenario, &history, &v, false);
+        assert!(text.contains("verdict: UNDECIDED S3"), "{text}");
+        assert!(!text.contains("SAFE"), "{text}");
+        assert_eq!(verdict_code(&v), 3);
+        v.violations.push(Violation {
+            kind: Property::S1,
+            key: 0,
+            summary: "double grant".into(),
+            events: vec![],
+            window: None,
+        });
+        assert!(crate::timeline::render(&scenario, &history, &v, false).contains("VIOLATED S1"));
+        assert_eq!(verdict_code(&v), 1);
+    }
 }

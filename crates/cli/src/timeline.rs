@@ -177,7 +177,15 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool) -> String {
     t += "(Jepsen's terms: ok = it happened, fail = it did not, info = unknown, e.g. a timeout; \
           a handle is one grant of the lock)\n";
     let _ = writeln!(t, "digest: {}", h.digest());
-    if v.is_safe() {
+    if v.is_safe() && !v.inconclusive.is_empty() {
+        let undecided: Vec<String> = v.undecided().iter().map(|p| p.to_string()).collect();
+        let _ = writeln!(
+            t,
+            "\nverdict: UNDECIDED {} (no property is violated, but a check ran out of its budget: \
+             the run is not shown safe)",
+            undecided.join(", ")
+        );
+    } else if v.is_safe() {
         t += "\nverdict: SAFE (S1 mutual exclusion, S2 resource safety, S3 linearizability and S4 \
               own-incarnation release hold)\n";
     } else {

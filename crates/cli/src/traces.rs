@@ -10,9 +10,9 @@ use locksim_explore::check_scenario;
 use locksim_explore::replay::{replay, verdict_kinds};
 use locksim_explore::shrink::{shrink, trace_file_name};
 
-use crate::out;
 use crate::progress::Progress;
 use crate::scenario_args::choose;
+use crate::{out, plural};
 
 #[derive(Args)]
 pub struct ShrinkArgs {
@@ -44,6 +44,12 @@ pub struct ShrinkArgs {
     /// Leave the events out of the trace (replay then shows no first differing event).
     #[arg(long)]
     no_events: bool,
+    /// Print one JSON object (the trace's path, the shrunk scenario's size, its faults and
+    /// verdict) on stdout instead of text; progress still goes to stderr.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    memory: crate::MemoryArgs,
 }
 
 #[derive(Args)]
@@ -51,6 +57,14 @@ pub struct ReplayArgs {
     /// Trace files to replay.
     #[arg(required = true, value_name = "TRACE")]
     traces: Vec<PathBuf>,
+    /// Print one JSON object per trace on stdout instead of text: `{"file", "ok", "digest",
+    /// "recorded_digest", "digest_matches", "verdict_matches", "verdict" (the re-run's, in full),
+    /// "recorded" (the trace's violated properties), "first_difference", "ms"}`. Unreadable
+    /// traces are still reported on stderr.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    memory: crate::MemoryArgs,
 }
 
 pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
@@ -83,6 +97,7 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
         .scenario(seed),
         _ => return Err("give a TRACE, or FILE.toml and --seed, or --algo and --seed".into()),
     };
+    a.memory.check(&scenario)?;
     let property = match &a.kind {
         Some(k) => k.parse::<Property>()?,
         None => {
@@ -104,11 +119,11 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
     }
     let started = Instant::now();
     eprintln!(
-        "shrinking {} seed {} ({} faults, {} clients), keeping {property}",
+        "shrinking {} seed {} ({}, {}), keeping {property}",
         scenario.algorithm,
         scenario.seed,
-        scenario.faults.len(),
-        scenario.cluster.clients
+        plural(scenario.faults.len() as u64, "fault"),
+        plural(scenario.cluster.clients, "client")
     );
     let progress = Progress::spinner();
     let shrunk = shrink(&scenario, property, &|line| progress.note(line));
@@ -117,13 +132,40 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
     let trace = shrunk.trace(!a.no_events);
     let path = a.out_dir.join(trace_file_name(&trace, property));
     trace.write_new(&path)?;
+    let secs = started.elapsed().as_secs_f64();
+    if a.json {
+        let faults: Vec<serde_json::Value> = shrunk
+            .scenario
+            .faults
+            .faults
+            .iter()
+            .map(|f| {
+                serde_json::json!({
+                    "at_ns": f.at,
+                    "fault": f.fault.describe(&shrunk.scenario.cluster),
+                })
+            })
+            .collect();
+        let v = serde_json::json!({
+            "trace": path.display().to_string(),
+            "property": property,
+            "seed": shrunk.scenario.seed,
+            "clients": shrunk.scenario.cluster.clients,
+            "faults": faults,
+            "runs": shrunk.runs,
+            "seconds": (secs * 10.0).round() / 10.0,
+            "digest": trace.digest,
+            "verdict": verdict_kinds(&shrunk.verdict),
+        });
+        out(&format!("{v}\n"));
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut t = format!(
-        "{}: {} faults, {} clients, {} runs in {:.1}s; verdict {}\n",
+        "{}: {}, {}, {} in {secs:.1}s; verdict {}\n",
         path.display(),
-        shrunk.scenario.faults.len(),
-        shrunk.scenario.cluster.clients,
-        shrunk.runs,
-        started.elapsed().as_secs_f64(),
+        plural(shrunk.scenario.faults.len() as u64, "fault"),
+        plural(shrunk.scenario.cluster.clients, "client"),
+        plural(shrunk.runs, "run"),
         verdict_kinds(&shrunk.verdict)
     );
     if shrunk.scenario.seed != scenario.seed {
@@ -150,22 +192,44 @@ pub fn replay_main(a: ReplayArgs) -> Result<ExitCode, String> {
         let trace = match Trace::read(file) {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("error: {e}");
+                crate::error_line(&e.to_string());
                 unreadable = true;
                 continue;
             }
         };
+        if let Err(e) = a.memory.check(&trace.scenario) {
+            crate::error_line(&format!("{}: {e}", file.display()));
+            unreadable = true;
+            continue;
+        }
         let started = Instant::now();
         let r = match replay(&trace) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("error: {}: {e}", file.display());
+                crate::error_line(&format!("{}: {e}", file.display()));
                 unreadable = true;
                 continue;
             }
         };
         let ms = started.elapsed().as_secs_f64() * 1e3;
-        if r.ok() {
+        if !r.ok() {
+            mismatch = true;
+        }
+        if a.json {
+            let v = serde_json::json!({
+                "file": file.display().to_string(),
+                "ok": r.ok(),
+                "digest": r.digest,
+                "recorded_digest": trace.digest,
+                "digest_matches": r.digest_matches,
+                "verdict_matches": r.verdict_matches,
+                "verdict": r.outcome.verdict,
+                "recorded": verdict_kinds(&trace.verdict),
+                "first_difference": r.first_difference,
+                "ms": (ms * 1000.0).round() / 1000.0,
+            });
+            out(&format!("{v}\n"));
+        } else if r.ok() {
             out(&format!(
                 "ok    {}: digest {}, verdict {} ({ms:.0} ms)\n",
                 file.display(),
@@ -173,7 +237,6 @@ pub fn replay_main(a: ReplayArgs) -> Result<ExitCode, String> {
                 verdict_kinds(&r.outcome.verdict)
             ));
         } else {
-            mismatch = true;
             let mut t = format!("FAIL  {}:", file.display());
             if !r.digest_matches {
                 t += &format!(

@@ -11,14 +11,18 @@
 //! - [`history`]: the recorded events (Jepsen's invoke/ok/fail/info vocabulary plus grants,
 //!   resource writes, faults) and their stable digest;
 //! - [`verdict`]: violations of the safety properties, with the event ids that witness them;
-//! - [`trace`]: the versioned JSON file that replays a run.
+//! - [`trace`]: the versioned JSON file that replays a run;
+//! - [`file`]: writing a file whole or not at all (temporary file, rename or link, clean-up);
+//! - [`text`]: plurals and one-line echoes of values in messages.
 //!
 //! Data flows one way: scenario → simulation → history → checkers → verdict.
 
 pub mod fault;
+pub mod file;
 pub mod history;
 pub mod scenario;
 pub mod scenario_file;
+pub mod text;
 pub mod time;
 pub mod trace;
 pub mod verdict;

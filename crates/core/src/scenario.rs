@@ -35,9 +35,15 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Total number of nodes: servers, clients and the resource.
+    /// Total number of nodes: servers, clients and the resource. Saturates at `u32::MAX` for
+    /// sizes no valid cluster has (see [`Cluster::checked_nodes`]; `Scenario::validate`
+    /// refuses them), so a huge count never wraps to a small one.
     pub fn nodes(&self) -> u32 {
-        self.servers + self.clients + 1
+        self.checked_nodes().unwrap_or(u32::MAX)
+    }
+    /// Total number of nodes, or `None` when it does not fit in a `u32`.
+    pub fn checked_nodes(&self) -> Option<u32> {
+        self.servers.checked_add(self.clients)?.checked_add(1)
     }
     /// The lock-service nodes.
     pub fn server_ids(&self) -> std::ops::Range<NodeId> {
@@ -45,11 +51,11 @@ impl Cluster {
     }
     /// The client nodes.
     pub fn client_ids(&self) -> std::ops::Range<NodeId> {
-        self.servers..self.servers + self.clients
+        self.servers..self.servers.saturating_add(self.clients)
     }
     /// The protected resource node.
     pub fn resource_id(&self) -> NodeId {
-        self.servers + self.clients
+        self.servers.saturating_add(self.clients)
     }
     /// The role of node `id`.
     ///
@@ -58,7 +64,7 @@ impl Cluster {
     pub fn role(&self, id: NodeId) -> Role {
         if id < self.servers {
             Role::Server
-        } else if id < self.servers + self.clients {
+        } else if id < self.servers.saturating_add(self.clients) {
             Role::Client
         } else if id == self.resource_id() {
             Role::Resource
@@ -478,11 +484,14 @@ impl Scenario {
         if c.servers == 0 || c.clients == 0 {
             return Err("cluster: a run needs at least one server and one client".into());
         }
-        if c.nodes() > MAX_NODES {
-            return Err(format!(
-                "cluster: {} nodes is more than {MAX_NODES}",
-                c.nodes()
-            ));
+        match c.checked_nodes() {
+            Some(n) if n <= MAX_NODES => {}
+            _ => {
+                return Err(format!(
+                    "cluster: {} servers and {} clients is more than {MAX_NODES} nodes",
+                    c.servers, c.clients
+                ))
+            }
         }
         self.workload.validate()?;
         self.workload.validate_clients(c.clients)?;

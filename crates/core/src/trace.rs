@@ -67,6 +67,39 @@ impl fmt::Display for TraceError {
 
 impl std::error::Error for TraceError {}
 
+/// The first event whose JSON has a field its type does not have: `(index, problem)`.
+///
+/// An event's fields are read through `#[serde(flatten)]` (its kind's fields sit beside `id`,
+/// `time`, …), which cannot refuse unknown fields, so a hand-edited event (a misspelt field, a
+/// field of another type) would be read without it. Each event is written back and every
+/// field of the original that did not come back (other than an explicit `null` for an absent
+/// optional field) is unknown.
+fn unknown_event_field(raw: &[serde_json::Value], events: &[Event]) -> Option<(usize, String)> {
+    for (i, (r, e)) in raw.iter().zip(events).enumerate() {
+        let (Some(fields), Ok(serde_json::Value::Object(known))) =
+            (r.as_object(), serde_json::to_value(e))
+        else {
+            continue;
+        };
+        if let Some(k) = fields
+            .iter()
+            .find(|(k, v)| !known.contains_key(k.as_str()) && !v.is_null())
+            .map(|(k, _)| k)
+        {
+            let kind = known.get("type").and_then(|t| t.as_str()).unwrap_or("?");
+            return Some((
+                i,
+                format!(
+                    "unknown field `{}` for a `{kind}` event (id {})",
+                    crate::text::one_line(k),
+                    e.id
+                ),
+            ));
+        }
+    }
+    None
+}
+
 impl Trace {
     /// A trace of `scenario` with this locksim's format, version and crate version.
     pub fn new(
@@ -131,6 +164,14 @@ impl Trace {
             None => return Err(err(None, "no numeric `version` field".into())),
         }
         let trace: Trace = serde_json::from_str(text).map_err(json)?;
+        if let (Some(raw), Some(events)) = (
+            value.get("events").and_then(|e| e.as_array()),
+            &trace.events,
+        ) {
+            if let Some((i, problem)) = unknown_event_field(raw, events) {
+                return Err(err(None, format!("`events[{i}]`: {problem}")));
+            }
+        }
         trace
             .scenario
             .validate()
@@ -179,13 +220,10 @@ impl Trace {
             std::fs::create_dir_all(dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         }
-        let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
-        std::fs::write(&tmp, &text).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
         // A hard link never replaces an existing file, so two writers racing for one name
-        // cannot clobber each other (a rename would).
-        let linked = std::fs::hard_link(&tmp, path);
-        let _ = std::fs::remove_file(&tmp);
-        match linked {
+        // cannot clobber each other (a rename would); the temporary file is removed on every
+        // path, errors included.
+        match crate::file::write_whole(path, text.as_bytes(), crate::file::Place::NewOnly) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 match std::fs::read_to_string(path) {

@@ -79,7 +79,10 @@ pub struct Violation {
     /// One sentence for people, with node names and times.
     pub summary: String,
     /// Ids of the witnessing events (for S1: both acquire `ok`s and the events that ended the
-    /// holds; for S2: the stale accepted write and the later grant's acquire `ok` and write).
+    /// holds; for S2: the stale accepted write, its grant's acquire `ok`, the later grant's
+    /// acquire `ok` and write, then the service's `grant` records of both grants when the
+    /// history has them — or, for a token that went down, the stale write, its `ok` and the
+    /// higher-token write).
     pub events: Vec<u64>,
     /// True-time window of the overlap (S1), ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -96,7 +99,9 @@ pub struct Verdict {
     /// Further violations found but not listed (checkers list at most a few per key).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub omitted: u64,
-    /// Checks that ran out of budget before deciding (e.g. "S3: step budget … exhausted").
+    /// Checks that ran out of budget before deciding, one note each, starting with the
+    /// property it concerns (e.g. "S3, k0: step budget … exhausted"); see
+    /// [`Verdict::undecided`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inconclusive: Vec<String>,
 }
@@ -114,11 +119,48 @@ impl Verdict {
     pub fn violates(&self, p: Property) -> bool {
         self.violations.iter().any(|v| v.kind == p)
     }
+    /// The properties some check could not decide (named at the start of each
+    /// `inconclusive` note, before a `,`, `:` or space), sorted, without repeats. A note that
+    /// names no property counts as undecided for every property, so it is never taken for a
+    /// clean result.
+    pub fn undecided(&self) -> Vec<Property> {
+        let mut out: Vec<Property> = Vec::new();
+        for note in &self.inconclusive {
+            let head = note.split([',', ':', ' ']).next().unwrap_or("");
+            match head.parse::<Property>() {
+                Ok(p) => out.push(p),
+                Err(_) => out.extend(Property::ALL),
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
+    }
     /// The violated properties, sorted, without repeats.
     pub fn kinds(&self) -> Vec<Property> {
         let mut k: Vec<Property> = self.violations.iter().map(|v| v.kind).collect();
         k.sort();
         k.dedup();
         k
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn undecided_properties_are_read_from_the_notes() {
+        let mut v = Verdict::default();
+        assert!(v.undecided().is_empty());
+        v.inconclusive
+            .push("S3, k0: step budget of 5 exhausted".into());
+        v.inconclusive
+            .push("S3, k1: step budget of 5 exhausted".into());
+        assert_eq!(v.undecided(), vec![Property::S3]);
+        v.inconclusive.push("L2: ran out".into());
+        assert_eq!(v.undecided(), vec![Property::S3, Property::L2]);
+        v.inconclusive = vec!["something ran out".into()];
+        assert_eq!(v.undecided(), Property::ALL.to_vec());
     }
 }

@@ -1,17 +1,20 @@
 //! Campaigns: an algorithm × fault-kind matrix, each cell run over a seed range, every seed on
 //! its own fresh thread, spread over a pool of worker threads. Each seed gives a
-//! [`SeedRecord`]; [`summarize`] folds records into per-cell summaries, in cell order, so the
-//! summary depends neither on which thread finished first nor on how the seeds were split into
-//! shards (`--shard I/N` on several machines, then `locksim merge`).
+//! [`SeedRecord`], handed on as it finishes ([`run_each`]: streamed to `--out`, folded into a
+//! [`Summary`]); a summary depends neither on which thread finished first nor on how the seeds
+//! were split into shards (`--shard I/N` on several machines, then `locksim merge`), and holds
+//! only per-cell aggregates, so memory is flat in the number of seeds.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use locksim_check::metrics::{Aggregate, Counts, Metrics};
+use locksim_core::text::one_line;
 use locksim_core::{FaultKind, Property};
 use serde::{Deserialize, Serialize};
 
-use crate::outcome::check_scenario;
+use crate::outcome::{check_options, check_scenario};
 use crate::setup::Setup;
 
 /// What to run.
@@ -47,7 +50,12 @@ impl Shard {
     /// # Errors
     /// When the text is not `I/N` with `0 <= I < N`.
     pub fn parse(text: &str) -> Result<Shard, String> {
-        let bad = || format!("`{text}` is not a shard: write I/N with 0 <= I < N, e.g. 0/4");
+        let bad = || {
+            format!(
+                "`{}` is not a shard: write I/N with 0 <= I < N, e.g. 0/4",
+                one_line(text)
+            )
+        };
         let (i, n) = text.split_once('/').ok_or_else(bad)?;
         let (index, count): (u64, u64) = (
             i.trim().parse().map_err(|_| bad())?,
@@ -63,26 +71,77 @@ impl Shard {
     /// `JOB_COMPLETIONS`), if those variables are set.
     ///
     /// # Errors
-    /// When they are set but malformed.
+    /// When they are set but malformed, or the index is set without the count.
     pub fn from_env() -> Result<Option<Shard>, String> {
-        match (
-            std::env::var("JOB_COMPLETION_INDEX"),
-            std::env::var("JOB_COMPLETIONS"),
-        ) {
-            (Ok(i), Ok(n)) => Shard::parse(&format!("{i}/{n}"))
+        Shard::resolve(None, None, &|k| std::env::var(k).ok())
+    }
+
+    /// This run's shard from `--shard I/N`, `--shards N` and the environment (`env` reads a
+    /// variable): `--shard` wins; `--shards N` takes the index from `JOB_COMPLETION_INDEX`
+    /// (Kubernetes sets only that one unless the job spec exports `JOB_COMPLETIONS`); without
+    /// either flag, `JOB_COMPLETION_INDEX`/`JOB_COMPLETIONS` decide; with nothing set, the
+    /// whole campaign (`Ok(None)`).
+    ///
+    /// # Errors
+    /// A malformed value; `JOB_COMPLETION_INDEX` without a count (neither `--shards` nor
+    /// `JOB_COMPLETIONS`); `--shards` without an index; `--shards` and `JOB_COMPLETIONS`
+    /// that disagree.
+    pub fn resolve(
+        shard: Option<&str>,
+        shards: Option<u64>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<Shard>, String> {
+        if let Some(s) = shard {
+            return Shard::parse(s).map(Some);
+        }
+        let index = env("JOB_COMPLETION_INDEX");
+        let completions = env("JOB_COMPLETIONS");
+        let count = match (shards, &completions) {
+            (Some(0), _) => return Err("--shards must be at least 1".into()),
+            (Some(n), Some(c)) if c.trim() != n.to_string() => {
+                return Err(format!(
+                    "--shards {n} disagrees with JOB_COMPLETIONS={}",
+                    one_line(c)
+                ))
+            }
+            (Some(n), _) => Some(n.to_string()),
+            (None, c) => c.clone(),
+        };
+        match (index, count) {
+            (Some(i), Some(n)) => Shard::parse(&format!("{i}/{n}"))
                 .map(Some)
-                .map_err(|e| format!("JOB_COMPLETION_INDEX/JOB_COMPLETIONS: {e}")),
-            (Ok(_), Err(_)) => Err(
-                "JOB_COMPLETION_INDEX is set but JOB_COMPLETIONS is not: set it to the job's \
-                 completions, or give --shard I/N"
+                .map_err(|e| format!("JOB_COMPLETION_INDEX/shard count: {e}")),
+            (Some(_), None) => Err(
+                "JOB_COMPLETION_INDEX is set but the number of shards is not known: give \
+                 --shards N (the job's completions), export JOB_COMPLETIONS, or give --shard I/N"
                     .into(),
             ),
-            _ => Ok(None),
+            (None, Some(_)) if shards.is_some() => Err(
+                "--shards N takes this machine's index from JOB_COMPLETION_INDEX, which is not \
+                 set: give --shard I/N instead"
+                    .into(),
+            ),
+            (None, _) => Ok(None),
+        }
+    }
+
+    /// Seed offsets of a range of `seeds` seeds that fall in this shard.
+    pub fn seeds_of(&self, seeds: u64) -> u64 {
+        if self.index >= seeds {
+            0
+        } else {
+            (seeds - self.index - 1) / self.count + 1
         }
     }
 }
 
 /// The outcome of one seed of one cell: one line of `--out results.jsonl`.
+///
+/// ```json
+/// {"cell":0,"cells":2,"algorithm":"central","faults":"pause","first_seed":0,"seeds":300,
+///  "seed":5,"checked":["S1","S2","S3","S4"],"violated":["S1","S2"],"grants":14,
+///  "settings":"…16 hex…","shard":"0/1","metrics":{…}}
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SeedRecord {
@@ -91,6 +150,8 @@ pub struct SeedRecord {
     pub campaign: String,
     /// The cell's index in the campaign (algorithm-major order).
     pub cell: usize,
+    /// Cells in the campaign, so that `merge` knows every cell it must see.
+    pub cells: usize,
     /// Algorithm name.
     pub algorithm: String,
     /// Fault kind.
@@ -98,91 +159,89 @@ pub struct SeedRecord {
     /// Explicit faults added to every seed's plan (a campaign file's `[[fault]]` entries).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub plan: usize,
+    /// The campaign's first seed.
+    pub first_seed: u64,
+    /// The campaign's seeds per cell: a cell covers `first_seed .. first_seed + seeds`.
+    pub seeds: u64,
     /// The seed.
     pub seed: u64,
-    /// S1 violated.
-    pub s1: bool,
-    /// S2 violated.
-    pub s2: bool,
-    /// S3 violated.
-    pub s3: bool,
-    /// S3 ran out of budget.
-    pub s3_inconclusive: bool,
-    /// S4 violated (a release freed another grant's lock).
-    #[serde(default)]
-    pub s4: bool,
-    /// L1 violated (a stopped holder's lock did not reach a waiter in time).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub l1: bool,
-    /// L2 violated (a healthy renewing holder lost its lock in a short outage).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub l2: bool,
-    /// L3 violated (a lock stayed taken with nobody believing they held it).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub l3: bool,
+    /// The properties the checkers judged on this run, in report order (empty when the
+    /// simulation failed).
+    pub checked: Vec<Property>,
+    /// The properties the run violates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub violated: Vec<Property>,
+    /// The properties a check could not decide (its budget ran out): never counted as clean.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undecided: Vec<Property>,
     /// The simulation failed (with why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Successful acquires.
     pub grants: u64,
-    /// A fingerprint of the cell's settings (algorithm knobs, cluster, workload): `merge`
-    /// refuses to add up records of one cell made with different settings.
-    #[serde(default)]
+    /// A fingerprint of the cell's settings (algorithm knobs, cluster, workload): `merge` and
+    /// `--resume` refuse to add up records of one cell made with different settings.
     pub settings: String,
     /// The shard that ran it, `I/N`.
-    #[serde(default)]
     pub shard: String,
     /// The run's lock metrics (counters and duration histograms, ns), absent when the
-    /// simulation failed or the record was written by an older locksim.
+    /// simulation failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<Aggregate>,
 }
 
-/// The result of one cell.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+impl SeedRecord {
+    /// `true` when the run violates `p`.
+    pub fn violates(&self, p: Property) -> bool {
+        self.violated.contains(&p)
+    }
+}
+
+/// The result of one cell, folded from its seed records in any order (see [`Summary`]).
+///
+/// As JSON (`locksim campaign --json`) it is flat: `algorithm`, `faults`, `seeds`, `checked`,
+/// then for each checked property `p` (lower case) `p_violations` and `p_undecided` (seeds),
+/// `undecided_seeds`, `first_failing_seed`, `first_violation` (`{"S1": seed, …}`),
+/// `first_undecided_seed`, `errors`, `first_error_seed`, `first_error`, `grants`, the counters
+/// of [`Counts`] and the `…_p50_ns`/`…_p99_ns` percentiles (`null` without samples).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CellSummary {
     /// Algorithm name.
     pub algorithm: String,
     /// Fault kind.
     pub faults: FaultKind,
     /// Explicit faults added to every seed's plan.
-    #[serde(skip_serializing_if = "is_zero")]
     pub plan: usize,
     /// Seeds run.
     pub seeds: u64,
-    /// Seeds whose history violates S1 (mutual exclusion).
-    pub s1_violations: u64,
-    /// Seeds whose history violates S2 (stale write accepted).
-    pub s2_violations: u64,
-    /// Seeds whose lock operations are not linearizable against the lease lock (S3).
-    pub s3_violations: u64,
-    /// Seeds where S3 ran out of its step budget before deciding.
-    pub s3_inconclusive: u64,
-    /// Seeds where a release freed another grant's lock (S4).
-    pub s4_violations: u64,
-    /// Seeds where a stopped holder's lock did not reach a waiter in time (L1).
-    pub l1_violations: u64,
-    /// Seeds where a healthy renewing holder lost its lock in a short outage (L2).
-    pub l2_violations: u64,
-    /// Seeds where a lock was orphaned (L3).
-    pub l3_violations: u64,
-    /// Smallest seed with a liveness violation (L1–L3).
-    pub first_liveness_failing_seed: Option<u64>,
+    /// The properties judged (on any seed of the cell), in report order.
+    pub checked: Vec<Property>,
+    /// Seeds whose history violates each property; properties no seed violates are absent.
+    pub violations: BTreeMap<Property, u64>,
+    /// Seeds on which each property was left undecided (a check ran out of budget).
+    pub undecided: BTreeMap<Property, u64>,
+    /// Seeds on which any property was left undecided.
+    pub undecided_seeds: u64,
     /// Smallest seed with any violation.
     pub first_failing_seed: Option<u64>,
+    /// Smallest seed violating each property.
+    pub first_violation: BTreeMap<Property, u64>,
+    /// Smallest seed with an undecided property.
+    pub first_undecided_seed: Option<u64>,
     /// Seeds whose simulation failed (an algorithm panicked); never counted as safe.
     pub errors: u64,
     /// Smallest seed whose simulation failed.
     pub first_error_seed: Option<u64>,
+    /// Why that seed failed.
+    pub first_error: Option<String>,
     /// Client-visible lock grants over all seeds (a liveness indicator).
     pub grants: u64,
     /// Lock operations and messages over all seeds: `acquires`, `acquires_ok`,
     /// `acquires_failed`, `acquires_unknown`, `retries`, `expired_while_held` (grants whose
     /// lease, by the client's own deadline, passed while the holder still wrote, renewed or
     /// released under it), `messages_sent`, `messages_dropped`.
-    #[serde(flatten)]
     pub counts: Counts,
-    /// Median acquire latency (invoke to `ok`), ns, within 1.6%; `null` without grants.
+    /// Median acquire latency (invoke to `ok`), ns, within 1.6%; `None` without grants.
     pub acquire_latency_p50_ns: Option<u64>,
     /// 99th-percentile acquire latency, ns, within 1.6%.
     pub acquire_latency_p99_ns: Option<u64>,
@@ -195,7 +254,6 @@ pub struct CellSummary {
     /// 99th-percentile hold time, ns.
     pub hold_p99_ns: Option<u64>,
     /// The metrics added up (histograms included), for reports.
-    #[serde(skip)]
     pub metrics: Aggregate,
 }
 
@@ -204,105 +262,22 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl CellSummary {
-    /// The cell's fault column: the kind, `plan` for an explicit plan alone, `KIND+plan` for
-    /// both.
-    pub fn faults_label(&self) -> String {
-        match (self.faults, self.plan) {
-            (k, 0) => k.name().to_string(),
-            (FaultKind::None, _) => "plan".to_string(),
-            (k, _) => format!("{}+plan", k.name()),
-        }
-    }
-}
-
-/// Runs this shard of the campaign; `progress(done, total)` is called after each seed (from
-/// worker threads). Records come back sorted by cell, then seed.
-pub fn run_seeds(
-    spec: &CampaignSpec,
-    shard: Shard,
-    progress: &(dyn Fn(u64, u64) + Sync),
-) -> Vec<SeedRecord> {
-    let cells: Vec<(usize, FaultKind)> = (0..spec.setups.len())
-        .flat_map(|a| spec.kinds.iter().map(move |&k| (a, k)))
-        .collect();
-    let offsets: Vec<u64> = (0..spec.seeds)
-        .filter(|o| o % shard.count == shard.index)
-        .collect();
-    let jobs: Vec<(usize, u64)> = (0..cells.len())
-        .flat_map(|c| offsets.iter().map(move |&o| (c, o)))
-        .collect();
-    let total = jobs.len() as u64;
-    let fingerprints: Vec<String> = spec.setups.iter().map(fingerprint).collect();
-    let records: Mutex<Vec<SeedRecord>> = Mutex::new(Vec::with_capacity(jobs.len()));
-    let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
-    std::thread::scope(|s| {
-        for _ in 0..spec.jobs.max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&(cell, offset)) = jobs.get(i) else {
-                    return;
-                };
-                let (a, kind) = cells[cell];
-                let seed = spec.first_seed + offset;
-                let setup = &spec.setups[a];
-                let out = check_scenario(&setup.scenario(seed, &[kind]), setup.algo.clone());
-                let v = &out.verdict;
-                let record = SeedRecord {
-                    campaign: String::new(),
-                    cell,
-                    algorithm: setup.algorithm.clone(),
-                    faults: kind,
-                    plan: setup.plan.len(),
-                    seed,
-                    s1: v.violates(Property::S1),
-                    s2: v.violates(Property::S2),
-                    s3: v.violates(Property::S3),
-                    s3_inconclusive: !v.inconclusive.is_empty(),
-                    s4: v.violates(Property::S4),
-                    l1: v.violates(Property::L1),
-                    l2: v.violates(Property::L2),
-                    l3: v.violates(Property::L3),
-                    error: out.error.clone(),
-                    grants: out.history.as_ref().map_or(0, count_grants),
-                    settings: fingerprints[a].clone(),
-                    shard: format!("{}/{}", shard.index, shard.count),
-                    metrics: out.history.as_ref().map(|h| Metrics::of(h).aggregate()),
-                };
-                records
-                    .lock()
-                    .expect("no worker panics while holding it")
-                    .push(record);
-                progress(done.fetch_add(1, Ordering::Relaxed) as u64 + 1, total);
-            });
-        }
-    });
-    let mut records = records.into_inner().expect("workers finished");
-    records.sort_by_key(|r| (r.cell, r.seed));
-    records
-}
-
-/// Folds one campaign's seed records (from one run or merged shards) into per-cell summaries,
-/// by cell index.
-pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
-    let mut cells: std::collections::BTreeMap<usize, CellSummary> = Default::default();
-    for r in records {
-        let c = cells.entry(r.cell).or_insert_with(|| CellSummary {
-            algorithm: r.algorithm.clone(),
-            faults: r.faults,
-            plan: r.plan,
+    fn new(algorithm: &str, faults: FaultKind, plan: usize) -> CellSummary {
+        CellSummary {
+            algorithm: algorithm.to_string(),
+            faults,
+            plan,
             seeds: 0,
-            s1_violations: 0,
-            s2_violations: 0,
-            s3_violations: 0,
-            s3_inconclusive: 0,
-            s4_violations: 0,
-            l1_violations: 0,
-            l2_violations: 0,
-            l3_violations: 0,
-            first_liveness_failing_seed: None,
+            checked: Vec::new(),
+            violations: BTreeMap::new(),
+            undecided: BTreeMap::new(),
+            undecided_seeds: 0,
             first_failing_seed: None,
+            first_violation: BTreeMap::new(),
+            first_undecided_seed: None,
             errors: 0,
             first_error_seed: None,
+            first_error: None,
             grants: 0,
             counts: Counts::default(),
             acquire_latency_p50_ns: None,
@@ -312,48 +287,307 @@ pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
             hold_p50_ns: None,
             hold_p99_ns: None,
             metrics: Aggregate::default(),
-        });
+        }
+    }
+
+    /// Seeds that violate `p`.
+    pub fn violated(&self, p: Property) -> u64 {
+        self.violations.get(&p).copied().unwrap_or(0)
+    }
+
+    /// Seeds on which `p` was left undecided.
+    pub fn undecided_on(&self, p: Property) -> u64 {
+        self.undecided.get(&p).copied().unwrap_or(0)
+    }
+
+    /// The cell's fault column: the kind, `plan` for an explicit plan alone, `KIND+plan` for
+    /// both.
+    pub fn faults_label(&self) -> String {
+        match (self.faults, self.plan) {
+            (k, 0) => k.name().to_string(),
+            (FaultKind::None, _) => "plan".to_string(),
+            (k, _) => format!("{}+plan", k.name()),
+        }
+    }
+
+    /// Smallest seed violating one of `properties`.
+    pub fn first_violating(&self, properties: &[Property]) -> Option<u64> {
+        properties
+            .iter()
+            .filter_map(|p| self.first_violation.get(p).copied())
+            .min()
+    }
+}
+
+impl Serialize for CellSummary {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("algorithm", &self.algorithm)?;
+        m.serialize_entry("faults", &self.faults)?;
+        if self.plan > 0 {
+            m.serialize_entry("plan", &self.plan)?;
+        }
+        m.serialize_entry("seeds", &self.seeds)?;
+        m.serialize_entry("checked", &self.checked)?;
+        for &p in &self.checked {
+            let name = p.to_string().to_ascii_lowercase();
+            m.serialize_entry(&format!("{name}_violations"), &self.violated(p))?;
+            m.serialize_entry(&format!("{name}_undecided"), &self.undecided_on(p))?;
+        }
+        m.serialize_entry("undecided_seeds", &self.undecided_seeds)?;
+        m.serialize_entry("first_failing_seed", &self.first_failing_seed)?;
+        m.serialize_entry("first_violation", &self.first_violation)?;
+        m.serialize_entry("first_undecided_seed", &self.first_undecided_seed)?;
+        m.serialize_entry("errors", &self.errors)?;
+        m.serialize_entry("first_error_seed", &self.first_error_seed)?;
+        m.serialize_entry("first_error", &self.first_error)?;
+        m.serialize_entry("grants", &self.grants)?;
+        // The counters flat beside the rest (as `#[serde(flatten)]` would put them).
+        if let Ok(serde_json::Value::Object(counts)) = serde_json::to_value(&self.counts) {
+            for (k, v) in counts {
+                m.serialize_entry(&k, &v)?;
+            }
+        }
+        for (k, v) in [
+            ("acquire_latency_p50_ns", self.acquire_latency_p50_ns),
+            ("acquire_latency_p99_ns", self.acquire_latency_p99_ns),
+            ("wait_p50_ns", self.wait_p50_ns),
+            ("wait_p99_ns", self.wait_p99_ns),
+            ("hold_p50_ns", self.hold_p50_ns),
+            ("hold_p99_ns", self.hold_p99_ns),
+        ] {
+            m.serialize_entry(k, &v)?;
+        }
+        m.end()
+    }
+}
+
+/// Per-cell aggregates folded from seed records one at a time, in any order: the same records
+/// give the same summaries however they were ordered, sharded or merged. Memory is flat in the
+/// number of seeds (counters, histograms and the smallest failing seeds only).
+#[derive(Debug, Clone, Default)]
+pub struct Summary {
+    cells: BTreeMap<usize, CellSummary>,
+}
+
+impl Summary {
+    /// Adds one seed's record to its cell.
+    pub fn add(&mut self, r: &SeedRecord) {
+        let c = self
+            .cells
+            .entry(r.cell)
+            .or_insert_with(|| CellSummary::new(&r.algorithm, r.faults, r.plan));
         c.seeds += 1;
         c.grants += r.grants;
-        c.s1_violations += r.s1 as u64;
-        c.s2_violations += r.s2 as u64;
-        c.s3_violations += r.s3 as u64;
-        c.s3_inconclusive += r.s3_inconclusive as u64;
-        c.s4_violations += r.s4 as u64;
-        c.l1_violations += r.l1 as u64;
-        c.l2_violations += r.l2 as u64;
-        c.l3_violations += r.l3 as u64;
+        for p in &r.checked {
+            if !c.checked.contains(p) {
+                c.checked.push(*p);
+                c.checked.sort();
+            }
+        }
         let min = |f: Option<u64>| Some(f.map_or(r.seed, |f| f.min(r.seed)));
-        if r.s1 || r.s2 || r.s3 || r.s4 {
+        for &p in &r.violated {
+            *c.violations.entry(p).or_default() += 1;
+            let first = c.first_violation.entry(p).or_insert(r.seed);
+            *first = (*first).min(r.seed);
+        }
+        for &p in &r.undecided {
+            *c.undecided.entry(p).or_default() += 1;
+        }
+        if !r.violated.is_empty() {
             c.first_failing_seed = min(c.first_failing_seed);
         }
-        if r.l1 || r.l2 || r.l3 {
-            c.first_liveness_failing_seed = min(c.first_liveness_failing_seed);
+        if !r.undecided.is_empty() {
+            c.undecided_seeds += 1;
+            c.first_undecided_seed = min(c.first_undecided_seed);
         }
-        if r.error.is_some() {
+        if let Some(e) = &r.error {
             c.errors += 1;
-            c.first_error_seed = min(c.first_error_seed);
+            if c.first_error_seed.is_none_or(|f| r.seed < f) {
+                c.first_error_seed = Some(r.seed);
+                c.first_error = Some(e.clone());
+            }
         }
         if let Some(m) = &r.metrics {
             c.metrics.merge(m);
         }
     }
-    for c in cells.values_mut() {
-        let m = &c.metrics;
-        c.counts = m.counts.clone();
-        c.acquire_latency_p50_ns = m.acquire_latency_ns.quantile(0.5);
-        c.acquire_latency_p99_ns = m.acquire_latency_ns.quantile(0.99);
-        c.wait_p50_ns = m.wait_ns.quantile(0.5);
-        c.wait_p99_ns = m.wait_ns.quantile(0.99);
-        c.hold_p50_ns = m.hold_ns.quantile(0.5);
-        c.hold_p99_ns = m.hold_ns.quantile(0.99);
+
+    /// The summaries, by cell index, with their percentiles.
+    pub fn cells(&self) -> Vec<CellSummary> {
+        let mut cells: Vec<CellSummary> = self.cells.values().cloned().collect();
+        for c in &mut cells {
+            let m = &c.metrics;
+            c.counts = m.counts.clone();
+            c.acquire_latency_p50_ns = m.acquire_latency_ns.quantile(0.5);
+            c.acquire_latency_p99_ns = m.acquire_latency_ns.quantile(0.99);
+            c.wait_p50_ns = m.wait_ns.quantile(0.5);
+            c.wait_p99_ns = m.wait_ns.quantile(0.99);
+            c.hold_p50_ns = m.hold_ns.quantile(0.5);
+            c.hold_p99_ns = m.hold_ns.quantile(0.99);
+        }
+        cells
     }
-    cells.into_values().collect()
 }
 
-/// Runs the whole campaign and summarizes it.
+/// The record of one seed of cell `cell` (setup `a`, fault kind `kind`): runs the scenario and
+/// checks it.
+fn run_one(spec: &CampaignSpec, cell: usize, kind: FaultKind, a: usize, seed: u64) -> SeedRecord {
+    let setup = &spec.setups[a];
+    let scenario = setup.scenario(seed, &[kind]);
+    let out = check_scenario(&scenario, setup.algo.clone());
+    let v = &out.verdict;
+    let checked = if out.error.is_some() {
+        Vec::new()
+    } else {
+        check_options(&scenario, setup.algo.liveness()).properties()
+    };
+    SeedRecord {
+        campaign: String::new(),
+        cell,
+        cells: spec.setups.len() * spec.kinds.len(),
+        algorithm: setup.algorithm.clone(),
+        faults: kind,
+        plan: setup.plan.len(),
+        first_seed: spec.first_seed,
+        seeds: spec.seeds,
+        seed,
+        checked,
+        violated: v.kinds(),
+        undecided: v.undecided(),
+        error: out.error.clone(),
+        grants: out.history.as_ref().map_or(0, count_grants),
+        settings: fingerprint(setup),
+        shard: String::new(),
+        metrics: out.history.as_ref().map(|h| Metrics::of(h).aggregate()),
+    }
+}
+
+/// Runs this shard of the campaign on `spec.jobs` worker threads, each seed on a fresh thread,
+/// and hands every record to `each` as its seed finishes (from the workers, in completion
+/// order). Seeds for which `skip(cell, seed)` is `true` are not run (`--resume`).
+/// `progress(done, total)` is called after each seed, `total` counting the seeds to run.
+/// Nothing is kept per seed: memory is flat in the number of seeds.
+///
+/// # Errors
+/// The first error `each` returns (e.g. a full disk while streaming records to a file): the
+/// workers then stop taking seeds, and the seeds in flight finish without being reported.
+pub fn run_each(
+    spec: &CampaignSpec,
+    shard: Shard,
+    skip: &(dyn Fn(usize, u64) -> bool + Sync),
+    each: &(dyn Fn(SeedRecord) -> Result<(), String> + Sync),
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<(), String> {
+    let cells: Vec<(usize, FaultKind)> = (0..spec.setups.len())
+        .flat_map(|a| spec.kinds.iter().map(move |&k| (a, k)))
+        .collect();
+    let per_cell = shard.seeds_of(spec.seeds);
+    let jobs = cells.len() as u64 * per_cell;
+    // Job i is seed offset `index + (i % per_cell) * count` of cell `i / per_cell`: the
+    // list of jobs is never built, so memory does not grow with the seed range.
+    let job = |i: u64| -> (usize, u64) {
+        let cell = (i / per_cell) as usize;
+        let seed = spec.first_seed + shard.index + (i % per_cell) * shard.count;
+        (cell, seed)
+    };
+    let total = (0..jobs)
+        .filter(|&i| {
+            let (c, s) = job(i);
+            !skip(c, s)
+        })
+        .count() as u64;
+    let shard_name = format!("{}/{}", shard.index, shard.count);
+    let (next, done) = (AtomicU64::new(0), AtomicU64::new(0));
+    let failed: Mutex<Option<String>> = Mutex::new(None);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for _ in 0..spec.jobs.max(1) {
+            s.spawn(|| loop {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= jobs {
+                    return;
+                }
+                let (cell, seed) = job(i);
+                if skip(cell, seed) {
+                    continue;
+                }
+                let (a, kind) = cells[cell];
+                let mut record = run_one(spec, cell, kind, a, seed);
+                record.shard = shard_name.clone();
+                if let Err(e) = each(record) {
+                    stop.store(true, Ordering::Relaxed);
+                    failed
+                        .lock()
+                        .expect("no worker panics while holding it")
+                        .get_or_insert(e);
+                    return;
+                }
+                progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+            });
+        }
+    });
+    match failed.into_inner().expect("workers finished") {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Runs this shard of the campaign and returns every record, sorted by cell, then seed
+/// (`progress(done, total)` after each seed). Keeps every record in memory; campaigns that
+/// only need the summary use [`run_campaign`] or [`run_each`].
+pub fn run_seeds(
+    spec: &CampaignSpec,
+    shard: Shard,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Vec<SeedRecord> {
+    let records = Mutex::new(Vec::new());
+    run_each(
+        spec,
+        shard,
+        &|_, _| false,
+        &|r| {
+            records.lock().expect("no panics while held").push(r);
+            Ok(())
+        },
+        progress,
+    )
+    .expect("collecting never fails");
+    let mut records = records.into_inner().expect("workers finished");
+    records.sort_by_key(|r| (r.cell, r.seed));
+    records
+}
+
+/// Folds one campaign's seed records (from one run or merged shards) into per-cell summaries,
+/// by cell index.
+pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
+    let mut s = Summary::default();
+    for r in records {
+        s.add(r);
+    }
+    s.cells()
+}
+
+/// Runs the whole campaign and summarizes it, keeping only the per-cell aggregates (memory
+/// flat in the number of seeds).
 pub fn run_campaign(spec: &CampaignSpec, progress: &(dyn Fn(u64, u64) + Sync)) -> Vec<CellSummary> {
-    summarize(&run_seeds(spec, Shard::ALL, progress))
+    let summary = Mutex::new(Summary::default());
+    run_each(
+        spec,
+        Shard::ALL,
+        &|_, _| false,
+        &|r| {
+            summary.lock().expect("no panics while held").add(&r);
+            Ok(())
+        },
+        progress,
+    )
+    .expect("summarizing never fails");
+    summary.into_inner().expect("workers finished").cells()
 }
 
 /// A short stable hash of what a setup runs (algorithm, knobs, cluster, workload, and the

@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 
 use locksim_core::fault::parse_kinds;
 use locksim_core::scenario_file::{read_clients, read_faults, RawFault};
+use locksim_core::text::plural;
 use locksim_core::{ClientProfile, FaultPlan, Property};
 use serde::Deserialize;
 
@@ -347,22 +348,10 @@ impl CampaignFile {
     }
 
     /// What failed in the expectation, one line each; empty when it holds. A seed that failed
-    /// to run always fails the expectation.
+    /// to run always fails the expectation, and so does a seed on which a forbidden property
+    /// was left undecided (it cannot count as clean).
     pub fn judge(&self, cells: &[CellSummary]) -> Vec<String> {
-        let count = |p: Property| -> u64 {
-            cells
-                .iter()
-                .map(|c| match p {
-                    Property::S1 => c.s1_violations,
-                    Property::S2 => c.s2_violations,
-                    Property::S3 => c.s3_violations,
-                    Property::S4 => c.s4_violations,
-                    Property::L1 => c.l1_violations,
-                    Property::L2 => c.l2_violations,
-                    Property::L3 => c.l3_violations,
-                })
-                .sum()
-        };
+        let count = |p: Property| -> u64 { cells.iter().map(|c| c.violated(p)).sum() };
         let mut problems = Vec::new();
         for &p in &self.expect {
             if count(p) == 0 {
@@ -376,17 +365,26 @@ impl CampaignFile {
             if n > 0 {
                 let first = cells
                     .iter()
-                    .filter_map(|c| c.first_failing_seed)
+                    .filter_map(|c| c.first_violation.get(&p).copied())
                     .min()
                     .map_or(String::new(), |s| format!(", from seed {s}"));
                 problems.push(format!(
-                    "{p} was violated in {n} seeds{first}; the file forbids it"
+                    "{p} was violated in {}{first}; the file forbids it",
+                    plural(n, "seed")
+                ));
+            }
+            let undecided: u64 = cells.iter().map(|c| c.undecided_on(p)).sum();
+            if undecided > 0 {
+                problems.push(format!(
+                    "{p} was undecided on {} (a check ran out of budget): the file forbids it, \
+                     so those seeds are not a clean result",
+                    plural(undecided, "seed")
                 ));
             }
         }
         let errors: u64 = cells.iter().map(|c| c.errors).sum();
         if errors > 0 {
-            problems.push(format!("{errors} seeds failed to run"));
+            problems.push(format!("{} failed to run", plural(errors, "seed")));
         }
         // A clean cell in which nobody ever held the lock proves nothing.
         for c in cells.iter().filter(|c| c.grants == 0 && c.seeds > 0) {

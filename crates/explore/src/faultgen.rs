@@ -3,8 +3,11 @@
 //! ChaCha stream, so restricting or extending the kinds does not reshuffle the others' faults.
 //! Magnitudes scale with the workload's TTL: pauses and partitions from a tenth of a TTL to
 //! three TTLs, clock steps up to two TTLs (a quarter of them hit every lock server at once, as
-//! a bad shared NTP source does), drift from a few ppm to 5%.
+//! a bad shared NTP source does), drift from a few ppm to 5%. For TTLs above a third of a day
+//! the scale stops at a third of a day, so that no fault lasts longer than the day a fault may
+//! last ([`MAX_FAULT_NS`]): `--set ttl=12h` gets faults of up to a day, not of 36 hours.
 
+use locksim_core::fault::MAX_FAULT_NS;
 use locksim_core::{Cluster, Fault, FaultKind, FaultPlan, Nanos, NodeId, TimedFault, Workload};
 use locksim_sim::world::{stream, Stream};
 use rand::seq::SliceRandom;
@@ -73,8 +76,14 @@ fn subset(rng: &mut ChaCha8Rng, from: &[NodeId]) -> (Vec<NodeId>, Vec<NodeId>) {
     }
 }
 
+/// The TTL that fault magnitudes scale with: the workload's, at most a third of a day (the
+/// longest faults last three of it).
+fn scale(w: &Workload) -> Nanos {
+    w.ttl.min(MAX_FAULT_NS / 3)
+}
+
 fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Vec<TimedFault> {
-    let ttl = w.ttl;
+    let ttl = scale(w);
     let at = between(rng, 0, w.duration.saturating_sub(ttl / 2));
     let servers: Vec<NodeId> = c.server_ids().collect();
     let clients: Vec<NodeId> = c.client_ids().collect();
@@ -235,6 +244,39 @@ mod tests {
             assert!(p.faults.iter().all(|f| f.at < w.duration));
         }
         assert!(generate(0, &[FaultKind::None], &cluster(), &w).is_empty());
+    }
+
+    #[test]
+    fn plans_stay_within_the_limits_for_long_ttls() {
+        for ttl_h in [8, 12, 24] {
+            let w = Workload {
+                ttl: ttl_h * 3_600 * locksim_core::time::SEC,
+                duration: 3_600 * locksim_core::time::SEC,
+                ..Workload::default()
+            };
+            let mut longest = 0;
+            for seed in 0..100 {
+                for kind in FaultKind::ALL {
+                    let p = generate(seed, &[kind], &cluster(), &w);
+                    p.validate(&cluster())
+                        .unwrap_or_else(|e| panic!("ttl {ttl_h}h, {kind} seed {seed}: {e}"));
+                    for f in &p.faults {
+                        if let Fault::Pause { duration, .. } | Fault::Partition { duration, .. } =
+                            f.fault
+                        {
+                            longest = longest.max(duration);
+                        }
+                    }
+                }
+            }
+            assert!(
+                longest > MAX_FAULT_NS / 2,
+                "faults still scale up: {longest}"
+            );
+        }
+        // Short TTLs are unchanged.
+        let w = Workload::default();
+        assert_eq!(scale(&w), w.ttl);
     }
 
     #[test]

@@ -4,8 +4,10 @@
 //! [`faultgen`] draws a fault plan from each seed, [`outcome`] runs one scenario through the
 //! simulation and the checkers, and [`campaign`] runs an algorithm × fault-kind matrix over a
 //! seed range on every core; [`shrink`] makes a failing scenario small, [`replay`] re-runs a
-//! trace and compares; [`tla`] exports a trace for validation against the TLA+ specifications.
+//! trace and compares; [`tla`] exports a trace for validation against the TLA+ specifications;
+//! [`budget`] refuses scenarios whose estimated memory is over a limit.
 
+pub mod budget;
 pub mod campaign;
 pub mod campaign_file;
 pub mod faultgen;
@@ -17,7 +19,8 @@ pub mod testing;
 pub mod tla;
 
 pub use campaign::{
-    run_campaign, run_seeds, summarize, CampaignSpec, CellSummary, SeedRecord, Shard,
+    run_campaign, run_each, run_seeds, summarize, CampaignSpec, CellSummary, SeedRecord, Shard,
+    Summary,
 };
 pub use outcome::{check_scenario, SeedOutcome};
 pub use setup::{parse_setting, setups_for, Setup};

@@ -7,6 +7,7 @@
 //! scenario. Each step keeps a candidate only if the property is still violated.
 
 use locksim_core::scenario::NodeId;
+use locksim_core::text::plural;
 use locksim_core::time::MS;
 use locksim_core::{FaultPlan, History, Property, Scenario, TimedFault, Verdict};
 
@@ -94,9 +95,9 @@ impl Shrinker<'_> {
                     n = n.saturating_sub(1).max(2);
                     reduced = true;
                     (self.progress)(&format!(
-                        "{} faults left ({} runs)",
-                        faults.len(),
-                        self.runs
+                        "{} left ({})",
+                        plural(faults.len() as u64, "fault"),
+                        plural(self.runs, "run")
                     ));
                     break;
                 }
@@ -318,12 +319,12 @@ pub fn shrink_with(
         sh.workload(&mut s);
         sh.magnitudes(&mut s);
         (sh.progress)(&format!(
-            "round {round}: {} faults, {} clients, {} writes per grant, {} of workload ({} runs)",
-            s.faults.len(),
-            s.cluster.clients,
-            s.workload.writes_per_hold,
+            "round {round}: {}, {}, {} per grant, {} of workload ({})",
+            plural(s.faults.len() as u64, "fault"),
+            plural(s.cluster.clients, "client"),
+            plural(s.workload.writes_per_hold, "write"),
             locksim_core::time::fmt_nanos(s.workload.duration as i128),
-            sh.runs
+            plural(sh.runs, "run")
         ));
         if s == before {
             break;

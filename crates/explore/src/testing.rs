@@ -2,7 +2,7 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use locksim_core::FaultKind;
+//! use locksim_core::{FaultKind, Property};
 //! use locksim_explore::testing::Campaign;
 //!
 //! #[test]
@@ -12,10 +12,24 @@
 //!         .faults(&[FaultKind::Partition, FaultKind::Loss])
 //!         .expect_safe();
 //! }
+//!
+//! #[test]
+//! fn a_paused_holder_double_grants_but_fencing_keeps_the_data() {
+//!     Campaign::registered("central-fencing", &[])
+//!         .faults(&[FaultKind::Pause])
+//!         .expect(&[Property::S1])       // some seed must violate S1
+//!         .forbid(&[Property::S2])       // none may violate S2
+//!         .allow(&[Property::S3])        // S3 may go either way
+//!         .check();                      // and S4, unlisted, is forbidden
+//! }
 //! ```
 //!
-//! On a violation, [`Campaign::expect_safe`] shrinks the first failing seed, writes its trace
-//! (to `$LOCKSIM_TRACES`, or `traces/` under the current folder) and panics with the seed, the
+//! Every property the run checks counts ([`locksim_check::CheckOptions::properties`]: S1–S4,
+//! and the liveness properties when their checkers judge the run): a property that is neither
+//! expected nor allowed is forbidden. A forbidden property that a check left undecided (its
+//! budget ran out) fails too: it cannot count as clean. On a forbidden violation
+//! [`Campaign::check`] shrinks the first failing seed, writes its trace (to
+//! `$LOCKSIM_TRACES`, or `traces/` under the current folder) and panics with the seed, the
 //! trace's path and the commands that replay it. `LOCKSIM_SEED=N cargo test …` runs that one
 //! seed only.
 
@@ -26,7 +40,9 @@ use std::sync::Arc;
 use locksim_core::{FaultKind, Property, Workload};
 use locksim_sim::LockAlgorithm;
 
-use crate::campaign::{run_seeds, CampaignSpec, Shard};
+use locksim_core::text::plural;
+
+use crate::campaign::{run_campaign, CampaignSpec};
 use crate::setup::{parse_setting, Setup};
 use crate::shrink::{shrink_with, trace_file_name};
 
@@ -37,6 +53,9 @@ pub struct Campaign {
     seeds: Range<u64>,
     kinds: Vec<FaultKind>,
     jobs: usize,
+    expect: Vec<Property>,
+    forbid: Vec<Property>,
+    allow: Vec<Property>,
 }
 
 impl Campaign {
@@ -70,6 +89,9 @@ impl Campaign {
             seeds: 0..100,
             kinds: vec![FaultKind::Mixed],
             jobs: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            expect: Vec::new(),
+            forbid: Vec::new(),
+            allow: Vec::new(),
         }
     }
 
@@ -103,12 +125,50 @@ impl Campaign {
         self
     }
 
-    /// Runs the campaign and panics on the first violation of S1, S2 or S3 (or a seed that
-    /// failed to run), after shrinking it and writing its trace.
+    /// Properties some seed must violate (each of them; added to earlier calls).
+    pub fn expect(mut self, properties: &[Property]) -> Self {
+        self.expect.extend_from_slice(properties);
+        self
+    }
+
+    /// Properties no seed may violate (everything neither expected nor allowed is forbidden
+    /// anyway; naming them documents the test and is checked against `expect`).
+    pub fn forbid(mut self, properties: &[Property]) -> Self {
+        self.forbid.extend_from_slice(properties);
+        self
+    }
+
+    /// Properties seeds may or may not violate.
+    pub fn allow(mut self, properties: &[Property]) -> Self {
+        self.allow.extend_from_slice(properties);
+        self
+    }
+
+    /// Runs the campaign and panics unless no property outside [`Campaign::allow`] and
+    /// [`Campaign::expect`] is violated (S1–S4 and any other property the run checks): the
+    /// same as [`Campaign::check`], named for the common case.
     ///
     /// # Panics
-    /// On a violation, as described; on a malformed `LOCKSIM_SEED`.
+    /// As [`Campaign::check`].
     pub fn expect_safe(self) {
+        self.check();
+    }
+
+    /// Runs the campaign and judges it: every expected property is violated by some seed,
+    /// no other property the run checks is violated (unless allowed) or left undecided (unless
+    /// allowed or expected), no seed fails to run, and some client is granted the lock. On a
+    /// forbidden violation it shrinks the first failing seed and writes its trace first.
+    ///
+    /// # Panics
+    /// When the judgment fails, as described; on a property both expected (or allowed) and
+    /// forbidden, an expected property the run does not check, or a malformed `LOCKSIM_SEED`.
+    pub fn check(self) {
+        for p in &self.forbid {
+            assert!(
+                !self.expect.contains(p) && !self.allow.contains(p),
+                "locksim: {p} is both forbidden and expected or allowed"
+            );
+        }
         let seeds = match std::env::var("LOCKSIM_SEED") {
             Ok(v) => {
                 let n: u64 = v
@@ -137,39 +197,79 @@ impl Campaign {
             seeds: seeds.end.saturating_sub(seeds.start),
             jobs: self.jobs,
         };
-        let records = run_seeds(&spec, Shard::ALL, &|_, _| {});
-        if let Some(r) = records.iter().find(|r| r.error.is_some()) {
+        let cells = run_campaign(&spec, &|_, _| {});
+        let algo = &self.setup.algorithm;
+        if let Some(c) = cells
+            .iter()
+            .filter(|c| c.errors > 0)
+            .min_by_key(|c| c.first_error_seed)
+        {
+            let seed = c.first_error_seed.unwrap_or(0);
             panic!(
-                "locksim: {} seed {} under {} failed to run: {}\nrun it alone with LOCKSIM_SEED={}",
-                self.setup.algorithm,
-                r.seed,
-                r.faults,
-                r.error.as_deref().unwrap_or(""),
-                r.seed
+                "locksim: {algo} seed {seed} under {} failed to run: {}\nrun it alone with LOCKSIM_SEED={seed}",
+                c.faults,
+                c.first_error.as_deref().unwrap_or("")
             );
         }
-        let Some(r) = records
+        let grants: u64 = cells.iter().map(|c| c.grants).sum();
+        assert!(
+            grants > 0,
+            "locksim: {algo} never granted the lock in {} seeds: nothing was tested",
+            cells.iter().map(|c| c.seeds).sum::<u64>()
+        );
+        let checked: Vec<Property> = Property::ALL
+            .into_iter()
+            .filter(|p| cells.iter().any(|c| c.checked.contains(p)))
+            .collect();
+        let range = format!("{}..{}", seeds.start, seeds.end);
+        let mut problems = Vec::new();
+        for &p in &self.expect {
+            if !checked.contains(&p) {
+                problems.push(format!("{p} is expected, but this run does not check it"));
+            } else if cells.iter().all(|c| c.violated(p) == 0) {
+                problems.push(format!(
+                    "expected {p} to be violated by some seed of {range}; it never was"
+                ));
+            }
+        }
+        let forbidden: Vec<Property> = checked
             .iter()
-            .filter(|r| r.s1 || r.s2 || r.s3)
-            .min_by_key(|r| (r.seed, r.cell))
-        else {
-            let grants: u64 = records.iter().map(|r| r.grants).sum();
+            .copied()
+            .filter(|p| !self.allow.contains(p) && !self.expect.contains(p))
+            .collect();
+        for &p in &forbidden {
+            let undecided: u64 = cells.iter().map(|c| c.undecided_on(p)).sum();
+            if undecided > 0 {
+                problems.push(format!(
+                    "{p} was left undecided on {} (a check ran out of budget), so {range} is not a clean result",
+                    plural(undecided, "seed")
+                ));
+            }
+        }
+        // The first forbidden violation: smallest seed, then property, then cell.
+        let first = cells
+            .iter()
+            .flat_map(|c| {
+                forbidden
+                    .iter()
+                    .filter_map(move |p| c.first_violation.get(p).map(|&s| (s, *p, c.faults)))
+            })
+            .min();
+        let Some((seed, property, kind)) = first else {
             assert!(
-                grants > 0,
-                "locksim: {} never granted the lock in {} seeds: nothing was tested",
-                self.setup.algorithm,
-                records.len()
+                problems.is_empty(),
+                "locksim: {algo}: {}",
+                problems.join("; ")
             );
             return;
         };
-        let property = if r.s1 {
-            Property::S1
-        } else if r.s2 {
-            Property::S2
-        } else {
-            Property::S3
-        };
-        let scenario = self.setup.scenario(r.seed, &[r.faults]);
+        for &p in &forbidden {
+            let n: u64 = cells.iter().map(|c| c.violated(p)).sum();
+            if n > 0 {
+                problems.push(format!("{p} violated by {}", plural(n, "seed")));
+            }
+        }
+        let scenario = self.setup.scenario(seed, &[kind]);
         let dir = std::env::var_os("LOCKSIM_TRACES")
             .map_or_else(|| PathBuf::from("traces"), PathBuf::from);
         let written =
@@ -189,13 +289,17 @@ impl Campaign {
                 } else {
                     String::new()
                 };
-                format!("\n  shrunk to {n} faults: {}{replay}", path.display())
+                format!(
+                    "\n  shrunk to {}: {}{replay}",
+                    plural(*n as u64, "fault"),
+                    path.display()
+                )
             }
             Err(e) => format!("\n  (shrinking failed: {e})"),
         };
         panic!(
-            "locksim: {} violates {property} under {} with seed {} (of {}..{}){trace_line}\n  rerun:    LOCKSIM_SEED={} cargo test <this test>",
-            self.setup.algorithm, r.faults, r.seed, seeds.start, seeds.end, r.seed
+            "locksim: {algo} violates {property} under {kind} with seed {seed} (of {range}); in all: {}{trace_line}\n  rerun:    LOCKSIM_SEED={seed} cargo test <this test>",
+            problems.join("; ")
         );
     }
 }

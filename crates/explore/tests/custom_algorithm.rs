@@ -71,7 +71,7 @@ fn the_checkers_catch_a_lock_that_grants_everyone() {
         },
         &|_, _| {},
     );
-    assert_eq!(cells[0].s1_violations, 8);
+    assert_eq!(cells[0].violated(Property::S1), 8);
     assert_eq!(cells[0].errors, 0);
 }
 
@@ -212,9 +212,10 @@ fn the_checkers_catch_a_client_that_forgets_its_lease_but_clear_the_server() {
     let c = &cells[0];
     assert_eq!(c.errors, 0, "{c:?}");
     assert!(c.grants > 100, "{c:?}");
-    assert!(c.s1_violations > 0, "{c:?}");
+    assert!(c.violated(Property::S1) > 0, "{c:?}");
     assert_eq!(
-        c.s3_violations, 0,
+        c.violated(Property::S3),
+        0,
         "the server is a correct lease lock: {c:?}"
     );
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use locksim_check::holds::{derive_holds, HoldEnd};
+use locksim_check::holds::{derive_holds_in, HoldEnd};
 use locksim_check::metrics::{quantile, Metrics};
 use locksim_core::history::{EventKind, OpF, Phase};
 use locksim_core::time::fmt_nanos;
@@ -352,7 +352,7 @@ pub fn page_data(run: &Run) -> PageData {
             role: role(c.role(n)),
         })
         .collect();
-    let holds_v = derive_holds(h);
+    let holds_v = derive_holds_in(h, Some(c));
     let holds = holds_v
         .iter()
         .map(|x| {
@@ -595,7 +595,7 @@ pub fn page_data(run: &Run) -> PageData {
     let faults_line = if s.faults.is_empty() {
         "no faults".to_string()
     } else {
-        format!("{} faults", s.faults.len())
+        locksim_core::text::plural(s.faults.len() as u64, "fault")
     };
     PageData {
         subtitle: format!(

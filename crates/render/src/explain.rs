@@ -200,12 +200,23 @@ fn s2(s: &Scenario, h: &History, holds: &[Hold], v: &Violation) -> Option<String
     if v.events.len() >= 4 {
         let b = hold_by_ok(holds, v.events[2])?;
         let bw = h.events.get(v.events[3] as usize)?;
+        let later = if b.granted_by.is_some() {
+            format!(
+                "a grant the lock service made later, at {}{}",
+                t(b.granted),
+                token(b.token)
+            )
+        } else {
+            format!(
+                "a later grant (acquired at {}{})",
+                t(b.start),
+                token(b.token)
+            )
+        };
         text += &format!(
-            " It had already accepted {}'s write at {} under a later grant (acquired at {}{}), so {an}'s stale data overwrote newer data.",
+            " It had already accepted {}'s write at {} under {later}, so {an}'s stale data overwrote newer data.",
             c.name(b.client),
             t(bw.time),
-            t(b.start),
-            token(b.token)
         );
         text += &if a.token.is_none() {
             " Without fencing tokens the resource cannot tell an old holder from a new one."

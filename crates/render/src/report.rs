@@ -13,8 +13,11 @@ pub struct ReportCell {
     pub faults: String,
     /// Seeds run.
     pub seeds: u64,
-    /// Seeds violating S1, S2, S3.
-    pub violations: [u64; 3],
+    /// Seeds violating each property, e.g. `("S4", 3)`, in report order (properties no seed
+    /// violates may be left out).
+    pub violations: Vec<(String, u64)>,
+    /// Seeds on which some property was left undecided (never shown as safe).
+    pub undecided: u64,
     /// Successful acquires over all seeds.
     pub grants: u64,
     /// Seeds whose simulation failed.
@@ -42,8 +45,8 @@ fn attr(s: &str) -> String {
 }
 
 fn cell_html(c: &ReportCell) -> String {
-    let bad = c.violations.iter().any(|&n| n > 0);
-    let class = if c.errors > 0 {
+    let bad = c.violations.iter().any(|(_, n)| *n > 0);
+    let class = if c.errors > 0 || (!bad && c.undecided > 0) {
         "err"
     } else if bad {
         "bad"
@@ -51,17 +54,25 @@ fn cell_html(c: &ReportCell) -> String {
         "safe"
     };
     let mut inner = if bad {
-        let parts: Vec<String> = ["S1", "S2", "S3"]
+        let parts: Vec<String> = c
+            .violations
             .iter()
-            .zip(c.violations)
             .filter(|(_, n)| *n > 0)
-            .map(|(k, n)| format!("{k}&nbsp;{n}"))
+            .map(|(k, n)| format!("{}&nbsp;{n}", text(k)))
             .collect();
         parts.join(" ")
+    } else if c.undecided > 0 {
+        "undecided".to_string()
     } else {
         "safe".to_string()
     };
     inner += &format!("<br><small>{} seeds, {} grants</small>", c.seeds, c.grants);
+    if c.undecided > 0 {
+        inner += &format!(
+            "<br><small>{} seeds undecided (a check ran out of budget)</small>",
+            c.undecided
+        );
+    }
     if c.errors > 0 {
         inner += &format!("<br><small>{} seeds failed to run</small>", c.errors);
     }
