@@ -104,11 +104,10 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool) -> String {
         fmt_nanos(s.workload.ttl as i128),
         fmt_nanos(s.workload.duration as i128),
         fmt_nanos(h.end as i128),
-        s.fault_kinds
-            .iter()
-            .map(|k| k.name())
-            .collect::<Vec<_>>()
-            .join(",")
+        {
+            let kinds: Vec<&str> = s.fault_kinds.iter().map(|k| k.name()).collect();
+            format!("{} ({} in the plan)", kinds.join(","), plural(s.faults.len() as u64, "fault"))
+        }
     );
     if !s.config.is_empty() {
         let cfg: Vec<String> = s.config.iter().map(|(k, v)| format!("{k}={v}")).collect();

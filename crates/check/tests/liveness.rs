@@ -1,0 +1,304 @@
+//! L1–L3 on hand-built histories: each found where it must be, and silent where the history
+//! makes no claim (a fault on the service, a long outage, an unhealthy holder).
+//!
+//! The cluster: one lock server (node 0), clients c1 and c2 (nodes 1 and 2), the resource
+//! (node 3). Leases of 1 s; the slack is 200 ms of retry + 2 × 100 ms attempts + 12 ms.
+
+use std::collections::BTreeMap;
+
+use locksim_check::liveness::{ClientTiming, LivenessSpec};
+use locksim_check::{check_all, CheckOptions};
+use locksim_core::fault::{CutMode, PauseTask};
+use locksim_core::history::{Deadline, EventKind, LocalClock, OpF, Phase};
+use locksim_core::{Cluster, Event, Fault, History, Property, Verdict};
+
+const MS: u64 = 1_000_000;
+
+#[derive(Default)]
+struct H {
+    events: Vec<Event>,
+    next_op: u64,
+}
+
+impl H {
+    fn push(&mut self, ms: u64, node: u32, kind: EventKind) -> u64 {
+        let id = self.events.len() as u64;
+        self.events.push(Event {
+            id,
+            time: ms * MS,
+            node,
+            wall: (ms * MS) as i64,
+            mono: ms * MS,
+            kind,
+        });
+        id
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn op(
+        &mut self,
+        op: u64,
+        ms: u64,
+        node: u32,
+        f: OpF,
+        phase: Phase,
+        handle: Option<u64>,
+        deadline_ms: Option<u64>,
+    ) {
+        let deadline = deadline_ms.map(|d| Deadline {
+            clock: LocalClock::Mono,
+            local: (d * MS) as i64,
+            at: d * MS,
+        });
+        self.push(
+            ms,
+            node,
+            EventKind::Op {
+                op,
+                phase,
+                f,
+                key: 0,
+                handle,
+                token: None,
+                deadline,
+                error: None,
+                value: None,
+            },
+        );
+    }
+    /// An acquire by `node` invoked at `inv`, completed at `done` with `phase` (an `ok` gets
+    /// lock handle `handle` and a deadline one lease after the invoke).
+    fn acquire(&mut self, node: u32, inv: u64, done: u64, phase: Phase, handle: u64) {
+        self.next_op += 1;
+        let op = self.next_op;
+        self.op(op, inv, node, OpF::Acquire, Phase::Invoke, None, None);
+        let (h, d) = match phase {
+            Phase::Ok => (Some(handle), Some(inv + 990)),
+            _ => (None, None),
+        };
+        self.op(op, done, node, OpF::Acquire, phase, h, d);
+    }
+    /// Failed acquires by `node` every `every` ms in `[from, to)`.
+    fn refused(&mut self, node: u32, from: u64, to: u64, every: u64) {
+        let mut t = from;
+        while t < to {
+            self.acquire(node, t, t + 10, Phase::Fail, 0);
+            t += every;
+        }
+    }
+    fn release(&mut self, node: u32, ms: u64, handle: u64) {
+        self.next_op += 1;
+        let op = self.next_op;
+        self.op(op, ms, node, OpF::Release, Phase::Invoke, Some(handle), None);
+        self.op(op, ms + 10, node, OpF::Release, Phase::Ok, Some(handle), None);
+    }
+    /// A successful renewal of `handle` sent at `ms`, moving its deadline one lease on.
+    fn extend(&mut self, node: u32, ms: u64, handle: u64) {
+        self.next_op += 1;
+        let op = self.next_op;
+        self.op(op, ms, node, OpF::Extend, Phase::Invoke, Some(handle), None);
+        self.op(op, ms + 10, node, OpF::Extend, Phase::Ok, Some(handle), Some(ms + 990));
+    }
+    fn fault(&mut self, ms: u64, node: u32, fault: Fault) {
+        self.push(ms, node, EventKind::Fault { fault });
+    }
+    fn done(self, end_ms: u64) -> History {
+        History {
+            events: self.events,
+            end: end_ms * MS,
+            ..Default::default()
+        }
+    }
+}
+
+const CLUSTER: Cluster = Cluster {
+    servers: 1,
+    clients: 2,
+};
+
+fn spec(renew_every: Option<u64>) -> LivenessSpec {
+    let timing = ClientTiming {
+        ttl: 1000 * MS,
+        renew_every: renew_every.map(|r| r * MS),
+        duration: 10_000 * MS,
+    };
+    LivenessSpec {
+        servers: 1,
+        clients: BTreeMap::from([(1, timing), (2, timing)]),
+        default: None,
+        lock_delay: 0,
+        attempt: 100 * MS,
+        retry: 200 * MS,
+        uncertainty: 12 * MS,
+        duration: 10_000 * MS,
+    }
+}
+
+fn verdict(h: &History, renew_every: Option<u64>) -> Verdict {
+    check_all(
+        h,
+        &CheckOptions {
+            cluster: Some(&CLUSTER),
+            liveness: Some(spec(renew_every)),
+            ..Default::default()
+        },
+    )
+}
+
+fn only(v: &Verdict, p: Property) -> String {
+    let found: Vec<_> = v.violations.iter().filter(|x| x.kind == p).collect();
+    assert_eq!(found.len(), 1, "{p}: {v:?}");
+    found[0].summary.clone()
+}
+
+fn crash(node: u32) -> Fault {
+    Fault::Crash {
+        node,
+        restart_after: None,
+    }
+}
+
+/// c1 holds from 10 ms and crashes at 100 ms; c2 asks every 200 ms from 50 ms.
+fn crashed_holder(c2_gets_it_at: Option<u64>) -> History {
+    let mut h = H::default();
+    h.acquire(1, 0, 10, Phase::Ok, 1);
+    h.refused(2, 50, 1050, 200);
+    h.fault(100, 1, crash(1));
+    match c2_gets_it_at {
+        Some(t) => {
+            h.acquire(2, t - 5, t, Phase::Ok, 2);
+            h.release(2, t + 300, 2);
+        }
+        None => h.refused(2, 1050, 4000, 200),
+    }
+    h.done(5000)
+}
+
+#[test]
+fn l1_a_crashed_holders_lock_must_reach_the_waiter() {
+    let v = verdict(&crashed_holder(None), None);
+    let s = only(&v, Property::L1);
+    assert!(s.contains("c1 crashed at 100ms"), "{s}");
+    assert!(s.contains("c2 was waiting"), "{s}");
+    assert!(s.contains("bound of 1.412s"), "{s}");
+    // Within the bound (1.1 s after the stop): nothing to say.
+    assert!(!verdict(&crashed_holder(Some(1100)), None).violates(Property::L1));
+    // Past it (1.6 s after): too late.
+    assert!(verdict(&crashed_holder(Some(1700)), None).violates(Property::L1));
+}
+
+#[test]
+fn l1_says_nothing_when_the_service_itself_is_faulted() {
+    let mut h = crashed_holder(None);
+    let id = h.events.len() as u64;
+    h.events.push(Event {
+        id,
+        time: 500 * MS,
+        node: 0,
+        wall: 0,
+        mono: 0,
+        kind: EventKind::Fault {
+            fault: Fault::Pause {
+                node: 0,
+                duration: 300 * MS,
+                task: PauseTask::Process,
+            },
+        },
+    });
+    h.events.sort_by_key(|e| e.time);
+    for (i, e) in h.events.iter_mut().enumerate() {
+        e.id = i as u64;
+    }
+    assert!(!verdict(&h, None).violates(Property::L1));
+}
+
+/// c1 holds from 10 ms, renews every 300 ms (one good renewal at 310 ms), and learns at
+/// `lost_at` that its renewal failed; a partition cuts it off from the server at 500 ms for
+/// `outage` ms.
+fn renewing_holder(outage: u64, lost_at: u64, own_pause: bool) -> History {
+    let mut h = H::default();
+    h.acquire(1, 0, 10, Phase::Ok, 1);
+    h.extend(1, 310, 1);
+    h.fault(
+        500,
+        0,
+        Fault::Partition {
+            a: vec![1],
+            b: vec![0],
+            duration: outage * MS,
+            mode: CutMode::Drop,
+        },
+    );
+    if own_pause {
+        h.fault(
+            550,
+            1,
+            Fault::Pause {
+                node: 1,
+                duration: 20 * MS,
+                task: PauseTask::Renewal,
+            },
+        );
+    }
+    h.push(
+        lost_at,
+        1,
+        EventKind::Lost {
+            key: 0,
+            handle: 1,
+            reason: "renewal failed: not the owner".into(),
+        },
+    );
+    h.release(1, lost_at + 1, 1);
+    h.done(5000)
+}
+
+#[test]
+fn l2_a_healthy_renewer_keeps_its_lock_through_a_short_outage() {
+    // 100 ms of outage: a renewer every 300 ms with a 1 s lease must ride it out (it may
+    // lose up to 1000 - 300 - (100 + 200 + 12) = 388 ms).
+    let v = verdict(&renewing_holder(100, 700, false), Some(300));
+    let s = only(&v, Property::L2);
+    assert!(s.contains("c1 renews k0 every 300ms"), "{s}");
+    assert!(s.contains("renewal failed"), "{s}");
+    assert!(s.contains("lasted 100ms"), "{s}");
+    // A 600 ms outage may cost it the lock: no claim.
+    assert!(!verdict(&renewing_holder(600, 1200, false), Some(300)).violates(Property::L2));
+    // A holder whose own renewal task was stalled is not healthy: no claim.
+    assert!(!verdict(&renewing_holder(100, 700, true), Some(300)).violates(Property::L2));
+    // Without renewal there is nothing to keep.
+    assert!(!verdict(&renewing_holder(100, 700, false), None).violates(Property::L2));
+}
+
+/// c1 holds from 10 ms and releases at 500 ms, but c2 is refused every 200 ms until `until`.
+fn refused_after_release(until: u64) -> History {
+    let mut h = H::default();
+    h.acquire(1, 0, 10, Phase::Ok, 1);
+    h.release(1, 500, 1);
+    h.refused(2, 600, until, 200);
+    h.done(until + 2000)
+}
+
+#[test]
+fn l3_a_lock_nobody_believes_they_hold_must_not_stay_taken() {
+    let v = verdict(&refused_after_release(3000), None);
+    let s = only(&v, Property::L3);
+    assert!(s.contains("nobody believed they held it after 500ms"), "{s}");
+    assert!(s.contains("c2's acquire at 2.000s was refused"), "{s}");
+    // Refusals within a lease and the slack of the release are allowed (1.412 s).
+    assert!(!verdict(&refused_after_release(1900), None).violates(Property::L3));
+    // A refusal while the waiter is cut off says nothing.
+    let mut h = H::default();
+    h.acquire(1, 0, 10, Phase::Ok, 1);
+    h.release(1, 500, 1);
+    h.fault(
+        550,
+        0,
+        Fault::Isolate {
+            node: 2,
+            duration: 5_000 * MS,
+            mode: CutMode::Drop,
+        },
+    );
+    h.refused(2, 600, 3000, 200);
+    assert!(!verdict(&h.done(5000), None).violates(Property::L3));
+}
