@@ -165,9 +165,7 @@ pub fn lock_history(n: usize, seed: u64) -> Vec<Operation<LockInput, LockOutput>
 
 fn lock(c: &mut Criterion) {
     let ops = lock_history(2_000, 7);
-    let model = LeaseLock {
-        uncertainty: 12_000_000,
-    };
+    let model = LeaseLock::new(12_000_000);
     assert_eq!(check(&model, &ops, &budget()).0, Verdict::Linearizable);
     let mut g = c.benchmark_group("lock");
     g.sample_size(20);

@@ -64,15 +64,7 @@ fn ext(p: u64, handle: u64, call: u64, ret: Option<u64>) -> Operation<LockInput,
     )
 }
 fn linearizable(ops: &[Operation<LockInput, LockOutput>]) -> bool {
-    match check(
-        &LeaseLock {
-            uncertainty: 10 * MS,
-        },
-        ops,
-        &Budget::default(),
-    )
-    .0
-    {
+    match check(&LeaseLock::new(10 * MS), ops, &Budget::default()).0 {
         Verdict::Linearizable => true,
         Verdict::NotLinearizable(_) => false,
         Verdict::Unknown(w) => panic!("unknown: {w}"),

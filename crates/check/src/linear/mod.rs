@@ -30,11 +30,13 @@ use std::hash::Hash;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+pub mod explain;
 pub mod lock_history;
 pub mod models;
 mod pairs;
 pub mod resource_history;
 mod search;
+pub mod synth;
 
 /// One operation of a history.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -124,6 +126,17 @@ pub trait Model: Sync {
         false
     }
 
+    /// How a report classifies `op`: `ok`, `fail` (it completed and did nothing, e.g. a
+    /// compare-and-set that answered false) or `info` (unknown outcome). Default: `info`
+    /// without a return, else `ok`.
+    fn outcome(&self, op: &Operation<Self::Input, Self::Output>) -> &'static str {
+        if op.ret.is_none() {
+            "info"
+        } else {
+            "ok"
+        }
+    }
+
     /// Hint: `true` when `op`, a read-only operation that cannot take effect in `state`,
     /// cannot take effect in any state reached from `state` unless an operation for which
     /// [`Model::resets`] is true comes first: e.g. a get whose value does not start with the
@@ -131,6 +144,16 @@ pub trait Model: Sync {
     /// the configuration at once when no such operation can come before `op`'s return.
     /// Default: `false`.
     fn hopeless(&self, state: &Self::State, op: &Operation<Self::Input, Self::Output>) -> bool {
+        let _ = (state, op);
+        false
+    }
+
+    /// Hint: `true` when `op`, whose outcome is unknown, can change nothing observable from
+    /// `state` on, in `state` or any state reached from it (e.g. a timed-out release of a lock
+    /// handle that no longer holds the lock: handles are granted once). The search then drops
+    /// it (as if it never took effect), so it no longer costs a candidate at every step.
+    /// Default: `false`.
+    fn inert(&self, state: &Self::State, op: &Operation<Self::Input, Self::Output>) -> bool {
         let _ = (state, op);
         false
     }

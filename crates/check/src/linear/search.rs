@@ -340,6 +340,8 @@ enum Stage {
     Known,
     /// Candidates without one.
     Unknown,
+    /// Not tried: dropped as inert ([`Model::inert`]).
+    Dropped,
 }
 
 /// The operations not yet linearized, in return order: a doubly linked list over op indices.
@@ -416,8 +418,9 @@ pub(crate) struct PartSearch<'a, M: Model> {
     memo: Memo<M::State>,
     /// Linearized operations, each with the state before it and the stage it was tried in.
     stack: Vec<(usize, M::State, Stage)>,
-    /// The longest linearized prefix seen; `agree` is the length `best` and `stack` share.
-    best: Vec<usize>,
+    /// The longest linearized prefix seen (with whether each was dropped as inert); `agree`
+    /// is the length `best` and `stack` share.
+    best: Vec<(usize, bool)>,
     agree: usize,
     entry: usize,
     /// Operations not yet linearized, by return time.
@@ -602,7 +605,7 @@ impl<'a, M: Model> PartSearch<'a, M> {
         let from = self.resets.partition_point(|&r| r < self.lin.first);
         !self.resets[from..]
             .iter()
-            .take_while(|&&r| self.ops[r].call < ret)
+            .take_while(|&&r| self.ops[r].call <= ret)
             .any(|&r| !self.lin.has(r))
     }
 
@@ -632,8 +635,11 @@ impl<'a, M: Model> PartSearch<'a, M> {
         self.rets.lift(k);
         if self.stack.len() > self.best.len() {
             self.best.truncate(self.agree);
-            self.best
-                .extend(self.stack[self.agree..].iter().map(|s| s.0));
+            self.best.extend(
+                self.stack[self.agree..]
+                    .iter()
+                    .map(|s| (s.0, s.2 == Stage::Dropped)),
+            );
             self.agree = self.stack.len();
         }
         self.stage = self.first_stage();
@@ -675,11 +681,20 @@ impl<'a, M: Model> PartSearch<'a, M> {
                     }
                     continue;
                 }
-                Stage::Known | Stage::Unknown => {}
+                Stage::Known | Stage::Unknown | Stage::Dropped => {}
             }
             let entry = self.entry;
             if is_call(entry) {
                 let k = entry / 2;
+                if self.ops[k].ret.is_none() && self.model.inert(&self.state, self.ops[k]) {
+                    // Never to take effect: drop it (its configuration is this one).
+                    self.lin.insert(k);
+                    self.stack.push((k, self.state.clone(), Stage::Dropped));
+                    self.list.lift(k);
+                    self.rets.lift(k);
+                    self.entry = self.list.next_of(entry);
+                    continue;
+                }
                 let eligible = match self.stage {
                     Stage::Known => {
                         self.ops[k].ret.is_some() && !(self.jit && k == self.rets.first())
@@ -712,7 +727,12 @@ impl<'a, M: Model> PartSearch<'a, M> {
         loop {
             let Some((k, prev, stage)) = self.stack.pop() else {
                 let stuck = self.stuck_after();
-                let prefix = self.best.iter().map(|&k| self.global[k]).collect();
+                let prefix = self
+                    .best
+                    .iter()
+                    .filter(|b| !b.1)
+                    .map(|&(k, _)| self.global[k])
+                    .collect();
                 return Some(PartResult::Bad { prefix, stuck });
             };
             if self.stack.len() < self.agree {
@@ -722,7 +742,7 @@ impl<'a, M: Model> PartSearch<'a, M> {
             self.lin.remove(k);
             self.list.unlift(k);
             self.rets.unlift(k);
-            if !self.read_only[k] {
+            if !self.read_only[k] && stage != Stage::Dropped {
                 (self.stage, self.entry) = match stage {
                     Stage::Forced => (Stage::Known, self.list.head_next),
                     s => (s, self.list.next_of(2 * k)),
@@ -737,7 +757,7 @@ impl<'a, M: Model> PartSearch<'a, M> {
     fn stuck_after(&self) -> Vec<usize> {
         let n = self.ops.len();
         let mut done = vec![false; n];
-        for &k in &self.best {
+        for &(k, _) in &self.best {
             done[k] = true;
         }
         let mut stuck = Vec::new();

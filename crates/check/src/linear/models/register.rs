@@ -94,6 +94,14 @@ impl Model for Register {
         }
     }
 
+    fn outcome(&self, op: &Operation<RegisterInput, RegisterOutput>) -> &'static str {
+        match op.output {
+            RegisterOutput::Unknown => "info",
+            RegisterOutput::Cas(false) => "fail",
+            _ => "ok",
+        }
+    }
+
     fn is_read_only(&self, op: &Operation<RegisterInput, RegisterOutput>) -> bool {
         matches!(
             (op.input, op.output),
