@@ -147,3 +147,73 @@ fn malformed_lines_name_the_file_the_line_and_the_problem() {
     .unwrap_err();
     assert!(e.problem.contains("unterminated string"), "{e}");
 }
+
+#[test]
+fn the_verdict_and_its_counterexample_do_not_depend_on_threads() {
+    let Some(root) = histories() else { return };
+    for file in ["c10-bad.txt", "c50-bad.txt", "c50-ok.txt"] {
+        let ops = edn::read_kv(&root.join("kv").join(file)).unwrap();
+        let one = check(
+            &Kv,
+            &ops,
+            &Budget {
+                threads: 1,
+                ..Budget::default()
+            },
+        )
+        .0;
+        for threads in [2, 3, 8] {
+            let many = check(
+                &Kv,
+                &ops,
+                &Budget {
+                    threads,
+                    ..Budget::default()
+                },
+            )
+            .0;
+            assert_eq!(one, many, "{file}: 1 thread and {threads} disagree");
+        }
+    }
+}
+
+#[test]
+fn a_cheap_failing_part_answers_first_on_one_thread() {
+    // c50-bad's first part is hard; a failing one is cheap. Parts take turns, smallest first,
+    // so one thread finds the failure within a small, deterministic number of steps.
+    let Some(root) = histories() else { return };
+    let ops = edn::read_kv(&root.join("kv/c50-bad.txt")).unwrap();
+    let budget = Budget {
+        threads: 1,
+        max_steps: Some(2_000_000),
+        ..Budget::default()
+    };
+    let (v, stats) = check(&Kv, &ops, &budget);
+    assert!(matches!(v, Verdict::NotLinearizable(_)), "{v:?} {stats:?}");
+    assert!(stats.rounds >= 1 && stats.parts == 10, "{stats:?}");
+}
+
+#[test]
+fn reasons_are_in_the_models_words() {
+    let Some(root) = histories() else { return };
+    let ops = jepsen::read_etcd_log(&root.join("etcd/etcd_001.log")).unwrap();
+    let Verdict::NotLinearizable(c) = check(&Register, &ops, &Budget::default()).0 else {
+        panic!("etcd_001 is not linearizable");
+    };
+    assert_eq!(c.states.len(), c.prefix.len());
+    assert_eq!(c.reasons.len(), c.stuck.len());
+    assert!(
+        c.reasons
+            .iter()
+            .all(|r| r.contains("but the register holds")),
+        "{:?}",
+        c.reasons
+    );
+    // The reason names the state after the prefix.
+    let last = c.states.last().unwrap();
+    assert!(
+        c.reasons[0].ends_with(&format!("holds {last}")),
+        "{:?} / {last}",
+        c.reasons
+    );
+}
