@@ -3,9 +3,11 @@
 //! and with two. Uses only `check`, `Budget { threads }` and the readers, so the same file
 //! builds against older versions of the crate for a comparison in one sitting.
 //!
-//! Run: `cargo run --release -p locksim-check --example speed -- [ROUNDS] [WHAT]` with WHAT one
-//! of `all` (default), `etcd`, `c50-ok`; prints the best and the median of ROUNDS (default 15)
-//! rounds, in ms. `ROUNDS = 1` suits `valgrind --tool=callgrind`.
+//! Run: `cargo run --release -p locksim-check --example speed -- [ROUNDS] [WHAT] [THREADS]`
+//! with WHAT one of `all` (default), `etcd`, `c50-ok` and THREADS `1`, `2` or `both`
+//! (default); prints the best and the median of ROUNDS (default 15) rounds, in ms.
+//! `ROUNDS = 1` suits `valgrind --tool=callgrind --toggle-collect='*linear::check*'`, which
+//! counts the instructions of the checks alone (parsing excluded).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -18,6 +20,7 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let rounds: usize = args.next().map_or(15, |s| s.parse().expect("ROUNDS"));
     let what = args.next().unwrap_or_else(|| "all".into());
+    let which = args.next().unwrap_or_else(|| "both".into());
     let dir = std::env::var_os("LOCKSIM_HISTORIES")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -35,6 +38,9 @@ fn main() {
         .collect();
     let c50 = edn::read_kv(&dir.join("kv/c50-ok.txt")).expect("readable");
     for threads in [1, 2] {
+        if which != "both" && which != threads.to_string() {
+            continue;
+        }
         let budget = Budget {
             threads,
             ..Budget::default()

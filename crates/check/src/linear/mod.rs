@@ -107,6 +107,14 @@ pub trait Model: Sync {
         )
     }
 
+    /// Hint for the memory budget: heap bytes a state holds beyond its own size (count a
+    /// shared part as if it were not shared: the budget should err on the safe side).
+    /// Default: 0.
+    fn heap_bytes(&self, state: &Self::State) -> usize {
+        let _ = state;
+        0
+    }
+
     /// Hint: `true` when `op` never changes the state (`step` gives `None` or an equal state
     /// in every state), e.g. a read. The search then linearizes it as early as it can and
     /// never tries it later. Default: `false`.

@@ -194,6 +194,8 @@ struct Memo<S> {
     states: Vec<S>,
     /// Hash matches that were other configurations (counted, for the statistics).
     collisions: u64,
+    /// Heap bytes the states hold ([`Model::heap_bytes`]).
+    heap: usize,
 }
 
 fn state_hash<S: Hash>(s: &S) -> u64 {
@@ -210,20 +212,23 @@ impl<S: Eq> Memo<S> {
             words: Vec::new(),
             states: Vec::new(),
             collisions: 0,
+            heap: 0,
         }
     }
     fn len(&self) -> usize {
         self.states.len()
     }
-    /// Bytes held (by capacity: what the allocator gave).
+    /// Bytes held (by capacity: what the allocator gave; the table twice, for the moment it
+    /// grows and both the old and the new are held).
     fn bytes(&self) -> usize {
-        self.table.capacity() * 17
+        self.heap
+            + self.table.capacity() * 2 * 17
             + self.meta.capacity() * 12
             + self.words.capacity() * 8
             + self.states.capacity() * std::mem::size_of::<S>()
     }
     /// Inserts the configuration unless present; `true` when it was new.
-    fn insert(&mut self, lin: &Linearized, state: &S, h: u64) -> bool
+    fn insert(&mut self, lin: &Linearized, state: &S, h: u64, heap: usize) -> bool
     where
         S: Clone,
     {
@@ -254,6 +259,7 @@ impl<S: Eq> Memo<S> {
             .push((lo as u32, self.words.len() as u32, win.len() as u32));
         self.words.extend_from_slice(win);
         self.states.push(state.clone());
+        self.heap += heap;
         self.table.insert_unique(h, (h, i), |e| e.0);
         true
     }
@@ -625,7 +631,10 @@ impl<'a, M: Model> PartSearch<'a, M> {
         };
         self.lin.insert(k);
         let h = self.lin.zobrist ^ state_hash(&next).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        if !self.memo.insert(&self.lin, &next, h) {
+        if !self
+            .memo
+            .insert(&self.lin, &next, h, self.model.heap_bytes(&next))
+        {
             self.lin.remove(k);
             return false;
         }

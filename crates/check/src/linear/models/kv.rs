@@ -239,6 +239,15 @@ impl Model for Kv {
         }
     }
 
+    fn heap_bytes(&self, s: &Value) -> usize {
+        // Its last node (with its Arc counts); the nodes before it are counted where made.
+        if s.is_empty() {
+            0
+        } else {
+            std::mem::size_of::<Node>() + 16
+        }
+    }
+
     fn is_read_only(&self, op: &Operation<KvInput, KvOutput>) -> bool {
         matches!(op.input, KvInput::Get { .. })
     }
