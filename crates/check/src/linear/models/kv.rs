@@ -188,6 +188,9 @@ impl Hash for Value {
     }
 }
 
+/// Bytes of values read that [`Kv::unobserved`] searches at most per part, for appends.
+pub const UNOBSERVED_WORK: usize = 64 << 20;
+
 /// The kv model (one key per part).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Kv;
@@ -276,21 +279,36 @@ impl Model for Kv {
     /// starting with `v`, an append of `v` when no get returned a value containing `v`: had
     /// it taken effect, every get until the next put would have seen `v`, so none came before
     /// the next put, which overwrote it (or none came at all). An append of "" changes nothing.
+    ///
+    /// Puts are looked up in the sorted values read (values starting with `v` sort together,
+    /// from the first one not below `v`); appends search the values read for `v` only while
+    /// that costs less than [`UNOBSERVED_WORK`] bytes in all, and are kept after (the hint is
+    /// optional: keeping an operation is always right).
     fn unobserved(&self, ops: &[&Operation<KvInput, KvOutput>]) -> Vec<bool> {
-        let reads: Vec<&str> = ops
+        let mut reads: Vec<&str> = ops
             .iter()
             .filter_map(|o| match &o.output {
                 KvOutput::Value(v) => Some(v.as_str()),
                 _ => None,
             })
             .collect();
+        reads.sort_unstable();
+        reads.dedup();
+        let read_bytes: usize = reads.iter().map(|r| r.len()).sum();
+        let mut work = 0usize;
         ops.iter()
             .map(|o| match (&o.input, o.ret) {
                 (KvInput::Put { value, .. }, None) => {
-                    !value.is_empty() && !reads.iter().any(|r| r.starts_with(value.as_str()))
+                    let from = reads.partition_point(|r| *r < value.as_str());
+                    !value.is_empty()
+                        && !reads
+                            .get(from)
+                            .is_some_and(|r| r.starts_with(value.as_str()))
                 }
+                (KvInput::Append { value, .. }, None) if value.is_empty() => true,
                 (KvInput::Append { value, .. }, None) => {
-                    value.is_empty() || !reads.iter().any(|r| r.contains(value.as_str()))
+                    work += read_bytes;
+                    work <= UNOBSERVED_WORK && !reads.iter().any(|r| r.contains(value.as_str()))
                 }
                 _ => false,
             })
