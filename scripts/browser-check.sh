@@ -6,6 +6,11 @@
 #   - Chromium's log shows no console message at all (the page logs none; an uncaught
 #     exception logs "Uncaught …");
 #   - a screenshot is written and is a PNG.
+# The same for the page of `locksim check --html` (why a history is not linearizable: its
+# self-test steps through the linearization with the keyboard and a click) on the shared
+# Jepsen/Porcupine histories when they are there, and for the S3 section of the run page
+# (every trace of traces/ with an S3 violation has one; its self-test runs after the
+# diagram's).
 # Then it checks the check: copies of the page with a deliberately broken script must fail.
 #
 # Usage: scripts/browser-check.sh [TRACE] [SCREENSHOT.png]
@@ -92,6 +97,49 @@ if [ $# -eq 0 ]; then
   fi
   echo "browser-check: the pages of all $(ls traces/*.json | wc -l) traces in traces/ rendered without errors"
 fi
+
+# The page of `locksim check --html`, on two failing histories and a passing one.
+HIST=${LOCKSIM_HISTORIES:-../shared/data/histories}
+if [ -d "$HIST" ]; then
+  "$LOCKSIM" check --model etcd --html "$OUT/check.html" --force "$HIST/etcd/etcd_001.log" \
+    "$HIST/etcd/etcd_007.log" >/dev/null
+  "$LOCKSIM" check --model kv --html "$OUT/check-kv.html" --force "$HIST/kv/c10-bad.txt" >/dev/null
+  for page in "$OUT/check.html" "$OUT/check-kv.html"; do
+    if ! check "$page" "${page%.html}.png"; then
+      echo "browser-check: FAILED for $page"
+      exit 1
+    fi
+  done
+  echo "browser-check: the pages of locksim check --html rendered without errors; screenshots $OUT/check.png, $OUT/check-kv.png"
+  # A broken step function must be caught by the page's self-test.
+  sed 's/View.prototype.go = function (s) {/View.prototype.go = function (s) { return;/' \
+    "$OUT/check.html" >"$OUT/broken-check.html"
+  if cmp -s "$OUT/check.html" "$OUT/broken-check.html"; then
+    echo "browser-check: could not break the check page (the script changed?)"
+    exit 1
+  fi
+  if check "$OUT/broken-check.html" >"$OUT/broken-check.log"; then
+    echo "browser-check: FAILED: a broken check page passed the check"
+    exit 1
+  fi
+  echo "browser-check: a broken check page is caught:"
+  sed 's/^/  /' "$OUT/broken-check.log"
+else
+  echo "browser-check: $HIST is missing: the page of locksim check --html is not checked"
+fi
+
+# The S3 section of a run page: a broken step function there must be caught too.
+S3TRACE=$(ls traces/*-s3-*.json | head -1)
+"$LOCKSIM" render "$S3TRACE" -o "$OUT/s3.html" >/dev/null 2>"$OUT/render.log" || { cat "$OUT/render.log" >&2; exit 1; }
+check "$OUT/s3.html" "$OUT/s3.png" || { echo "browser-check: FAILED for $OUT/s3.html"; exit 1; }
+sed 's/View.prototype.go = function (s) {/View.prototype.go = function (s) { return;/' \
+  "$OUT/s3.html" >"$OUT/broken-s3.html"
+if cmp -s "$OUT/s3.html" "$OUT/broken-s3.html" || check "$OUT/broken-s3.html" >"$OUT/broken-s3.log"; then
+  echo "browser-check: FAILED: a run page with a broken S3 section passed the check"
+  exit 1
+fi
+echo "browser-check: $S3TRACE's S3 section rendered (screenshot $OUT/s3.png), and a broken one is caught:"
+sed 's/^/  /' "$OUT/broken-s3.log"
 
 # The check must see a broken page: (1) a call to a function that does not exist, (2) a
 # hover that finds nothing (no exception; the self-test must notice).

@@ -1,6 +1,9 @@
 //! Speed of the linearizability checker, on the histories Porcupine's figures were measured on
-//! (`../shared/data/histories`: Jepsen's etcd logs and Porcupine's kv histories) and on a lock
-//! history of 2,000 operations from 5 clients.
+//! (`../shared/data/histories`: Jepsen's etcd logs and Porcupine's kv histories), with one
+//! thread and with two; kv c50-bad on one thread (a hard part must not keep a cheap failing
+//! one from answering); and generated histories (never stored): lock histories of 2,000 and
+//! 100,000 operations and a kv history of 1,000,000 operations (1,000 keys, 50 clients, 3%
+//! unknown outcomes), which also run with a 640 MiB memory budget to show they stay within it.
 //!
 //! Reference (Porcupine, Go, same kind of 2-core machine, from the data's README): all 102 etcd
 //! histories 0.56 s (the slowest about 200 ms); kv c01 0.25/0.10 ms, c10 0.9/0.65 ms,
@@ -15,11 +18,10 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use locksim_check::formats::{edn, jepsen};
 use locksim_check::linear::models::kv::Kv;
-use locksim_check::linear::models::lock::{LeaseLock, LockInput, LockOutput};
+use locksim_check::linear::models::lock::LeaseLock;
 use locksim_check::linear::models::register::Register;
-use locksim_check::linear::{check, Budget, Operation, Verdict};
-use rand::Rng;
-use rand_chacha::rand_core::SeedableRng;
+use locksim_check::linear::synth::{kv_history, lock_history};
+use locksim_check::linear::{check, Budget, Verdict};
 
 fn data() -> Option<PathBuf> {
     let dir = std::env::var_os("LOCKSIM_HISTORIES")
@@ -38,9 +40,10 @@ fn data() -> Option<PathBuf> {
     }
 }
 
-fn budget() -> Budget {
+fn budget(threads: usize) -> Budget {
     Budget {
-        threads: 2,
+        threads,
+        max_memory: Some(640 << 20),
         ..Budget::default()
     }
 }
@@ -58,22 +61,24 @@ fn etcd(c: &mut Criterion) {
         .map(|f| jepsen::read_etcd_log(f).expect("readable"))
         .collect();
     let mut g = c.benchmark_group("etcd");
-    g.sample_size(10).measurement_time(Duration::from_secs(5));
-    g.bench_function(format!("all-{}", histories.len()), |b| {
-        b.iter(|| {
-            for h in &histories {
-                let (v, _) = check(&Register, h, &budget());
-                assert!(!matches!(v, Verdict::Unknown(_)));
-            }
-        })
-    });
+    g.sample_size(20).measurement_time(Duration::from_secs(3));
+    for threads in [1, 2] {
+        g.bench_function(format!("all-{}/threads-{threads}", histories.len()), |b| {
+            b.iter(|| {
+                for h in &histories {
+                    let (v, _) = check(&Register, h, &budget(threads));
+                    assert!(!matches!(v, Verdict::Unknown(_)));
+                }
+            })
+        });
+    }
     // The slowest single file.
     let slowest = histories
         .iter()
         .enumerate()
         .max_by_key(|(_, h)| {
             let t = std::time::Instant::now();
-            check(&Register, h, &budget());
+            check(&Register, h, &budget(1));
             t.elapsed()
         })
         .map(|(i, _)| i)
@@ -84,7 +89,7 @@ fn etcd(c: &mut Criterion) {
         .to_string_lossy()
         .into_owned();
     g.bench_function(format!("slowest-{name}"), |b| {
-        b.iter(|| check(&Register, &histories[slowest], &budget()))
+        b.iter(|| check(&Register, &histories[slowest], &budget(1)))
     });
     g.finish();
 }
@@ -93,89 +98,61 @@ fn kv(c: &mut Criterion) {
     let Some(dir) = data() else { return };
     let mut g = c.benchmark_group("kv");
     g.sample_size(10).measurement_time(Duration::from_secs(3));
+    let read =
+        |name: &str| edn::read_kv(&dir.join("kv").join(format!("{name}.txt"))).expect("readable");
     for name in [
         "c01-ok", "c01-bad", "c10-ok", "c10-bad", "c50-ok", "c50-bad",
     ] {
-        let ops = edn::read_kv(&dir.join("kv").join(format!("{name}.txt"))).expect("readable");
-        g.bench_with_input(BenchmarkId::from_parameter(name), &ops, |b, ops| {
-            b.iter(|| check(&Kv, ops, &budget()))
+        let ops = read(name);
+        g.bench_with_input(BenchmarkId::new(name, "threads-2"), &ops, |b, ops| {
+            b.iter(|| check(&Kv, ops, &budget(2)))
+        });
+    }
+    // One thread: c50-ok, and c50-bad, whose first part is hard (it used to run out of
+    // memory before the cheap failing part got a turn).
+    for name in ["c50-ok", "c50-bad"] {
+        let ops = read(name);
+        let want = name.ends_with("ok");
+        assert_eq!(
+            matches!(check(&Kv, &ops, &budget(1)).0, Verdict::Linearizable),
+            want
+        );
+        g.bench_with_input(BenchmarkId::new(name, "threads-1"), &ops, |b, ops| {
+            b.iter(|| check(&Kv, ops, &budget(1)))
         });
     }
     g.finish();
-}
-
-/// A lock history: `n` operations from 5 clients taking turns, with the next holder's acquire
-/// invoked while the previous holder is still releasing, some lease expiries instead of
-/// releases, and some releases whose outcome is unknown. Times in ns; TTL 1 s.
-pub fn lock_history(n: usize, seed: u64) -> Vec<Operation<LockInput, LockOutput>> {
-    const MS: u64 = 1_000_000;
-    let ttl = 1_000 * MS;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let mut ops = Vec::with_capacity(n);
-    let mut t = 0u64;
-    let mut handle = 0u64;
-    while ops.len() < n {
-        handle += 1;
-        let client = rng.gen_range(0..5u64);
-        // The acquire is invoked before the previous release completed and returns after it.
-        let call = t.saturating_sub(rng.gen_range(0..5 * MS));
-        let ok = t + rng.gen_range(1..10) * MS;
-        ops.push(Operation {
-            process: client,
-            input: LockInput::Acquire {
-                key: 0,
-                ttl,
-                handle,
-            },
-            output: LockOutput::Ok,
-            call,
-            ret: Some(ok),
-            id: ops.len() as u64,
-        });
-        let hold = rng.gen_range(10..300) * MS;
-        if rng.gen_bool(0.1) {
-            // No release: the lease runs out; the next grant comes after TTL.
-            t = ok + ttl + rng.gen_range(1..20) * MS;
-            continue;
-        }
-        let rel_call = ok + hold;
-        let unknown = rng.gen_bool(0.05);
-        let rel_ret = rel_call + rng.gen_range(1..10) * MS;
-        ops.push(Operation {
-            process: client,
-            input: LockInput::Release { key: 0, handle },
-            output: if unknown {
-                LockOutput::Unknown
-            } else {
-                LockOutput::Ok
-            },
-            call: rel_call,
-            ret: if unknown { None } else { Some(rel_ret) },
-            id: ops.len() as u64,
-        });
-        t = if unknown {
-            rel_call + ttl + 20 * MS
-        } else {
-            rel_ret
-        };
-    }
-    ops.truncate(n);
-    ops
 }
 
 fn lock(c: &mut Criterion) {
-    let ops = lock_history(2_000, 7);
-    let model = LeaseLock {
-        uncertainty: 12_000_000,
-    };
-    assert_eq!(check(&model, &ops, &budget()).0, Verdict::Linearizable);
+    let model = LeaseLock::new(12_000_000);
     let mut g = c.benchmark_group("lock");
-    g.sample_size(20);
-    g.bench_function("2000-ops-5-clients", |b| {
-        b.iter(|| check(&model, &ops, &budget()))
-    });
+    g.sample_size(10);
+    for n in [2_000, 100_000] {
+        let ops = lock_history(n, 7);
+        assert_eq!(check(&model, &ops, &budget(1)).0, Verdict::Linearizable);
+        g.bench_with_input(BenchmarkId::new("ops-5-clients", n), &ops, |b, ops| {
+            b.iter(|| check(&model, ops, &budget(1)))
+        });
+    }
     g.finish();
 }
 
-criterion_group!(benches, etcd, kv, lock);
+fn scale(c: &mut Criterion) {
+    // Generated at bench time, not stored: 10^6 operations, 1,000 keys, 50 clients.
+    let ops = kv_history(1_000_000, 1_000, 50, 0.03, 7);
+    assert_eq!(check(&Kv, &ops, &budget(2)).0, Verdict::Linearizable);
+    let mut g = c.benchmark_group("scale");
+    g.sample_size(10).measurement_time(Duration::from_secs(15));
+    for threads in [1, 2] {
+        g.bench_with_input(
+            BenchmarkId::new("kv-1000000-ops", format!("threads-{threads}")),
+            &ops,
+            |b, ops| b.iter(|| check(&Kv, ops, &budget(threads))),
+        );
+    }
+    g.finish();
+}
+
+criterion_group!(benches, etcd, kv, lock, scale);
 criterion_main!(benches);

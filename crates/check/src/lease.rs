@@ -1,15 +1,25 @@
 //! S3 (DESIGN §7): the history of lock operations is linearizable with respect to the
 //! sequential lease-lock spec ([`crate::linear::models::lock`]), judged per key; and the
 //! resource's history is linearizable as one register per key (each write a swap).
+//!
+//! A violation's summary gives the model's reasons in plain words (who was answered what,
+//! when, and which lease stood in the way); [`s3_explanations`] gives the whole picture for
+//! pages: the failing key's operations, the longest linearizable prefix with the lock's state
+//! after each step, and the operations that could not be placed.
 
+use std::sync::Arc;
+
+use locksim_core::history::{EventKind, OpF, Phase};
 use locksim_core::time::fmt_nanos;
 use locksim_core::{History, Property, Verdict, Violation};
 
-use crate::linear::lock_history::lock_operations_with;
+use crate::linear::explain::{ExplainedOp, Explanation};
+use crate::linear::lock_history::{lock_context, lock_operations_with, LockOp};
 use crate::linear::models::lock::{LeaseLock, LockInput};
 use crate::linear::models::register::Register;
 use crate::linear::resource_history::resource_operations;
-use crate::linear::{check, Budget, Counterexample, Verdict as Lin};
+use crate::linear::{check, Budget, Counterexample, Model, Verdict as Lin};
+use crate::Names;
 
 /// What S3 needs to know about the lock service.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -23,38 +33,84 @@ pub struct LeaseSpec {
 }
 
 impl LeaseSpec {
+    /// The spec of a simulated scenario: each client's TTL and the declared uncertainty.
+    pub fn for_scenario(s: &locksim_core::Scenario) -> LeaseSpec {
+        let w = &s.workload;
+        LeaseSpec {
+            ttl: w.ttl,
+            client_ttl: s
+                .cluster
+                .client_ids()
+                .map(|id| (id, w.client(id - s.cluster.servers + 1).ttl))
+                .filter(|&(_, ttl)| ttl != w.ttl)
+                .collect(),
+            uncertainty: w.uncertainty(),
+        }
+    }
+
     /// The lease length client `node` asks for, ns.
     pub fn ttl_of(&self, node: locksim_core::NodeId) -> u64 {
         self.client_ttl.get(&node).copied().unwrap_or(self.ttl)
+    }
+
+    /// The lease lengths for summaries: `1.000s`, or `1.000s (c2: 5.000s)`.
+    fn describe(&self, names: Names) -> String {
+        let mut t = fmt_nanos(self.ttl as i128);
+        if !self.client_ttl.is_empty() {
+            let own: Vec<String> = self
+                .client_ttl
+                .iter()
+                .map(|(&n, &ttl)| format!("{}: {}", names.of(n), fmt_nanos(ttl as i128)))
+                .collect();
+            t += &format!(" ({})", own.join(", "));
+        }
+        t
+    }
+}
+
+fn key_of(op: &LockOp) -> u32 {
+    match op.input {
+        LockInput::Acquire { key, .. }
+        | LockInput::Release { key, .. }
+        | LockInput::Extend { key, .. } => key,
+    }
+}
+
+/// The lease-lock model of `spec`, with the history's names and failed releases for its
+/// reasons.
+fn model(history: &History, spec: &LeaseSpec, names: Names) -> LeaseLock {
+    LeaseLock {
+        uncertainty: spec.uncertainty,
+        context: Arc::new(lock_context(history, |n| names.of(n))),
     }
 }
 
 /// Adds an S3 violation to `verdict` when the lock operations are not linearizable, or a note
 /// to `verdict.inconclusive` when the budget ran out first.
-pub fn check_s3(history: &History, spec: &LeaseSpec, budget: &Budget, verdict: &mut Verdict) {
-    let ops = lock_operations_with(history, |node| spec.ttl_of(node));
-    let model = LeaseLock {
-        uncertainty: spec.uncertainty,
-    };
-    let key_of = |id: Option<&u64>| {
-        ops.iter()
-            .find(|o| id == Some(&o.id))
-            .map_or(0, |o| match o.input {
-                LockInput::Acquire { key, .. }
-                | LockInput::Release { key, .. }
-                | LockInput::Extend { key, .. } => key,
-            })
-    };
+pub fn check_s3(
+    history: &History,
+    spec: &LeaseSpec,
+    budget: &Budget,
+    names: Names,
+    verdict: &mut Verdict,
+) {
+    let ops = lock_operations_with(history, |n| spec.ttl_of(n));
+    let model = model(history, spec, names);
     let what = format!(
         "lock operations (lease {} ± {})",
-        fmt_nanos(spec.ttl as i128),
+        spec.describe(names),
         fmt_nanos(spec.uncertainty as i128)
     );
     report(
         check(&model, &ops, budget).0,
-        |c| key_of(c.stuck.first()),
+        |c| {
+            c.stuck
+                .first()
+                .and_then(|id| ops.iter().find(|o| o.id == *id))
+                .map_or(0, key_of)
+        },
         &what,
-        "operations",
+        "operation",
         verdict,
     );
     // The resource as a register per key: every accepted write swapped in its value and
@@ -65,7 +121,7 @@ pub fn check_s3(history: &History, spec: &LeaseSpec, budget: &Budget, verdict: &
             check(&Register, &ops, budget).0,
             |_| key,
             "the resource's writes (as a register)",
-            "writes",
+            "write",
             verdict,
         );
     }
@@ -86,18 +142,130 @@ fn report(
             let key = key_of(&c);
             let mut events: Vec<u64> = c.stuck.clone();
             events.extend(c.prefix.last());
+            let after = match c.prefix.len() {
+                0 => format!("no {unit} fits the spec first"),
+                1 => format!("after the first {unit} that fits"),
+                n => format!("after {n} {unit}s that fit in some order"),
+            };
+            let next = if c.stuck.len() == 1 {
+                String::new()
+            } else {
+                format!(
+                    " none of the {} {unit}s that could come next can:",
+                    c.stuck.len()
+                )
+            };
             verdict.violations.push(Violation {
                 kind: Property::S3,
                 key,
                 summary: format!(
-                    "{what} on k{key} are not linearizable: after {} {unit}, none of these can take \
-                     effect: {}",
-                    c.prefix.len(),
-                    c.stuck_described.join("; ")
+                    "{what} on k{key} are not linearizable: {after},{next} {}",
+                    c.reasons.join("; ")
                 ),
                 events,
                 window: None,
             });
         }
     }
+}
+
+/// The explanation of every failing key of S3's lock check, for pictures: the key's lock
+/// operations (with its failed releases and acquires, drawn but not checked), the longest
+/// linearizable prefix with the lock's state after each step, and the operations that could
+/// not be placed with the model's reasons. Empty when the lock operations are linearizable
+/// (or the budget ran out).
+pub fn s3_explanations(
+    history: &History,
+    spec: &LeaseSpec,
+    budget: &Budget,
+    names: Names,
+) -> Vec<Explanation> {
+    let ops = lock_operations_with(history, |n| spec.ttl_of(n));
+    let model = model(history, spec, names);
+    let Lin::NotLinearizable(c) = check(&model, &ops, budget).0 else {
+        return Vec::new();
+    };
+    let key = c
+        .stuck
+        .first()
+        .and_then(|id| ops.iter().find(|o| o.id == *id))
+        .map_or(0, key_of);
+    let mut x = Explanation::new(
+        &model,
+        &ops,
+        &c,
+        format!("k{key}"),
+        "ns",
+        |p| names.of(p as u32),
+        |o| model.outcome(o),
+    );
+    x.ops.extend(failed_ops(history, key, names));
+    x.ops.sort_by_key(|o| (o.call, o.id));
+    vec![x]
+}
+
+/// The lock operations of `key` that failed (they did not happen, so the check leaves them
+/// out) or acquires that never got an answer, to draw beside the checked ones.
+fn failed_ops(history: &History, key: u32, names: Names) -> Vec<ExplainedOp> {
+    let mut invokes = std::collections::BTreeMap::new();
+    let mut out = Vec::new();
+    for e in &history.events {
+        let EventKind::Op {
+            op,
+            phase,
+            f,
+            key: k,
+            handle,
+            ..
+        } = &e.kind
+        else {
+            continue;
+        };
+        if *k != key || *f == OpF::Write {
+            continue;
+        }
+        match phase {
+            Phase::Invoke => {
+                invokes.insert(*op, e);
+            }
+            Phase::Fail | Phase::Info if *f == OpF::Acquire || *phase == Phase::Fail => {
+                let Some(inv) = invokes.remove(op) else {
+                    continue;
+                };
+                let outcome = if *phase == Phase::Fail {
+                    "fail"
+                } else {
+                    "info"
+                };
+                let what = format!("{f:?}").to_lowercase();
+                let h = handle.map_or(String::new(), |h| format!(" handle {h}"));
+                out.push(ExplainedOp {
+                    id: inv.id,
+                    process: names.of(inv.node),
+                    call: inv.time,
+                    ret: (*phase == Phase::Fail).then_some(e.time),
+                    outcome,
+                    text: format!(
+                        "{} {what} k{key}{h} -> {} (not checked: {})",
+                        names.of(inv.node),
+                        if outcome == "fail" {
+                            "failed"
+                        } else {
+                            "unknown"
+                        },
+                        if outcome == "fail" {
+                            "it did not happen"
+                        } else {
+                            "an acquire nobody heard granted gives nobody the lock"
+                        }
+                    ),
+                    checked: false,
+                });
+            }
+            _ => {
+                invokes.remove(op);
+            }
+        }
+    }
+    out
 }

@@ -94,7 +94,7 @@ pub fn check_all(history: &History, opts: &CheckOptions) -> Verdict {
     stale::check(history, &holds, names, &mut verdict);
     release::check(history, names, &mut verdict);
     if let Some(spec) = &opts.lease {
-        lease::check_s3(history, spec, &opts.budget, &mut verdict);
+        lease::check_s3(history, spec, &opts.budget, names, &mut verdict);
     }
     if let Some(spec) = &opts.liveness {
         liveness::check(history, &holds, spec, names, &mut verdict);

@@ -10,6 +10,7 @@ const NO_S3: CheckOptions = CheckOptions {
         timeout: None,
         max_steps: None,
         max_configs: None,
+        max_memory: None,
         threads: 0,
     },
     liveness: None,

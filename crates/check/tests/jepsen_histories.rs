@@ -90,10 +90,13 @@ fn kv_verdicts_agree_with_expected() {
 #[test]
 fn a_budget_that_runs_out_gives_unknown_with_its_reason() {
     let Some(root) = histories() else { return };
-    // etcd_007 needs over a hundred thousand configurations.
+    // etcd_007 needs a few hundred configurations and a few thousand steps.
     let ops = jepsen::read_etcd_log(&root.join("etcd/etcd_007.log")).unwrap();
+    let (v, stats) = check(&Register, &ops, &Budget::default());
+    assert_eq!(v, Verdict::Linearizable);
+    assert!(stats.configs > 100 && stats.steps > 1_000, "{stats:?}");
     let tight = Budget {
-        max_configs: Some(1_000),
+        max_configs: Some(100),
         ..Budget::default()
     };
     match check(&Register, &ops, &tight).0 {
@@ -101,7 +104,7 @@ fn a_budget_that_runs_out_gives_unknown_with_its_reason() {
         other => panic!("expected unknown, got {other:?}"),
     }
     let tight = Budget {
-        max_steps: Some(5_000),
+        max_steps: Some(1_000),
         ..Budget::default()
     };
     assert!(matches!(
@@ -143,4 +146,74 @@ fn malformed_lines_name_the_file_the_line_and_the_problem() {
     )
     .unwrap_err();
     assert!(e.problem.contains("unterminated string"), "{e}");
+}
+
+#[test]
+fn the_verdict_and_its_counterexample_do_not_depend_on_threads() {
+    let Some(root) = histories() else { return };
+    for file in ["c10-bad.txt", "c50-bad.txt", "c50-ok.txt"] {
+        let ops = edn::read_kv(&root.join("kv").join(file)).unwrap();
+        let one = check(
+            &Kv,
+            &ops,
+            &Budget {
+                threads: 1,
+                ..Budget::default()
+            },
+        )
+        .0;
+        for threads in [2, 3, 8] {
+            let many = check(
+                &Kv,
+                &ops,
+                &Budget {
+                    threads,
+                    ..Budget::default()
+                },
+            )
+            .0;
+            assert_eq!(one, many, "{file}: 1 thread and {threads} disagree");
+        }
+    }
+}
+
+#[test]
+fn a_cheap_failing_part_answers_first_on_one_thread() {
+    // c50-bad's first part is hard; a failing one is cheap. Parts take turns, smallest first,
+    // so one thread finds the failure within a small, deterministic number of steps.
+    let Some(root) = histories() else { return };
+    let ops = edn::read_kv(&root.join("kv/c50-bad.txt")).unwrap();
+    let budget = Budget {
+        threads: 1,
+        max_steps: Some(2_000_000),
+        ..Budget::default()
+    };
+    let (v, stats) = check(&Kv, &ops, &budget);
+    assert!(matches!(v, Verdict::NotLinearizable(_)), "{v:?} {stats:?}");
+    assert!(stats.rounds >= 1 && stats.parts == 10, "{stats:?}");
+}
+
+#[test]
+fn reasons_are_in_the_models_words() {
+    let Some(root) = histories() else { return };
+    let ops = jepsen::read_etcd_log(&root.join("etcd/etcd_001.log")).unwrap();
+    let Verdict::NotLinearizable(c) = check(&Register, &ops, &Budget::default()).0 else {
+        panic!("etcd_001 is not linearizable");
+    };
+    assert_eq!(c.states.len(), c.prefix.len());
+    assert_eq!(c.reasons.len(), c.stuck.len());
+    assert!(
+        c.reasons
+            .iter()
+            .all(|r| r.contains("but the register holds")),
+        "{:?}",
+        c.reasons
+    );
+    // The reason names the state after the prefix.
+    let last = c.states.last().unwrap();
+    assert!(
+        c.reasons[0].ends_with(&format!("holds {last}")),
+        "{:?} / {last}",
+        c.reasons
+    );
 }

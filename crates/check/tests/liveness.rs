@@ -88,15 +88,39 @@ impl H {
     fn release(&mut self, node: u32, ms: u64, handle: u64) {
         self.next_op += 1;
         let op = self.next_op;
-        self.op(op, ms, node, OpF::Release, Phase::Invoke, Some(handle), None);
-        self.op(op, ms + 10, node, OpF::Release, Phase::Ok, Some(handle), None);
+        self.op(
+            op,
+            ms,
+            node,
+            OpF::Release,
+            Phase::Invoke,
+            Some(handle),
+            None,
+        );
+        self.op(
+            op,
+            ms + 10,
+            node,
+            OpF::Release,
+            Phase::Ok,
+            Some(handle),
+            None,
+        );
     }
     /// A successful renewal of `handle` sent at `ms`, moving its deadline one lease on.
     fn extend(&mut self, node: u32, ms: u64, handle: u64) {
         self.next_op += 1;
         let op = self.next_op;
         self.op(op, ms, node, OpF::Extend, Phase::Invoke, Some(handle), None);
-        self.op(op, ms + 10, node, OpF::Extend, Phase::Ok, Some(handle), Some(ms + 990));
+        self.op(
+            op,
+            ms + 10,
+            node,
+            OpF::Extend,
+            Phase::Ok,
+            Some(handle),
+            Some(ms + 990),
+        );
     }
     fn fault(&mut self, ms: u64, node: u32, fault: Fault) {
         self.push(ms, node, EventKind::Fault { fault });
@@ -282,7 +306,10 @@ fn refused_after_release(until: u64) -> History {
 fn l3_a_lock_nobody_believes_they_hold_must_not_stay_taken() {
     let v = verdict(&refused_after_release(3000), None);
     let s = only(&v, Property::L3);
-    assert!(s.contains("nobody believed they held it after 500ms"), "{s}");
+    assert!(
+        s.contains("nobody believed they held it after 500ms"),
+        "{s}"
+    );
     assert!(s.contains("c2's acquire at 2.000s was refused"), "{s}");
     // Refusals within a lease and the slack of the release are allowed (1.412 s).
     assert!(!verdict(&refused_after_release(1900), None).violates(Property::L3));

@@ -64,15 +64,7 @@ fn ext(p: u64, handle: u64, call: u64, ret: Option<u64>) -> Operation<LockInput,
     )
 }
 fn linearizable(ops: &[Operation<LockInput, LockOutput>]) -> bool {
-    match check(
-        &LeaseLock {
-            uncertainty: 10 * MS,
-        },
-        ops,
-        &Budget::default(),
-    )
-    .0
-    {
+    match check(&LeaseLock::new(10 * MS), ops, &Budget::default()).0 {
         Verdict::Linearizable => true,
         Verdict::NotLinearizable(_) => false,
         Verdict::Unknown(w) => panic!("unknown: {w}"),
@@ -206,4 +198,65 @@ fn keys_are_independent() {
         Some(3),
     );
     assert!(linearizable(&[acq(1, 1, 0, 5), other]));
+}
+
+#[test]
+fn reasons_say_who_held_the_lock_and_until_when() {
+    let model = LeaseLock::new(10 * MS);
+    let ops = [acq(1, 1, 0, 5), acq(2, 2, 30, 35)];
+    let Verdict::NotLinearizable(c) = check(&model, &ops, &Budget::default()).0 else {
+        panic!("a second grant during a live lease");
+    };
+    assert_eq!(c.prefix, vec![0]);
+    assert_eq!(c.stuck, vec![30]);
+    let r = &c.reasons[0];
+    assert!(
+        r.contains("handle 2") && r.contains("answered ok at 35ms"),
+        "{r}"
+    );
+    assert!(r.contains("handle 1 still held the lock"), "{r}");
+    // Its lease began at 0 ms at the earliest: it lasts until 100 ms (90 ms with ε).
+    assert!(
+        r.contains("lasts until 100ms") && r.contains("until 90ms"),
+        "{r}"
+    );
+    // A release by a handle that never held the lock.
+    let ops = [acq(1, 1, 0, 5), rel(2, 2, 10, Some(15))];
+    let Verdict::NotLinearizable(c) = check(&model, &ops, &Budget::default()).0 else {
+        panic!("release by a non-owner");
+    };
+    assert!(
+        c.reasons[0].contains("handle 1 held the lock then, not handle 2"),
+        "{:?}",
+        c.reasons
+    );
+    // After the lease surely ended.
+    let ops = [acq(1, 1, 0, 5), rel(1, 1, 120, Some(130))];
+    let Verdict::NotLinearizable(c) = check(&model, &ops, &Budget::default()).0 else {
+        panic!("release after the lease");
+    };
+    assert!(
+        c.reasons[0].contains("had surely ended by 115ms"),
+        "{:?}",
+        c.reasons
+    );
+}
+
+#[test]
+fn a_timed_out_release_of_a_replaced_holder_never_takes_effect_later() {
+    // Handle 1's release timed out; handle 2 was granted after handle 1's lease; a later
+    // "free" lock for handle 3 needs handle 2's release, not handle 1's.
+    assert!(!linearizable(&[
+        acq(1, 1, 0, 5),
+        rel(1, 1, 20, None),
+        acq(2, 2, 200, 205),
+        acq(3, 3, 250, 255),
+    ]));
+    assert!(linearizable(&[
+        acq(1, 1, 0, 5),
+        rel(1, 1, 20, None),
+        acq(2, 2, 200, 205),
+        rel(2, 2, 210, Some(215)),
+        acq(3, 3, 250, 255),
+    ]));
 }

@@ -1,4 +1,6 @@
-//! `locksim check`: linearizability of recorded histories, one verdict per file.
+//! `locksim check`: linearizability of recorded histories, one verdict per file, with the
+//! reason when a history is not linearizable (the longest linearizable prefix, the operations
+//! that could not go next and the model's words for each), as text, JSON or a page.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -6,11 +8,15 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use locksim_check::formats::{edn, jepsen, locksim as run_file, ReadError};
-use locksim_check::linear::lock_history::lock_operations;
+use locksim_check::linear::explain::Explanation;
+use locksim_check::linear::lock_history::{lock_context, lock_operations_with};
 use locksim_check::linear::models::{kv::Kv, lock::LeaseLock, register::Register};
 use locksim_check::linear::{check, Budget, Model, Operation, Stats, Verdict};
+use locksim_check::Names;
+use locksim_render::linear::{linear_page, Checked as PageItem};
 
 use crate::out;
+use crate::render::write_page;
 
 #[derive(Clone, Copy, ValueEnum)]
 enum ModelName {
@@ -22,6 +28,12 @@ enum ModelName {
     Lock,
 }
 
+/// The default time budget of one file, seconds.
+pub const DEFAULT_TIMEOUT: f64 = 60.0;
+/// The default memory budget of the search tables, MiB: with the history itself and the
+/// program, the process stays under 1 GiB.
+pub const DEFAULT_MAX_MEMORY_MIB: u64 = 640;
+
 #[derive(Args)]
 pub struct CheckArgs {
     /// The sequential specification and input format.
@@ -31,12 +43,30 @@ pub struct CheckArgs {
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Print one JSON object per file:
-    /// {"file","verdict":"linearizable"|"not_linearizable"|"unknown","ops","ms",...}.
+    /// {"file","verdict":"linearizable"|"not_linearizable"|"unknown","ops","ms",...}; a
+    /// failing file adds "prefix" and "stuck" (operation ids) and "explanation" (the failing
+    /// part's operations, the prefix with the state after each step, the stuck operations
+    /// with the model's reasons); an unknown one "reason".
     #[arg(long)]
     json: bool,
     /// Give up on a file after this many seconds (its verdict is then `unknown`).
-    #[arg(long, value_name = "SECONDS")]
-    timeout: Option<f64>,
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_TIMEOUT)]
+    timeout: f64,
+    /// Give up on a file when the search's tables would hold more than this many MiB (its
+    /// verdict is then `unknown`).
+    #[arg(long, value_name = "MIB", default_value_t = DEFAULT_MAX_MEMORY_MIB)]
+    max_memory: u64,
+    /// Worker threads for a history's independent parts [default: the machine's cores].
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// Also write a page that draws why each failing history is not linearizable: each
+    /// client's operations on a time axis, the longest linearizable prefix step by step with
+    /// the model's state, and the operations that could not be placed, with the reasons.
+    #[arg(long, value_name = "OUT.html")]
+    html: Option<PathBuf>,
+    /// With --html: replace OUT even when it is not a page locksim wrote.
+    #[arg(long)]
+    force: bool,
 }
 
 /// One file's outcome.
@@ -47,6 +77,8 @@ struct Checked {
     ms: f64,
     /// Where an operation id points, for people (`line 12`, `event #40`).
     id_word: &'static str,
+    /// The failing part explained.
+    explanation: Option<Explanation>,
 }
 
 fn run<M: Model>(
@@ -54,47 +86,145 @@ fn run<M: Model>(
     ops: &[Operation<M::Input, M::Output>],
     budget: &Budget,
     id_word: &'static str,
+    title: impl Fn(&[Operation<M::Input, M::Output>], &[usize]) -> String,
+    process: impl Fn(u64) -> String,
 ) -> Checked {
     let t = Instant::now();
     let (verdict, stats) = check(model, ops, budget);
+    let ms = t.elapsed().as_secs_f64() * 1e3;
+    let explanation = match &verdict {
+        Verdict::NotLinearizable(c) => Some(Explanation::new(
+            model,
+            ops,
+            c,
+            title(ops, &c.part_ops),
+            if id_word == "line" { "line" } else { "ns" },
+            process,
+            |o| model.outcome(o),
+        )),
+        _ => None,
+    };
     Checked {
         ops: ops.len(),
         verdict,
         stats,
-        ms: t.elapsed().as_secs_f64() * 1e3,
+        ms,
         id_word,
+        explanation,
     }
 }
 
 fn check_file(model: ModelName, path: &Path, budget: &Budget) -> Result<Checked, ReadError> {
+    let process = |p: u64| format!("process {p}");
     Ok(match model {
-        ModelName::Etcd => run(&Register, &jepsen::read_etcd_log(path)?, budget, "line"),
-        ModelName::Kv => run(&Kv, &edn::read_kv(path)?, budget, "line"),
+        ModelName::Etcd => run(
+            &Register,
+            &jepsen::read_etcd_log(path)?,
+            budget,
+            "line",
+            |_, _| "the register".into(),
+            process,
+        ),
+        ModelName::Kv => run(
+            &Kv,
+            &edn::read_kv(path)?,
+            budget,
+            "line",
+            |ops, part| {
+                part.first()
+                    .map_or("a key".into(), |&i| format!("key {:?}", ops[i].input.key()))
+            },
+            process,
+        ),
         ModelName::Lock => {
             let (scenario, history) = run_file::read_run(path)?;
-            let ops = lock_operations(&history, scenario.workload.ttl);
+            let spec = locksim_check::LeaseSpec::for_scenario(&scenario);
+            let ops = lock_operations_with(&history, |n| spec.ttl_of(n));
+            let names = Names(Some(&scenario.cluster));
             let lock = LeaseLock {
                 uncertainty: scenario.workload.uncertainty(),
+                context: std::sync::Arc::new(lock_context(&history, |n| names.of(n))),
             };
-            run(&lock, &ops, budget, "event #")
+            run(
+                &lock,
+                &ops,
+                budget,
+                "event #",
+                |ops, part| {
+                    part.first()
+                        .map_or("a key".into(), |&i| match ops[i].input {
+                            locksim_check::linear::models::lock::LockInput::Acquire {
+                                key, ..
+                            }
+                            | locksim_check::linear::models::lock::LockInput::Release {
+                                key, ..
+                            }
+                            | locksim_check::linear::models::lock::LockInput::Extend {
+                                key, ..
+                            } => format!("k{key}"),
+                        })
+                },
+                |p| names.of(p as u32),
+            )
         }
     })
 }
 
-pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
-    let timeout = match a.timeout {
-        Some(s) if !(s > 0.0 && s.is_finite()) => {
-            return Err(format!("--timeout {s}: give a positive number of seconds"))
-        }
-        Some(s) => Some(Duration::from_secs_f64(s)),
-        None => None,
+/// The budget of one file from the flags.
+fn budget(a: &CheckArgs) -> Result<Budget, String> {
+    let timeout = Duration::try_from_secs_f64(a.timeout)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| {
+            format!(
+                "--timeout {}: give a positive number of seconds, below {:.1e}",
+                a.timeout,
+                Duration::MAX.as_secs_f64()
+            )
+        })?;
+    if a.max_memory == 0 || a.max_memory > (1 << 40) {
+        return Err(format!(
+            "--max-memory {}: give a number of MiB between 1 and {}",
+            a.max_memory,
+            1u64 << 40
+        ));
+    }
+    let threads = match a.threads {
+        Some(0) => return Err("--threads 0: give at least one thread".into()),
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
-    let budget = Budget {
-        timeout,
-        threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+    Ok(Budget {
+        timeout: Some(timeout),
+        max_memory: Some((a.max_memory as usize).saturating_mul(1 << 20)),
+        threads,
         ..Budget::default()
-    };
+    })
+}
+
+pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
+    let budget = budget(&a)?;
+    if let Some(h) = &a.html {
+        if a.files.iter().any(|f| f == h) {
+            return Err(format!(
+                "--html {}: that is one of the histories; give another file",
+                h.display()
+            ));
+        }
+        // Refuse before the work, not after it (write_page checks again when writing).
+        if let Ok(existing) = std::fs::read(h) {
+            let head = String::from_utf8_lossy(&existing[..existing.len().min(4096)]);
+            if !a.force && !head.contains("<meta name=\"generator\" content=\"locksim render\">") {
+                return Err(format!(
+                    "{} exists and is not a page locksim wrote; not replacing it (give --force \
+                     to replace it)",
+                    h.display()
+                ));
+            }
+        }
+    }
     let (mut unknown, mut bad_input) = (false, false);
+    let mut page: Vec<PageItem> = Vec::new();
     for file in &a.files {
         let name = file.display().to_string();
         let c = match check_file(a.model, file, &budget) {
@@ -105,7 +235,7 @@ pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
                 continue;
             }
         };
-        let id = |i: &u64| {
+        let id = |i: u64| {
             if c.id_word.ends_with('#') {
                 format!("{}{i}", c.id_word)
             } else {
@@ -125,6 +255,8 @@ pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
                 Verdict::NotLinearizable(x) => {
                     v["prefix"] = serde_json::json!(x.prefix);
                     v["stuck"] = serde_json::json!(x.stuck);
+                    v["reasons"] = serde_json::json!(x.reasons);
+                    v["explanation"] = serde_json::json!(c.explanation);
                 }
                 Verdict::Unknown(why) => v["reason"] = serde_json::json!(why),
                 Verdict::Linearizable => {}
@@ -137,23 +269,37 @@ pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
                 c.ops,
                 c.ms
             );
-            match &c.verdict {
-                Verdict::Linearizable => out(&format!("{head}\n")),
-                Verdict::Unknown(why) => out(&format!("{head}: {why}\n")),
-                Verdict::NotLinearizable(x) => {
-                    let mut t = format!(
-                        "{head}\n  the longest linearizable prefix has {} operations{}\n  none of these can take effect next:\n",
-                        x.prefix.len(),
-                        x.prefix.last().map_or(String::new(), |l| format!(", ending with the one at {}", id(l)))
-                    );
-                    for (i, d) in x.stuck.iter().zip(&x.stuck_described) {
-                        t += &format!("    {}: {d}\n", id(i));
-                    }
-                    out(&t);
+            match (&c.verdict, &c.explanation) {
+                (Verdict::Unknown(why), _) => out(&format!("{head}: {why}\n")),
+                (Verdict::NotLinearizable(_), Some(x)) => {
+                    out(&format!("{head}\n{}", x.text(id)));
                 }
+                _ => out(&format!("{head}\n")),
             }
         }
         unknown |= matches!(c.verdict, Verdict::Unknown(_));
+        page.push(PageItem {
+            file: name,
+            verdict: c.verdict.name(),
+            ops: c.ops,
+            reason: match &c.verdict {
+                Verdict::Unknown(why) => Some(why.clone()),
+                _ => None,
+            },
+            explanation: c.explanation,
+        });
+    }
+    if let Some(h) = &a.html {
+        let title = match a.files.as_slice() {
+            [one] => one
+                .file_name()
+                .map_or("history".into(), |n| n.to_string_lossy().into_owned()),
+            many => format!("{} histories", many.len()),
+        };
+        write_page(h, &linear_page(&title, &page), a.force)?;
+        if !a.json {
+            eprintln!("wrote {}", h.display());
+        }
     }
     Ok(if bad_input {
         ExitCode::from(2)

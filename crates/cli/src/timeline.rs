@@ -106,7 +106,11 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool) -> String {
         fmt_nanos(h.end as i128),
         {
             let kinds: Vec<&str> = s.fault_kinds.iter().map(|k| k.name()).collect();
-            format!("{} ({} in the plan)", kinds.join(","), plural(s.faults.len() as u64, "fault"))
+            format!(
+                "{} ({} in the plan)",
+                kinds.join(","),
+                plural(s.faults.len() as u64, "fault")
+            )
         }
     );
     if !s.config.is_empty() {

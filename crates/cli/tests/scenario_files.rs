@@ -64,7 +64,11 @@ fn rejects(dir: &Path, args: &[&str], needles: &[&str]) {
     let o = locksim(args);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: not one line: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "{args:?}: not one line: {err}"
+    );
     for n in needles {
         assert!(err.contains(n), "{args:?}: `{n}` missing from: {err}");
     }
@@ -105,7 +109,9 @@ fn a_plan_only_file_runs_the_same_plan_in_every_seed() {
     assert_eq!(cell["faults"], "none");
     assert_eq!(cell["plan"], 2);
     assert_eq!(cell["seeds"], 20);
-    let seed = cell["first_violation"]["S1"].as_u64().expect("a seed violates S1");
+    let seed = cell["first_violation"]["S1"]
+        .as_u64()
+        .expect("a seed violates S1");
     let o = locksim(&[
         "shrink",
         &file,
@@ -116,7 +122,12 @@ fn a_plan_only_file_runs_the_same_plan_in_every_seed() {
         "--json",
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let trace = std::fs::read_dir(&out_dir).unwrap().next().unwrap().unwrap().path();
+    let trace = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let t: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(trace).unwrap()).unwrap();
     for f in t["scenario"]["faults"].as_array().unwrap() {
@@ -150,18 +161,36 @@ fn a_scenario_file_with_a_mistake_is_one_line_naming_file_fault_and_field() {
     let cases = [
         (
             bad("node.toml", "node = \"c1\"", "node = \"c9\""),
-            vec!["node.toml", "fault #1 (pause, line", "`node`", "\"c9\" is not a node"],
+            vec![
+                "node.toml",
+                "fault #1 (pause, line",
+                "`node`",
+                "\"c9\" is not a node",
+            ],
         ),
         (
-            bad("field.toml", "duration = \"1500ms\"", "duraton = \"1500ms\""),
+            bad(
+                "field.toml",
+                "duration = \"1500ms\"",
+                "duraton = \"1500ms\"",
+            ),
             vec!["field.toml", "fault #1", "unknown field `duraton`"],
         ),
         (
             bad("late.toml", "at = \"3s\"", "at = \"15s\""),
-            vec!["late.toml", "fault #2 (partition", "`at`", "after the run's end"],
+            vec![
+                "late.toml",
+                "fault #2 (partition",
+                "`at`",
+                "after the run's end",
+            ],
         ),
         (
-            bad("negative.toml", "duration = \"400ms\"", "duration = \"-400ms\""),
+            bad(
+                "negative.toml",
+                "duration = \"400ms\"",
+                "duration = \"-400ms\"",
+            ),
             vec!["negative.toml", "fault #2", "`duration`", "negative"],
         ),
         (
@@ -169,15 +198,31 @@ fn a_scenario_file_with_a_mistake_is_one_line_naming_file_fault_and_field() {
             vec!["unit.toml", "fault #1", "`at`", "needs a unit"],
         ),
         (
-            bad("client.toml", "[[fault]]", "[client.c3]\nttl = \"2s\"\n\n[[fault]]"),
+            bad(
+                "client.toml",
+                "[[fault]]",
+                "[client.c3]\nttl = \"2s\"\n\n[[fault]]",
+            ),
             vec!["client.toml", "client c3", "no such client"],
         ),
         (
-            bad("clientfield.toml", "[[fault]]", "[client.c1]\ntll = \"2s\"\n\n[[fault]]"),
-            vec!["clientfield.toml", "client.c1", "`tll` is not a per-client setting"],
+            bad(
+                "clientfield.toml",
+                "[[fault]]",
+                "[client.c1]\ntll = \"2s\"\n\n[[fault]]",
+            ),
+            vec![
+                "clientfield.toml",
+                "client.c1",
+                "`tll` is not a per-client setting",
+            ],
         ),
         (
-            bad("task.toml", "node = \"c1\"", "node = \"n1\"\ntask = \"renewal\""),
+            bad(
+                "task.toml",
+                "node = \"c1\"",
+                "node = \"n1\"\ntask = \"renewal\"",
+            ),
             vec!["task.toml", "fault #1", "`task`", "only a client"],
         ),
     ];
@@ -188,16 +233,30 @@ fn a_scenario_file_with_a_mistake_is_one_line_naming_file_fault_and_field() {
     // --set for a client the cluster does not have, and a per-client key that does not exist.
     rejects(
         &dir,
-        &["run", "--algo", "central", "--seed", "1", "--set", "c4.ttl=2s"],
+        &[
+            "run",
+            "--algo",
+            "central",
+            "--seed",
+            "1",
+            "--set",
+            "c4.ttl=2s",
+        ],
         &["client c4", "no such client"],
     );
     rejects(
         &dir,
-        &["run", "--algo", "central", "--seed", "1", "--set", "c1.tl=2s"],
+        &[
+            "run", "--algo", "central", "--seed", "1", "--set", "c1.tl=2s",
+        ],
         &["client c1", "`tl` is not a per-client setting"],
     );
     // A plan file holds faults only.
-    let plan = write(&dir, "plan-only.toml", "seeds = 3\n[[fault]]\nat = \"1s\"\ntype = \"heal\"\n");
+    let plan = write(
+        &dir,
+        "plan-only.toml",
+        "seeds = 3\n[[fault]]\nat = \"1s\"\ntype = \"heal\"\n",
+    );
     rejects(
         &dir,
         &["run", "--algo", "central", "--seed", "1", "--plan", &plan],
@@ -215,8 +274,20 @@ fn per_client_settings_and_plans_reach_the_run() {
         "[[fault]]\nat = \"2s\"\ntype = \"crash\"\nnode = \"c2\"\n",
     );
     let o = locksim(&[
-        "run", "--algo", "central", "--seed", "2", "--faults", "none", "--set", "c1.ttl=3s",
-        "--set", "c1.clock_drift_ppm=-1000", "--plan", &plan, "--json",
+        "run",
+        "--algo",
+        "central",
+        "--seed",
+        "2",
+        "--faults",
+        "none",
+        "--set",
+        "c1.ttl=3s",
+        "--set",
+        "c1.clock_drift_ppm=-1000",
+        "--plan",
+        &plan,
+        "--json",
     ]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
@@ -225,7 +296,10 @@ fn per_client_settings_and_plans_reach_the_run() {
     assert_eq!(s["workload"]["per_client"]["c1"]["clock_drift_ppm"], -1000);
     assert_eq!(s["faults"].as_array().unwrap().len(), 1);
     assert_eq!(s["faults"][0]["fault"]["type"], "crash");
-    assert_eq!(s["faults"][0]["fault"]["node"], 2, "c2 is node 2, after the server and c1");
+    assert_eq!(
+        s["faults"][0]["fault"]["node"], 2,
+        "c2 is node 2, after the server and c1"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -233,8 +307,9 @@ fn per_client_settings_and_plans_reach_the_run() {
 /// every fault type is a plan that `--plan` takes.
 #[test]
 fn the_sims_readme_examples_run() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../sims/README.md"))
-        .unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../sims/README.md"))
+            .unwrap();
     let blocks: Vec<&str> = readme
         .split("```toml\n")
         .skip(1)
@@ -247,7 +322,15 @@ fn the_sims_readme_examples_run() {
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     let plan = write(&dir, "faults.toml", blocks[1]);
     let o = locksim(&[
-        "run", "--algo", "raft-lease", "--seed", "0", "--faults", "none", "--plan", &plan,
+        "run",
+        "--algo",
+        "raft-lease",
+        "--seed",
+        "0",
+        "--faults",
+        "none",
+        "--plan",
+        &plan,
         "--json",
     ]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));

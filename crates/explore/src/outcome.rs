@@ -28,16 +28,7 @@ pub fn check_options(scenario: &Scenario, hints: LivenessHints) -> CheckOptions<
     let w = &scenario.workload;
     CheckOptions {
         cluster: Some(&scenario.cluster),
-        lease: Some(LeaseSpec {
-            ttl: scenario.workload.ttl,
-            client_ttl: scenario
-                .cluster
-                .client_ids()
-                .map(|id| (id, client_params(scenario, id).ttl))
-                .filter(|&(_, ttl)| ttl != scenario.workload.ttl)
-                .collect(),
-            uncertainty: scenario.workload.uncertainty(),
-        }),
+        lease: Some(LeaseSpec::for_scenario(scenario)),
         budget: Budget {
             max_steps: Some(S3_MAX_STEPS),
             ..Budget::default()

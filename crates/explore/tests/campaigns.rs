@@ -140,7 +140,8 @@ fn the_test_api_passes_safe_campaigns_and_explains_failures() {
     .expect_err("unmet expectations fail");
     let unmet = unmet.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(
-        unmet.contains("expected S1 to be violated") && unmet.contains("expected L1 to be violated"),
+        unmet.contains("expected S1 to be violated")
+            && unmet.contains("expected L1 to be violated"),
         "{unmet}"
     );
     std::fs::remove_dir_all(&dir).ok();

@@ -97,6 +97,10 @@ pub struct PageData {
     pub violations: Vec<ViolationRow>,
     /// The run's lock metrics as `[label, value]` lines.
     pub metrics: Vec<(String, String)>,
+    /// Why the lock operations are not linearizable (S3), per failing key: drawn by the S3
+    /// section ([`crate::linear`]). Absent when S3 holds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub linear: Vec<locksim_check::linear::explain::Explanation>,
 }
 
 fn ended(e: HoldEnd) -> &'static str {
@@ -622,5 +626,6 @@ pub fn page_data(run: &Run) -> PageData {
         msgs,
         violations,
         metrics: metrics(run),
+        linear: Vec::new(),
     }
 }

@@ -15,6 +15,7 @@
 
 mod data;
 pub mod explain;
+pub mod linear;
 pub mod report;
 
 use locksim_core::{History, Scenario, Verdict};
@@ -64,7 +65,8 @@ pub fn script_json<T: serde::Serialize>(value: &T) -> String {
 
 /// The page of one run: self-contained HTML, byte-identical for the same input.
 pub fn render_html(run: &Run) -> String {
-    let data = page_data(run);
+    let mut data = page_data(run);
+    data.linear = s3_explanations(run);
     let summary = if run.verdict.is_safe() {
         "<p class=\"safe\">No property is violated in this run.</p>".to_string()
     } else {
@@ -89,19 +91,83 @@ pub fn render_html(run: &Run) -> String {
         .iter()
         .map(|n| format!("<p class=\"note\">{}</p>", text(n)))
         .collect();
+    let (linear, script) = if data.linear.is_empty() {
+        (String::new(), SCRIPT.to_string())
+    } else {
+        (
+            s3_section(&data.linear),
+            format!("{SCRIPT}\n{}\n{RUN_PAGE_LINEAR}", linear::SCRIPT),
+        )
+    };
     fill(
         TEMPLATE,
         &[
+            ("LINEAR", linear),
             ("TITLE", text(&run.title)),
             ("SUBTITLE", text(&data.subtitle)),
             ("NOTES", notes),
             ("VERDICT", summary),
             ("STYLE", STYLE.to_string()),
-            ("SCRIPT", html_escape::encode_script(SCRIPT).into_owned()),
+            ("SCRIPT", html_escape::encode_script(&script).into_owned()),
             ("DATA", script_json(&data)),
         ],
     )
 }
+
+/// Why the run's lock operations are not linearizable, per failing key, when S3 is
+/// violated ([`locksim_check::lease::s3_explanations`], with the campaign's step budget).
+fn s3_explanations(run: &Run) -> Vec<locksim_check::linear::explain::Explanation> {
+    use locksim_check::linear::Budget;
+    use locksim_check::{lease, LeaseSpec, Names, S3_MAX_STEPS};
+    if !run.verdict.violates(locksim_core::Property::S3) {
+        return Vec::new();
+    }
+    lease::s3_explanations(
+        run.history,
+        &LeaseSpec::for_scenario(run.scenario),
+        &Budget {
+            max_steps: Some(S3_MAX_STEPS),
+            ..Budget::default()
+        },
+        Names(Some(&run.scenario.cluster)),
+    )
+}
+
+/// The S3 section of the run page: for each failing key, the explainer of [`linear`]
+/// (reasons as text, the key's operations on a time axis, the prefix step by step); the
+/// run page's script draws it from the page data's `linear`.
+fn s3_section(items: &[locksim_check::linear::explain::Explanation]) -> String {
+    let mut html = format!("<style>{}</style><div id=\"s3\">", linear::STYLE);
+    for (i, x) in items.iter().enumerate() {
+        html += &linear::section_html(
+            i,
+            &format!(
+                "S3 on {}: why the lock operations are not linearizable (← → step through)",
+                x.title
+            ),
+            x,
+        );
+    }
+    html + "</div>"
+}
+
+/// Draws the S3 section of the run page after the diagram's script ran; a failure marks the
+/// page like one of the diagram's.
+const RUN_PAGE_LINEAR: &str = r#"(function () {
+  "use strict";
+  var root = document.documentElement;
+  try {
+    window.locksimLinear.render(JSON.parse(document.getElementById("locksim-data").textContent).linear);
+    if (/selftest/.test(window.location.hash) && root.getAttribute("data-selftest") === "ok") {
+      try { window.locksimLinear.selftest(); } catch (e) {
+        root.setAttribute("data-selftest", "fail: S3 section: " + (e && e.message ? e.message : String(e)));
+      }
+    }
+  } catch (e) {
+    root.setAttribute("data-render", "error");
+    throw e;
+  }
+})();"#;
 
 /// Replaces each `{{NAME}}` of `template` with its value, in one pass (a value that contains
 /// `{{…}}` stays as it is).

@@ -3,7 +3,7 @@
 use locksim_core::history::{EventKind, OpF, Phase};
 use locksim_core::{History, NodeId};
 
-use super::models::lock::{LockInput, LockOutput};
+use super::models::lock::{LockContext, LockInput, LockOutput};
 use super::pairs::pair_ops;
 use super::Operation;
 
@@ -66,4 +66,27 @@ pub fn lock_operations_with(history: &History, ttl_of: impl Fn(NodeId) -> u64) -
         });
     }
     ops
+}
+
+/// What the lease-lock model's reasons mention beyond the operations: a name for every node
+/// that invoked a lock operation (`name(node)`), and the releases that failed, by handle.
+pub fn lock_context(history: &History, name: impl Fn(u32) -> String) -> LockContext {
+    let mut cx = LockContext::default();
+    for (inv, completion) in pair_ops(history, |f| f != OpF::Write) {
+        cx.names
+            .entry(inv.node as u64)
+            .or_insert_with(|| name(inv.node));
+        if let (
+            EventKind::Op {
+                f: OpF::Release,
+                handle: Some(h),
+                ..
+            },
+            Some((_, Phase::Fail)),
+        ) = (&inv.kind, completion)
+        {
+            cx.failed_releases.entry(*h).or_default().push(inv.time);
+        }
+    }
+    cx
 }

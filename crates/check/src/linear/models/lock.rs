@@ -22,6 +22,9 @@
 //! when it can, or never.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use locksim_core::time::fmt_nanos;
 
 use crate::linear::{Model, Operation};
 
@@ -72,10 +75,64 @@ pub struct LockState {
 }
 
 /// The lease-lock model.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Default)]
 pub struct LeaseLock {
     /// `ε`: the clock-uncertainty bound, ns of true time.
     pub uncertainty: u64,
+    /// What reports may say beyond the operations (names, failed releases).
+    pub context: Arc<LockContext>,
+}
+
+/// Facts of the history the model's reasons mention but its steps ignore.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LockContext {
+    /// A name for each process (node id), e.g. `c2`; otherwise `process N`.
+    pub names: BTreeMap<u64, String>,
+    /// Releases that failed (left out of the check: they did not happen), by handle: the
+    /// true times at which each was invoked.
+    pub failed_releases: BTreeMap<u64, Vec<u64>>,
+}
+
+impl LeaseLock {
+    /// The model with clock-uncertainty bound `uncertainty` ns and no context.
+    pub fn new(uncertainty: u64) -> Self {
+        LeaseLock {
+            uncertainty,
+            context: Arc::default(),
+        }
+    }
+
+    fn who(&self, process: u64) -> String {
+        self.context
+            .names
+            .get(&process)
+            .cloned()
+            .unwrap_or_else(|| format!("process {process}"))
+    }
+
+    /// "and its release at 0.5s failed", when the holder's release failed.
+    fn failed_release(&self, handle: u64) -> String {
+        match self.context.failed_releases.get(&handle) {
+            Some(t) if !t.is_empty() => {
+                let at: Vec<String> = t.iter().map(|&x| at(x)).collect();
+                format!(" and its release (invoked at {}) failed", at.join(", "))
+            }
+            _ => String::new(),
+        }
+    }
+
+    /// Earliest and latest feasible lease start `a`, and earliest last point `p`.
+    fn bounds(s: &LockState) -> (i64, i64, i64) {
+        (-s.zone[Z][A], s.zone[A][Z], -s.zone[Z][P])
+    }
+}
+
+fn at(ns: u64) -> String {
+    fmt_nanos(ns as i128)
+}
+
+fn at_i(ns: i64) -> String {
+    fmt_nanos(ns.max(0) as i128)
 }
 
 fn close(d: &mut [[i64; 4]; 4]) -> bool {
@@ -190,6 +247,113 @@ impl Model for LeaseLock {
         }
     }
 
+    fn describe_state(&self, s: &LockState) -> String {
+        let (a_lo, a_hi, p_lo) = Self::bounds(s);
+        match s.holder {
+            None => format!("free (last step at {} or later)", at_i(p_lo)),
+            Some((h, ttl)) => {
+                let start = if a_hi >= INF / 2 {
+                    format!("{} or later", at_i(a_lo))
+                } else if a_lo == a_hi {
+                    at_i(a_lo)
+                } else {
+                    format!("between {} and {}", at_i(a_lo), at_i(a_hi))
+                };
+                format!(
+                    "held by handle {h}, lease of {} granted {start}",
+                    fmt_nanos(ttl as i128)
+                )
+            }
+        }
+    }
+
+    fn why_not(&self, s: &LockState, op: &Operation<LockInput, LockOutput>) -> String {
+        let (a_lo, a_hi, p_lo) = Self::bounds(s);
+        let eps = self.uncertainty as i64;
+        let who = self.who(op.process);
+        let answered = match op.ret {
+            Some(r) => format!("answered ok at {}", at(r)),
+            None => "never answered".to_string(),
+        };
+        let ret = op.ret.map_or(INF, |r| r as i64);
+        match op.input {
+            LockInput::Acquire { key, handle, .. } => {
+                let head = format!("acquire of k{key} by {who} (handle {handle}) {answered}");
+                match s.holder {
+                    Some((h, ttl)) if a_lo + ttl as i64 - eps > ret => format!(
+                        "{head}, but handle {h} still held the lock: its lease, granted at {} at \
+                         the earliest, lasts until {} (until {} allowing the ±{} clock \
+                         uncertainty){}",
+                        at_i(a_lo),
+                        at_i(a_lo + ttl as i64),
+                        at_i(a_lo + ttl as i64 - eps),
+                        fmt_nanos(eps as i128),
+                        self.failed_release(h)
+                    ),
+                    _ if p_lo > ret => format!(
+                        "{head}, but the operation before it in this order took effect at {} or \
+                         later",
+                        at_i(p_lo)
+                    ),
+                    _ => format!("{head}, which no lease-lock state here allows"),
+                }
+            }
+            LockInput::Release { key, handle } | LockInput::Extend { key, handle, .. } => {
+                let what = if matches!(op.input, LockInput::Release { .. }) {
+                    "release"
+                } else {
+                    "renewal"
+                };
+                let head = format!(
+                    "{what} of k{key} handle {handle} by {who} (invoked at {}) {answered}",
+                    at(op.call)
+                );
+                match s.holder {
+                    None => format!("{head}, but nobody held the lock then"),
+                    Some((h, _)) if h != handle => {
+                        format!("{head}, but handle {h} held the lock then, not handle {handle}")
+                    }
+                    Some((_, ttl)) if (op.call as i64).max(p_lo) >= a_hi + ttl as i64 + eps => {
+                        format!(
+                            "{head}, but its lease, granted at {} at the latest, had surely ended \
+                             by {} (its end {} plus the ±{} clock uncertainty)",
+                            at_i(a_hi),
+                            at_i(a_hi + ttl as i64 + eps),
+                            at_i(a_hi + ttl as i64),
+                            fmt_nanos(eps as i128)
+                        )
+                    }
+                    _ if p_lo > ret => format!(
+                        "{head}, but the operation before it in this order took effect at {} or \
+                         later",
+                        at_i(p_lo)
+                    ),
+                    _ => format!("{head}, which no lease-lock state here allows"),
+                }
+            }
+        }
+    }
+
+    /// A timed-out release or renewal of a handle that does not hold the lock: a handle is
+    /// granted once, by its acquire's answer, which came before the release was invoked (so
+    /// it is linearized whenever the release can be), so that handle never holds again.
+    fn inert(&self, s: &LockState, op: &Operation<LockInput, LockOutput>) -> bool {
+        match op.input {
+            LockInput::Release { handle, .. } | LockInput::Extend { handle, .. } => {
+                op.output == LockOutput::Unknown && s.holder.is_none_or(|(h, _)| h != handle)
+            }
+            LockInput::Acquire { .. } => false,
+        }
+    }
+
+    fn same_effect(
+        &self,
+        a: &Operation<LockInput, LockOutput>,
+        b: &Operation<LockInput, LockOutput>,
+    ) -> bool {
+        a.input == b.input && a.output == b.output
+    }
+
     fn partition(&self, ops: &[Operation<LockInput, LockOutput>]) -> Vec<Vec<usize>> {
         let mut by_key: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
         for (i, op) in ops.iter().enumerate() {
@@ -208,6 +372,6 @@ impl Model for LeaseLock {
             LockOutput::Ok => "ok",
             LockOutput::Unknown => "unknown",
         };
-        format!("process {} {what} -> {out}", op.process)
+        format!("{} {what} -> {out}", self.who(op.process))
     }
 }

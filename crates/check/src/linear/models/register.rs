@@ -65,6 +65,58 @@ impl Model for Register {
         }
     }
 
+    fn describe_state(&self, s: &Option<i64>) -> String {
+        value(*s)
+    }
+
+    fn why_not(&self, s: &Option<i64>, op: &Operation<RegisterInput, RegisterOutput>) -> String {
+        use RegisterInput as I;
+        use RegisterOutput as O;
+        let who = format!("process {}", op.process);
+        let holds = value(*s);
+        match (op.input, op.output) {
+            (I::Read, O::Read(v)) => format!(
+                "a read by {who} returned {}, but the register holds {holds}",
+                value(v)
+            ),
+            (I::Cas { from, to }, O::Cas(true)) => format!(
+                "a cas {from}->{to} by {who} succeeded, but the register holds {holds}, not {from}"
+            ),
+            (I::Cas { from, to }, O::Cas(false)) => format!(
+                "a cas {from}->{to} by {who} failed, but the register holds {from}, so it would \
+                 have succeeded"
+            ),
+            (I::Swap(v), O::Swapped(prev)) => format!(
+                "a swap of {v} by {who} replaced {}, but the register held {holds}",
+                value(prev)
+            ),
+            _ => format!("{} does not fit the register", self.describe(op)),
+        }
+    }
+
+    fn outcome(&self, op: &Operation<RegisterInput, RegisterOutput>) -> &'static str {
+        match op.output {
+            RegisterOutput::Unknown => "info",
+            RegisterOutput::Cas(false) => "fail",
+            _ => "ok",
+        }
+    }
+
+    fn is_read_only(&self, op: &Operation<RegisterInput, RegisterOutput>) -> bool {
+        matches!(
+            (op.input, op.output),
+            (RegisterInput::Read, _) | (RegisterInput::Cas { .. }, RegisterOutput::Cas(false))
+        )
+    }
+
+    fn same_effect(
+        &self,
+        a: &Operation<RegisterInput, RegisterOutput>,
+        b: &Operation<RegisterInput, RegisterOutput>,
+    ) -> bool {
+        a.input == b.input && a.output == b.output
+    }
+
     fn describe(&self, op: &Operation<RegisterInput, RegisterOutput>) -> String {
         let out = match op.output {
             RegisterOutput::Read(Some(v)) => format!("{v}"),
@@ -83,4 +135,8 @@ impl Model for Register {
         };
         format!("process {} {inp} -> {out}", op.process)
     }
+}
+
+fn value(v: Option<i64>) -> String {
+    v.map_or("nil".to_string(), |v| v.to_string())
 }
