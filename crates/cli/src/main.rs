@@ -36,8 +36,17 @@ Four safety properties are checked on every run:
       resource's writes are those of a register (each write swaps in a value)
   S4  own-incarnation release: a release (a retried one included) never frees a lock that
       a later grant holds
-and L1-L3 (liveness: a waiter gets the lock after a holder crashes, a renewing holder keeps
-it, no lock is orphaned) when a scenario asks for them.
+and three liveness properties:
+  L1  after a holder crashes or stops for good, a waiting client gets the lock within
+      ttl + lock delay + slack
+  L2  a healthy holder that renews keeps its lock through outages shorter than
+      ttl - renew_every (less the retry slack)
+  L3  no lock stays taken longer than ttl + slack while no live client believes it holds it
+(campaign tables show L1-L3 when a campaign file names one, or with --check liveness).
+
+Scenarios can be written as TOML: campaign files with seeded fault kinds and/or explicit
+[[fault]] plans and per-client [client.cN] settings (sims/README.md); `locksim run FILE.toml
+--seed N` runs one seed of a file, `--plan FILE.toml` adds a plan to any run.
 
 A run's verdict is SAFE, VIOLATED (with witnesses) or UNDECIDED (a check ran out of its
 budget: never shown as safe). Exit codes: 0 safe or done, 1 violated (or a campaign file's
@@ -48,6 +57,8 @@ Examples:
   locksim campaign                                  the default matrix, a few hundred seeds per cell
   locksim campaign --algo redlock --faults pause --seeds 1000
   locksim campaign sims/                            the campaign files; exit 1 if an expectation fails
+  locksim run sims/slow-step-down.toml --seed 0     one seed of a campaign file (its plan, its clients)
+  locksim run --algo central --seed 1 --faults none --plan plan.toml --set c2.ttl=5s
   locksim campaign --shard 0/4 --out part0.jsonl    one of four machines; then: locksim merge part*.jsonl
   locksim run --algo redlock --seed 42 --faults pause
   locksim run --algo central --seed 7 --faults clock-jump --set clock=mono --set ttl=2s

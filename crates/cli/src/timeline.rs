@@ -190,7 +190,7 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool) -> String {
         );
     } else if v.is_safe() {
         t += "\nverdict: SAFE (S1 mutual exclusion, S2 resource safety, S3 linearizability and S4 \
-              own-incarnation release hold)\n";
+              own-incarnation release hold; so do the liveness properties L1-L3)\n";
     } else {
         let kinds: Vec<String> = v.kinds().iter().map(|k| k.to_string()).collect();
         let _ = writeln!(t, "\nverdict: VIOLATED {}", kinds.join(", "));
