@@ -100,7 +100,8 @@ struct Cli {
 #[derive(clap::Args)]
 struct ListArgs {
     /// Print one JSON object: `{"algorithms":[{"name","what","settings":[{"key","help",
-    /// "default"}]}],"workload":[{"key","help"}],"faults":[…],"properties":[…]}`.
+    /// "default"}]}],"workload":[{"key","help"}],"client":[{"key","help"}],"faults":[…],
+    /// "fault_types":[{"type","fields":[…],"help"}],"properties":[…]}`.
     #[arg(long)]
     json: bool,
 }
@@ -183,12 +184,25 @@ fn list(json: bool) {
             .iter()
             .map(|p| p.to_string())
             .collect();
+        let clients: Vec<serde_json::Value> = locksim_core::scenario_file::CLIENT_FIELDS
+            .iter()
+            .map(|(k, help)| serde_json::json!({"key": k, "help": help}))
+            .collect();
+        let fault_types: Vec<serde_json::Value> = locksim_core::scenario_file::FAULT_TYPES
+            .iter()
+            .map(|(t, fields, help)| {
+                let fields: Vec<&str> = fields.split(", ").filter(|f| !f.is_empty()).collect();
+                serde_json::json!({"type": t, "fields": fields, "help": help})
+            })
+            .collect();
         out(&format!(
             "{}\n",
             serde_json::json!({
                 "algorithms": algorithms,
                 "workload": workload,
+                "client": clients,
                 "faults": faults,
+                "fault_types": fault_types,
                 "properties": properties,
             })
         ));

@@ -147,3 +147,69 @@ fn k3_unlock_by_name_is_found_and_shrunk_and_absent_when_fixed() {
         );
     }
 }
+
+/// A holder that renews (`renew_every`) may release after the validity its acquire gave it:
+/// the renewals moved it. raft-lease used to refuse such a release ("the grant's validity
+/// had passed"), leaving the key to die with the lease (issue #11).
+#[test]
+fn a_renewed_grant_is_released_after_its_first_validity() {
+    let st = setup(
+        "raft-lease",
+        &[
+            "ttl=1s",
+            "renew_every=300ms",
+            "writes=8",
+            "work_min=200ms",
+            "work_max=250ms",
+            "clients=2",
+        ],
+    );
+    let mut late_releases = 0;
+    for seed in 0..10 {
+        let s = st.scenario(seed, &[FaultKind::None]);
+        let out = check_scenario(&s, st.algo.clone());
+        let h = out.history.expect("ran");
+        assert!(out.verdict.is_safe(), "seed {seed}: {:#?}", out.verdict);
+        // Each grant's first deadline, by handle, and the releases after it.
+        let mut first_deadline = std::collections::BTreeMap::new();
+        let mut invoked = std::collections::BTreeMap::new();
+        for e in &h.events {
+            let EventKind::Op {
+                f,
+                phase,
+                handle: Some(handle),
+                deadline,
+                op,
+                error,
+                ..
+            } = &e.kind
+            else {
+                continue;
+            };
+            match (f, phase) {
+                (OpF::Acquire, Phase::Ok) => {
+                    first_deadline.insert(*handle, deadline.expect("a deadline").at);
+                }
+                (OpF::Release, Phase::Invoke) => {
+                    invoked.insert(*op, (e.time, *handle));
+                }
+                (OpF::Release, done) => {
+                    let (at, handle) = invoked[op];
+                    if at > first_deadline[&handle] {
+                        assert_eq!(
+                            *done,
+                            Phase::Ok,
+                            "seed {seed}: the release of renewed handle {handle} at {at} ns: {error:?}"
+                        );
+                        late_releases += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(
+        late_releases > 0,
+        "no release came after a grant's first validity"
+    );
+}
