@@ -98,6 +98,22 @@ fn shrunk_case(
     );
 }
 
+/// Shrinks seed `seed` of campaign file `file` (under `sims/`), keeping `property`; the file
+/// name gets `prefix`.
+fn shrunk_file(dir: &Path, prefix: &str, file: &str, seed: u64, property: Property) {
+    let path = dir.join("../sims").join(file);
+    let f = locksim_explore::campaign_file::CampaignFile::read(&path).unwrap();
+    let kinds = locksim_core::fault::parse_kinds(&f.faults).unwrap();
+    let setup = f.spec(1).unwrap().setups.remove(0);
+    let s = shrink(&setup.scenario(seed, &kinds), property, &|_| {}).unwrap();
+    let trace = s.trace(true);
+    keep(
+        dir,
+        &format!("{prefix}{}", trace_file_name(&trace, property)),
+        &trace,
+    );
+}
+
 #[test]
 #[ignore = "regenerates traces/: cargo test -p locksim-explore --test corpus -- --ignored write_corpus"]
 fn write_corpus() {
@@ -151,4 +167,11 @@ fn write_corpus() {
         FaultKind::Partition,
         Property::S1,
     );
+    // Liveness: the first failing seed of each L file of sims/, shrunk.
+    let l1 = "l1-central-watchdog-hung-holder.toml";
+    shrunk_file(&dir, "l1-", l1, 6, Property::L1);
+    let l2 = "l2-raft-lease-renewal-gives-up.toml";
+    shrunk_file(&dir, "l2-", l2, 0, Property::L2);
+    let l3 = "l3-raft-lease-orphaned-unlock.toml";
+    shrunk_file(&dir, "l3-", l3, 6, Property::L3);
 }
