@@ -448,7 +448,13 @@
             ctx.lineWidth = 1;
             ctx.font = "bold 11px system-ui, sans-serif";
             ctx.fillStyle = "#a50e0e";
-            var txt = v.kind + " double grant: both held k" + v.key + " for " + fmtDur(v.window[1] - v.window[0]);
+            var span = fmtDur(v.window[1] - v.window[0]);
+            var txt = {
+              S1: "S1 double grant: both held k" + v.key + " for " + span,
+              L1: "L1 nobody got k" + v.key + " for " + span + " after its holder stopped",
+              L2: "L2 a healthy renewing holder lost k" + v.key + " after " + span,
+              L3: "L3 k" + v.key + " orphaned for " + span
+            }[v.kind] || (v.kind + " on k" + v.key + " for " + span);
             var tx = Math.max(x0, GUTTER) + 4;
             ctx.textBaseline = "middle";
             if (idx === 0 || x1 - x0 > ctx.measureText(txt).width) ctx.fillText(txt, tx, AXIS + BAND / 2);
