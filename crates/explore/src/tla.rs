@@ -20,8 +20,12 @@
 //!
 //! Network faults are not exported: their effects (lost requests and replies) are steps of the
 //! specification that the trace does not show. What the specifications do not model is refused
-//! with a message: lease renewal in Redlock, several keys, clock drift, pauses of servers, delayed
-//! restart.
+//! with a message: lease renewal in Redlock, a renewal with an unknown outcome, several keys,
+//! clock drift, pauses of servers, delayed restart.
+//!
+//! A renewing client's records carry deadlines like any other's: the acquire `ok`'s, then each
+//! successful renewal's (`extend` ok: `sent + TTL − drift` on the client's clock), which
+//! `CentralTrace` checks against the one the specification computes.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -312,24 +316,11 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
                             err(field("handle"), "an acquire ok without a handle")
                         })?;
                         holder.insert(h, c.clone());
-                        // A renewing client has no deadline: it trusts its grant.
-                        let v = match (deadline, w.renew_every) {
-                            (Some(d), None) => us_signed(d.local),
-                            (None, Some(_)) => -1,
-                            (None, None) => {
-                                return Err(err(
-                                    field("deadline"),
-                                    "an acquire ok without a deadline",
-                                ))
-                            }
-                            (Some(_), Some(_)) => {
-                                return Err(err(
-                                    field("deadline"),
-                                    "a deadline, but the client renews its lease",
-                                ))
-                            }
-                        };
-                        rec("AcqOk", c.clone(), c, v, tok);
+                        // Renewing or not, the grant's validity deadline on the client's clock.
+                        let d = deadline.ok_or_else(|| {
+                            err(field("deadline"), "an acquire ok without a deadline")
+                        })?;
+                        rec("AcqOk", c.clone(), c, us_signed(d.local), tok);
                         continue;
                     }
                     (OpF::Acquire, Phase::Fail) => {
@@ -357,12 +348,23 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
                         ))
                     }
                     (OpF::Extend, Phase::Invoke) => "ExtInv",
-                    (OpF::Extend, Phase::Ok) => "ExtOk",
+                    (OpF::Extend, Phase::Ok) => {
+                        // The renewal's validity, measured from its send: the grant's new
+                        // deadline.
+                        let d = deadline.ok_or_else(|| {
+                            err(
+                                field("deadline"),
+                                "a renewal ok without the deadline it gives the grant",
+                            )
+                        })?;
+                        rec("ExtOk", c.clone(), c, us_signed(d.local), tok);
+                        continue;
+                    }
                     (OpF::Extend, Phase::Fail) => "ExtFail",
                     (OpF::Extend, Phase::Info) => {
                         return Err(err(
                             field("phase"),
-                            "a renewal with an unknown outcome: not in the specifications yet",
+                            "a renewal with an unknown outcome (the client retries it): not in the specifications yet",
                         ))
                     }
                 };
