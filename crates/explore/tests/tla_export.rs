@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use locksim_core::{EventKind, Fault, FaultPlan, OpF, Phase, Trace};
+use locksim_core::fault::PauseTask;
+use locksim_core::{ClientProfile, EventKind, Fault, FaultPlan, OpF, Phase, Trace};
 use locksim_explore::tla::{export, module_name_for, valid_module_name, Spec};
 use locksim_explore::{check_scenario, Setup};
 
@@ -205,7 +206,44 @@ fn what_the_specs_do_not_model_is_refused_by_field() {
         export(&t, "k5", "K5").unwrap_err().field,
         "scenario.workload.keys"
     );
+    // The holder's other renewal behaviours are not in Central either.
     let k1 = read("k1-central-s2-4a7852d2.json");
+    let mut t = k1.clone();
+    t.scenario.workload.renew_deadline = Some(20_000_000_000);
+    assert_eq!(
+        export(&t, "k1", "K1").unwrap_err().field,
+        "scenario.workload.renew_deadline"
+    );
+    let mut t = k1.clone();
+    t.scenario.workload.step_down = 1_000_000_000;
+    assert_eq!(
+        export(&t, "k1", "K1").unwrap_err().field,
+        "scenario.workload.step_down"
+    );
+    let mut t = k1.clone();
+    t.scenario.workload.per_client.insert(
+        "c2".into(),
+        ClientProfile {
+            ttl: Some(10_000_000_000),
+            ..Default::default()
+        },
+    );
+    assert_eq!(
+        export(&t, "k1", "K1").unwrap_err().field,
+        "scenario.workload.per_client.c2"
+    );
+    // A pause of c1's renewal task only (event 30 is c1's pause).
+    let mut t = k1.clone();
+    let ev = t.events.as_mut().unwrap();
+    let EventKind::Fault {
+        fault: Fault::Pause { task, .. },
+    } = &mut ev[30].kind
+    else {
+        panic!("event 30 is c1's pause: {:?}", ev[30]);
+    };
+    *task = PauseTask::Renewal;
+    let e = export(&t, "k1", "K1").unwrap_err();
+    assert_eq!(e.field, "events[30].fault.task");
     // A renewal without an answer (the client would retry it): c1's extend (event 214) timed out.
     let mut t = k1.clone();
     let ev = t.events.as_mut().unwrap();
