@@ -15,7 +15,12 @@
 (*    a counter, which the resource checks (Kleppmann 2016; Chubby's      *)
 (*    sequencers);                                                         *)
 (*  - a crash loses the lock table and the counter unless Fsync (Redis    *)
-(*    without AOF): tokens restart at 1.                                   *)
+(*    without AOF): tokens restart at 1;                                   *)
+(*  - with Renew, a renewal task extends the lease while the client holds *)
+(*    it (compare-owner-and-PEXPIRE); each answer "done" gives the grant   *)
+(*    a new deadline, sent + TTL - Drift on the client's clock, sent read *)
+(*    before the request (crates/sim/src/holder.rs; central.rs `extend`); *)
+(*    "not the owner" ends the hold.                                       *)
 (*                                                                         *)
 (* Messages: a request is processed at most once, at any time after it is *)
 (* sent; a crash drops the requests the server has not processed yet, and *)
@@ -26,8 +31,8 @@ EXTENDS LeaseClients
 CONSTANTS
     Crashes,   \* BOOLEAN: the nemesis may crash and restart the server
     Fsync,     \* BOOLEAN: the lock table and the token counter survive a crash
-    Renew      \* BOOLEAN: a watchdog renews the lease (Redisson); the client then
-               \* trusts its grant until it releases or a renewal fails
+    Renew      \* BOOLEAN: a renewal task (Redisson's watchdog) extends the lease;
+               \* each successful renewal moves the client's deadline
 
 VARIABLES
     lock,       \* the key's entry: [owner |-> <<c, attempt>> or NoOwner, exp |-> server clock]
@@ -36,14 +41,14 @@ VARIABLES
     reply,      \* reply[c]: the server's answer in flight to c: "none", "granted", "held", "done", "notowner"
     rtok,       \* rtok[c]: the token in a "granted" answer
     down,       \* the server is crashed
-    ext         \* ext[c]: c's watchdog renewal: "none", "sent", "done", "notowner", "failed"
+    ext,        \* ext[c]: c's renewal: "none", "sent", "done", "notowner", "failed"
+    extAt       \* extAt[c]: c's clock when it sent its current renewal
 
-srvVars == <<lock, nextToken, req, reply, rtok, down, ext>>
+srvVars == <<lock, nextToken, req, reply, rtok, down, ext, extAt>>
 vars == <<baseVars, srvVars>>
 
 Srv == CHOOSE s \in Servers : TRUE
 NoLock == [owner |-> NoOwner, exp |-> 0]
-NoDeadline == MaxTime + TTL + 1     \* beyond every clock reading
 Live == lock.owner # NoOwner /\ ServerNow(Srv) < lock.exp
 
 Init ==
@@ -53,6 +58,7 @@ Init ==
     /\ reply = [c \in Clients |-> "none"]
     /\ rtok = [c \in Clients |-> 0]
     /\ ext = [c \in Clients |-> "none"]
+    /\ extAt = [c \in Clients |-> 0]
 
 -----------------------------------------------------------------------------
 (* Client side *)
@@ -60,21 +66,20 @@ Init ==
 Acquire(c) ==
     /\ BeginAcquire(c)
     /\ req' = [req EXCEPT ![c] = "acq"]
-    /\ UNCHANGED <<lock, nextToken, reply, rtok, down, ext>>
+    /\ UNCHANGED <<lock, nextToken, reply, rtok, down, ext, extAt>>
 
 AcqOk(c) ==
     /\ pc[c] = "acquiring" /\ reply[c] = "granted" /\ ~paused[c]
-    /\ IF Renew THEN BecomeHolderUntil(c, rtok[c], NoDeadline)
-                ELSE BecomeHolder(c, rtok[c])
+    /\ BecomeHolder(c, rtok[c])
     /\ reply' = [reply EXCEPT ![c] = "none"]
     /\ rtok' = [rtok EXCEPT ![c] = 0]
-    /\ UNCHANGED <<lock, nextToken, req, down, ext>>
+    /\ UNCHANGED <<lock, nextToken, req, down, ext, extAt>>
 
 AcqFail(c) ==
     /\ pc[c] = "acquiring" /\ reply[c] = "held" /\ ~paused[c]
     /\ BackToIdle(c)
     /\ reply' = [reply EXCEPT ![c] = "none"]
-    /\ UNCHANGED <<lock, nextToken, req, rtok, down, ext>>
+    /\ UNCHANGED <<lock, nextToken, req, rtok, down, ext, extAt>>
 
 \* The request was dropped by a crash: the client times out (`info`).
 Timeout(c) ==
@@ -83,23 +88,36 @@ Timeout(c) ==
     /\ BackToIdle(c)
     /\ UNCHANGED srvVars
 
-\* (Releasing stops the watchdog.)
+\* (Releasing stops the renewal task: holder.rs aborts it before the release.)
 Release(c) ==
     /\ BeginRelease(c)
     /\ req' = [req EXCEPT ![c] = "rel"]
     /\ ext' = [ext EXCEPT ![c] = "none"]
+    /\ extAt' = [extAt EXCEPT ![c] = 0]
     /\ UNCHANGED <<lock, nextToken, reply, rtok, down>>
 
 -----------------------------------------------------------------------------
-(* The watchdog (Renew): while c has its grant, it asks the server to reset
-   the lease to a full TTL (compare-owner-and-PEXPIRE); when the server says
-   c is not the owner any more, c learns it lost the lock. *)
+(* Renewal (Renew), as crates/sim/src/holder.rs does it: while c has its
+   grant, a task beside its work asks the server to reset the lease to a full
+   TTL on the server's clock (compare-owner-and-PEXPIRE), one request at a
+   time.  The answer "done" gives the grant a new deadline, measured from the
+   renewal's send: extAt + TTL - Drift on c's clock (central.rs `extend`
+   reads its start before the request, as acquire does); c's validity checks
+   use it from then on (RenewUntil).  The task sends whether or not the
+   deadline has passed (it wakes on its period), so a c that was paused past
+   its deadline still renews, but that renewal no longer extends its hold.
+   "Not the owner" ends the hold (WatchdogLost).  No renewal request is lost
+   here, and a renewal without an answer (an `extend` info, which the client
+   retries) is not modelled: `locksim export-tla` refuses a trace with one.
+   A renewal the server has not processed when it crashes is processed after
+   the restart. *)
 
 Extending == {"held", "work", "writing", "written", "rejected", "fenced"}
 
 ExtInv(c) ==
     /\ Renew /\ ~paused[c] /\ ext[c] = "none" /\ pc[c] \in Extending
     /\ ext' = [ext EXCEPT ![c] = "sent"]
+    /\ extAt' = [extAt EXCEPT ![c] = ClientNow(c)]
     /\ UNCHANGED <<baseVars, lock, nextToken, req, reply, rtok, down>>
 
 ServerExtend(c) ==
@@ -109,38 +127,41 @@ ServerExtend(c) ==
             /\ ext' = [ext EXCEPT ![c] = "done"]
        ELSE /\ UNCHANGED lock
             /\ ext' = [ext EXCEPT ![c] = "notowner"]
-    /\ UNCHANGED <<baseVars, nextToken, req, reply, rtok, down>>
+    /\ UNCHANGED <<baseVars, nextToken, req, reply, rtok, down, extAt>>
 
 ExtOk(c) ==
     /\ ext[c] = "done" /\ ~paused[c]
+    /\ RenewUntil(c, extAt[c] + TTL - Drift)
     /\ ext' = [ext EXCEPT ![c] = "none"]
-    /\ UNCHANGED <<baseVars, lock, nextToken, req, reply, rtok, down>>
+    /\ extAt' = [extAt EXCEPT ![c] = 0]
+    /\ UNCHANGED <<lock, nextToken, req, reply, rtok, down>>
 
 ExtFail(c) ==
     /\ ext[c] = "notowner" /\ ~paused[c]
     /\ ext' = [ext EXCEPT ![c] = "failed"]
+    /\ extAt' = [extAt EXCEPT ![c] = 0]
     /\ UNCHANGED <<baseVars, lock, nextToken, req, reply, rtok, down>>
 
-\* c learns from its watchdog that the lock is lost: its hold ends (but for
-\* a write it is already working towards), it starts no new write.
+\* c's renewal task tells it the lock is lost: its hold ends (but for a write
+\* it is already working towards), it starts no new write.
 WatchdogLost(c) ==
     /\ ext[c] = "failed" /\ ~paused[c]
     /\ ext' = [ext EXCEPT ![c] = "none"]
     /\ expired' = [expired EXCEPT ![c] = TRUE]
     /\ UNCHANGED <<envVars, pc, att, start, deadline, token, workEnd, late, sentAt, ready,
-                   resVars, lock, nextToken, req, reply, rtok, down>>
+                   resVars, lock, nextToken, req, reply, rtok, down, extAt>>
 
 RelOk(c) ==
     /\ pc[c] = "releasing" /\ reply[c] = "done" /\ ~paused[c]
     /\ BackToIdle(c)
     /\ reply' = [reply EXCEPT ![c] = "none"]
-    /\ UNCHANGED <<lock, nextToken, req, rtok, down, ext>>
+    /\ UNCHANGED <<lock, nextToken, req, rtok, down, ext, extAt>>
 
 RelFail(c) ==
     /\ pc[c] = "releasing" /\ reply[c] = "notowner" /\ ~paused[c]
     /\ BackToIdle(c)
     /\ reply' = [reply EXCEPT ![c] = "none"]
-    /\ UNCHANGED <<lock, nextToken, req, rtok, down, ext>>
+    /\ UNCHANGED <<lock, nextToken, req, rtok, down, ext, extAt>>
 
 -----------------------------------------------------------------------------
 (* Server side: each step processes one request *)
@@ -154,13 +175,13 @@ ServerGrant(c) ==
     /\ reply' = [reply EXCEPT ![c] = "granted"]
     /\ req' = [req EXCEPT ![c] = "none"]
     /\ Decide(c)
-    /\ UNCHANGED <<envVars, cliVars, staleAcc, highest, down, ext>>
+    /\ UNCHANGED <<envVars, cliVars, staleAcc, highest, down, ext, extAt>>
 
 ServerRefuse(c) ==
     /\ req[c] = "acq" /\ ~down /\ Live
     /\ reply' = [reply EXCEPT ![c] = "held"]
     /\ req' = [req EXCEPT ![c] = "none"]
-    /\ UNCHANGED <<baseVars, lock, nextToken, rtok, down, ext>>
+    /\ UNCHANGED <<baseVars, lock, nextToken, rtok, down, ext, extAt>>
 
 ServerRelease(c) ==
     /\ req[c] = "rel" /\ ~down
@@ -168,7 +189,7 @@ ServerRelease(c) ==
        THEN lock' = NoLock /\ reply' = [reply EXCEPT ![c] = "done"]
        ELSE UNCHANGED lock /\ reply' = [reply EXCEPT ![c] = "notowner"]
     /\ req' = [req EXCEPT ![c] = "none"]
-    /\ UNCHANGED <<baseVars, nextToken, rtok, down, ext>>
+    /\ UNCHANGED <<baseVars, nextToken, rtok, down, ext, extAt>>
 
 Crash ==
     /\ Crashes /\ faults < MaxFaults /\ ~down
@@ -177,12 +198,12 @@ Crash ==
     /\ req' = [c \in Clients |-> "none"]
     /\ IF Fsync THEN UNCHANGED <<lock, nextToken>>
                 ELSE lock' = NoLock /\ nextToken' = 1
-    /\ UNCHANGED <<now, off, paused, cliVars, resVars, reply, rtok, ext>>
+    /\ UNCHANGED <<now, off, paused, cliVars, resVars, reply, rtok, ext, extAt>>
 
 Restart ==
     /\ down
     /\ down' = FALSE
-    /\ UNCHANGED <<baseVars, lock, nextToken, req, reply, rtok, ext>>
+    /\ UNCHANGED <<baseVars, lock, nextToken, req, reply, rtok, ext, extAt>>
 
 -----------------------------------------------------------------------------
 \* The models' time step also forgets an entry that has expired on the
@@ -191,7 +212,7 @@ Restart ==
 TickForget ==
     /\ Tick
     /\ lock' = IF lock.owner # NoOwner /\ now' + SOff(Srv) < lock.exp THEN lock ELSE NoLock
-    /\ UNCHANGED <<nextToken, req, reply, rtok, down, ext>>
+    /\ UNCHANGED <<nextToken, req, reply, rtok, down, ext, extAt>>
 
 Next ==
     \/ TickForget

@@ -16,9 +16,10 @@
 (*                                                                         *)
 (* Each record: [id: the event's id in the trace, k: kind, n: the node it *)
 (* happened on, c: the client concerned, t: true time in microseconds,    *)
-(* v: a deadline (client clock, us), a clock step (us) or -1, tok: a      *)
-(* fencing token or 0].  Times are the simulator's nanoseconds divided by *)
-(* 1000; deadlines are compared within 2 us of rounding.                  *)
+(* v: a deadline (client clock, us: the acquire's or a renewal's), a      *)
+(* clock step (us) or -1, tok: a fencing token or 0].  Times are the      *)
+(* simulator's nanoseconds divided by 1000; deadlines are compared within *)
+(* 2 us of rounding.                                                       *)
 (***************************************************************************)
 EXTENDS Central
 
@@ -42,7 +43,7 @@ Observed ==
     /\ \/ Ev.k = "AcqInv"   /\ Acquire(Ev.n)
        \/ Ev.k = "Grant"    /\ ServerGrant(Ev.c) /\ rtok'[Ev.c] = Ev.tok
        \/ Ev.k = "AcqOk"    /\ AcqOk(Ev.n) /\ token'[Ev.n] = Ev.tok
-                            /\ (Renew \/ Near(deadline'[Ev.n], Ev.v))
+                            /\ Near(deadline'[Ev.n], Ev.v)
        \/ Ev.k = "AcqFail"  /\ AcqFail(Ev.n)
        \/ Ev.k = "AcqInfo"  /\ Timeout(Ev.n)
        \/ Ev.k = "RelInv"   /\ Release(Ev.n)
@@ -56,7 +57,7 @@ Observed ==
        \/ Ev.k = "WriteFail" /\ WriteFail(Ev.n) /\ UNCHANGED srvVars
        \/ Ev.k = "Lost"     /\ ((GiveUp(Ev.n) /\ UNCHANGED srvVars) \/ WatchdogLost(Ev.n))
        \/ Ev.k = "ExtInv"   /\ ExtInv(Ev.n)
-       \/ Ev.k = "ExtOk"    /\ ExtOk(Ev.n)
+       \/ Ev.k = "ExtOk"    /\ ExtOk(Ev.n) /\ Near(deadline'[Ev.n], Ev.v)
        \/ Ev.k = "ExtFail"  /\ ExtFail(Ev.n)
        \/ Ev.k = "Pause"    /\ Pause(Ev.n) /\ UNCHANGED srvVars
        \/ Ev.k = "Resume"   /\ Resume(Ev.n) /\ UNCHANGED srvVars

@@ -16,14 +16,15 @@
 (* while time, the other nodes and the network go on: a paused client    *)
 (* takes no step, and the bound on its local work (below) is lifted.     *)
 (*                                                                         *)
-(* The client (crates/sim/src/workload.rs) loops: acquire; then for each  *)
-(* write: check that its validity deadline is far enough (the careful    *)
-(* client of Kleppmann's article), do local work, write to the resource  *)
-(* with its fencing token; finally release.  Without a pause, the write   *)
-(* comes before the deadline: the check was `now + work < deadline` and   *)
-(* the work lasted `work`.  We model exactly that bound: time cannot      *)
-(* pass the deadline (as it was at the check) while an unpaused client is *)
-(* between its check and its write.                                       *)
+(* The client (crates/sim/src/workload.rs and holder.rs) loops: acquire;  *)
+(* then for each write: check that its validity deadline is far enough    *)
+(* (the careful client of Kleppmann's article), do local work, write to   *)
+(* the resource with its fencing token; finally release. A protocol       *)
+(* module may renew the lease meanwhile (RenewUntil moves the deadline).  *)
+(* Without a pause, the write comes before the deadline: the check was    *)
+(* `now + work < deadline` and the work lasted `work`. We model exactly   *)
+(* that bound: time cannot pass the deadline (as it was at the check)     *)
+(* while an unpaused client is between its check and its write.           *)
 (*                                                                         *)
 (* S1, MutualExclusion: a client *holds* from its acquire ok until the    *)
 (* earliest of its release, its clock reaching its deadline, or giving up *)
@@ -292,6 +293,17 @@ DecideAndHoldUntil(c, tok, dl) ==
 \* With a lease lock, the deadline is start + TTL - Drift on c's own clock
 \* (central.rs, redlock.rs: the start is read before the request).
 BecomeHolder(c, tok) == BecomeHolderUntil(c, tok, start[c] + TTL - Drift)
+
+\* A renewal of c's lease succeeded: its answer carries a new deadline dl,
+\* which c's validity checks use from now on (crates/sim/src/holder.rs).  The
+\* hold goes on only if the old deadline had not passed yet: once c's clock
+\* reached its deadline the hold has ended (expired stays TRUE), as the S1
+\* checker computes holds (crates/check/src/holds.rs: renewals that succeeded
+\* before the deadline passed move it).  Such a c then starts no new write.
+RenewUntil(c, dl) ==
+    /\ deadline' = [deadline EXCEPT ![c] = dl]
+    /\ expired' = [expired EXCEPT ![c] = @ \/ ClientNow(c) >= dl]
+    /\ UNCHANGED <<envVars, pc, att, start, token, workEnd, late, sentAt, ready, resVars>>
 
 \* c's acquire or release ended; it goes back to its loop.
 \* (The values of the finished round are cleared: fewer distinct states.)

@@ -15,13 +15,16 @@ Write a trace as a TLA+ behaviour that TLC checks against the specification of i
 (trace validation, after Cirstea, Kuppe, Loillier and Merz, 2024).
 
 The run's observable events — acquire, release and write operations with their outcomes, the \
-servers' grants, the resource's accepted and rejected writes, give-ups, pauses, clock steps, \
-crashes and restarts — become a sequence of records (times in microseconds) in a module that \
+servers' grants, the resource's accepted and rejected writes, renewals, give-ups, pauses, clock \
+steps, crashes and restarts — become a sequence of records (times in microseconds) in a module that \
 extends tla/CentralTrace.tla (central, central-fencing) or tla/RedlockTrace.tla (redlock). Each \
 record must be explained by one step of the specification; the steps the trace does not show \
 (time passing, refusals, lost messages, the unlock round, the client's validity check) may \
 happen in between. Two files are written: FILE.tla and FILE.cfg (the constants: clients, \
-servers, TTL and drift allowance in microseconds, the clocks and persistence settings).
+servers, TTL and drift allowance in microseconds, the clocks and persistence settings). Every \
+acquire ok carries the grant's validity deadline on the client's clock (a renewing client's too), \
+and each renewal's ok the new deadline it gives the grant, measured from the renewal's send; TLC \
+checks each against the specification's.
 
 Check the result with TLC (tla/check.sh does this for every trace in traces/):
   java -DTLA-Library=tla -cp tla2tools.jar tlc2.TLC -deadlock -workers 1 -config FILE.cfg FILE.tla
@@ -30,8 +33,9 @@ the specification (accepted); exit 0 means no behaviour explains it (rejected), 
 \"matched\" line TLC printed says how many steps the specification could follow.
 
 Traces without embedded events are re-run to get them (the digest must match). Not modelled, \
-so refused with a message: lease renewal in Redlock (renew_every), several keys, clock drift, pauses of \
-servers, Redlock's delayed restart. Exit 0 when written, 2 on a bad or unsupported trace.";
+so refused with a message: lease renewal in Redlock (renew_every), a renewal with an unknown \
+outcome (which the client retries), renew_deadline, step_down, per-client settings, pauses of one \
+task of a client, several keys, clock drift, pauses of servers, Redlock's delayed restart. Exit 0 when written, 2 on a bad or unsupported trace.";
 
 pub const EXPORT_AFTER_HELP_TEXT: &str = "\
 Examples:

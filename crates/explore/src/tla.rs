@@ -20,13 +20,19 @@
 //!
 //! Network faults are not exported: their effects (lost requests and replies) are steps of the
 //! specification that the trace does not show. What the specifications do not model is refused
-//! with a message: lease renewal in Redlock, several keys, clock drift, pauses of servers, delayed
-//! restart.
+//! with a message naming the field: lease renewal in Redlock, a renewal with an unknown outcome,
+//! renew deadlines, step-down times, per-client settings, pauses of one task, several keys,
+//! clock drift, pauses of servers, delayed restart.
+//!
+//! A renewing client's records carry deadlines like any other's: the acquire `ok`'s, then each
+//! successful renewal's (`extend` ok: `sent + TTL − drift` on the client's clock), which
+//! `CentralTrace` checks against the one the specification computes.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use locksim_core::fault::PauseTask;
 use locksim_core::{Event, EventKind, Fault, LocalClock, OpF, Phase, Role, Trace};
 
 /// The specification a trace is checked against.
@@ -161,6 +167,25 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
         return Err(err(
             "scenario.workload.renew_every",
             "lease renewal (a watchdog) is not in the Redlock specification yet",
+        ));
+    }
+    // Of the holder's renewal behaviours, the specifications model renewal itself; these not.
+    if w.renew_deadline.is_some() {
+        return Err(err(
+            "scenario.workload.renew_deadline",
+            "a renew deadline is not in the specifications yet",
+        ));
+    }
+    if w.step_down != 0 {
+        return Err(err(
+            "scenario.workload.step_down",
+            "a step-down time (acting on after learning the lock is lost) is not in the specifications yet",
+        ));
+    }
+    if let Some(c) = w.per_client.keys().next() {
+        return Err(err(
+            format!("scenario.workload.per_client.{c}"),
+            "per-client settings are not in the specifications (every client has the workload's)",
         ));
     }
     if !w.check_validity {
@@ -312,24 +337,11 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
                             err(field("handle"), "an acquire ok without a handle")
                         })?;
                         holder.insert(h, c.clone());
-                        // A renewing client has no deadline: it trusts its grant.
-                        let v = match (deadline, w.renew_every) {
-                            (Some(d), None) => us_signed(d.local),
-                            (None, Some(_)) => -1,
-                            (None, None) => {
-                                return Err(err(
-                                    field("deadline"),
-                                    "an acquire ok without a deadline",
-                                ))
-                            }
-                            (Some(_), Some(_)) => {
-                                return Err(err(
-                                    field("deadline"),
-                                    "a deadline, but the client renews its lease",
-                                ))
-                            }
-                        };
-                        rec("AcqOk", c.clone(), c, v, tok);
+                        // Renewing or not, the grant's validity deadline on the client's clock.
+                        let d = deadline.ok_or_else(|| {
+                            err(field("deadline"), "an acquire ok without a deadline")
+                        })?;
+                        rec("AcqOk", c.clone(), c, us_signed(d.local), tok);
                         continue;
                     }
                     (OpF::Acquire, Phase::Fail) => {
@@ -357,12 +369,23 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
                         ))
                     }
                     (OpF::Extend, Phase::Invoke) => "ExtInv",
-                    (OpF::Extend, Phase::Ok) => "ExtOk",
+                    (OpF::Extend, Phase::Ok) => {
+                        // The renewal's validity, measured from its send: the grant's new
+                        // deadline.
+                        let d = deadline.ok_or_else(|| {
+                            err(
+                                field("deadline"),
+                                "a renewal ok without the deadline it gives the grant",
+                            )
+                        })?;
+                        rec("ExtOk", c.clone(), c, us_signed(d.local), tok);
+                        continue;
+                    }
                     (OpF::Extend, Phase::Fail) => "ExtFail",
                     (OpF::Extend, Phase::Info) => {
                         return Err(err(
                             field("phase"),
-                            "a renewal with an unknown outcome: not in the specifications yet",
+                            "a renewal with an unknown outcome (the client retries it): not in the specifications yet",
                         ))
                     }
                 };
@@ -406,13 +429,19 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
                 rec("Lost", c.clone(), c, -1, 0);
             }
             EventKind::Fault { fault } => match fault {
-                Fault::Pause { node: p, .. } => {
+                Fault::Pause { node: p, task, .. } => {
                     let c = client(&field("fault.node"), *p).map_err(|_| {
                         err(
                             field("fault.node"),
                             "only pauses of clients are in the specifications",
                         )
                     })?;
+                    if *task != PauseTask::Process {
+                        return Err(err(
+                            field("fault.task"),
+                            "a pause of one task of a client is not in the specifications (they pause whole processes)",
+                        ));
+                    }
                     rec("Pause", c.clone(), c, -1, 0);
                 }
                 Fault::Crash { node: s, .. } => {
