@@ -317,12 +317,18 @@ pub fn check(
     names: Names,
     verdict: &mut Verdict,
 ) {
-    let faults = windows(history, spec);
-    let tries = attempts(history);
+    let run = Run {
+        history,
+        holds,
+        spec,
+        faults: windows(history, spec),
+        tries: attempts(history),
+        names,
+    };
     let mut found = Vec::new();
-    l1(history, holds, spec, &faults, &tries, names, &mut found);
-    l2(history, holds, spec, &faults, names, &mut found);
-    l3(history, holds, spec, &faults, &tries, names, &mut found);
+    l1(&run, &mut found);
+    l2(&run, &mut found);
+    l3(&run, &mut found);
     let mut listed: BTreeMap<(Property, u32), usize> = BTreeMap::new();
     for v in found {
         let n = listed.entry((v.kind, v.key)).or_default();
@@ -335,16 +341,28 @@ pub fn check(
     }
 }
 
+/// What the three oracles look at: the history, its holds, the spec, and the fault windows
+/// and acquire attempts read from the history once.
+struct Run<'a> {
+    history: &'a History,
+    holds: &'a [Hold],
+    spec: &'a LivenessSpec,
+    faults: Vec<Window>,
+    tries: Vec<Attempt>,
+    names: Names<'a>,
+}
+
 /// L1: a stopped holder's lock reaches a waiter within the bound.
-fn l1(
-    history: &History,
-    holds: &[Hold],
-    spec: &LivenessSpec,
-    faults: &[Window],
-    tries: &[Attempt],
-    names: Names,
-    out: &mut Vec<Violation>,
-) {
+fn l1(run: &Run, out: &mut Vec<Violation>) {
+    let Run {
+        history,
+        holds,
+        spec,
+        faults,
+        tries,
+        names,
+    } = run;
+    let (history, holds, spec, names) = (*history, *holds, *spec, *names);
     let mut judged: Vec<(u32, Nanos)> = Vec::new();
     for h in holds {
         let ttl = spec.timing(h.client).ttl;
@@ -455,14 +473,16 @@ fn l1(
 }
 
 /// L2: a healthy, renewing holder keeps its lock through short outages.
-fn l2(
-    history: &History,
-    holds: &[Hold],
-    spec: &LivenessSpec,
-    faults: &[Window],
-    names: Names,
-    out: &mut Vec<Violation>,
-) {
+fn l2(run: &Run, out: &mut Vec<Violation>) {
+    let Run {
+        history,
+        holds,
+        spec,
+        faults,
+        names,
+        ..
+    } = run;
+    let (history, holds, spec, names) = (*history, *holds, *spec, *names);
     for h in holds {
         let timing = spec.timing(h.client);
         let Some(every) = timing.renew_every else {
@@ -595,15 +615,16 @@ fn lost(history: &History, h: &Hold) -> Option<(Nanos, String, u64)> {
 }
 
 /// L3: a refused acquire, in calm conditions, long after anyone last believed they held.
-fn l3(
-    history: &History,
-    holds: &[Hold],
-    spec: &LivenessSpec,
-    faults: &[Window],
-    tries: &[Attempt],
-    names: Names,
-    out: &mut Vec<Violation>,
-) {
+fn l3(run: &Run, out: &mut Vec<Violation>) {
+    let Run {
+        history,
+        holds,
+        spec,
+        faults,
+        tries,
+        names,
+    } = run;
+    let (history, holds, spec, names) = (*history, *holds, *spec, *names);
     let allowance = spec.max_ttl() + spec.lock_delay + spec.slack();
     // The service's own grant records (key, time, event), when the algorithm keeps them: a
     // grant whose answer never reached its client (a timeout, a delayed request) takes the

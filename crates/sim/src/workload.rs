@@ -49,15 +49,7 @@ impl<'a> OpRec<'a> {
         handle: Option<u64>,
         token: Option<u64>,
     ) -> Self {
-        let op = ctx.world().new_op();
-        let r = OpRec {
-            ctx,
-            op,
-            f,
-            key,
-            handle,
-            token,
-        };
+        let r = OpRec::start(ctx, f, key, handle, token);
         r.emit(Phase::Invoke, None, None);
         r
     }
