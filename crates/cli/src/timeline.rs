@@ -107,7 +107,7 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool) -> String {
         {
             let kinds: Vec<&str> = s.fault_kinds.iter().map(|k| k.name()).collect();
             format!(
-                "{} ({} in the plan)",
+                "{} ({} in its plan, drawn and explicit)",
                 kinds.join(","),
                 plural(s.faults.len() as u64, "fault")
             )

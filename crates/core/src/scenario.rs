@@ -506,7 +506,7 @@ impl Scenario {
         {
             return Err(format!(
                 "faults[{i}]: `at` {} is at or after the run's end ({}: the workload's duration \
-                 plus one TTL and one second)",
+                 plus the longest TTL and one second)",
                 crate::time::fmt_nanos(f.at as i128),
                 crate::time::fmt_nanos(end as i128)
             ));

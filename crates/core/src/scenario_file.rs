@@ -310,7 +310,7 @@ pub fn read_faults(raw: &[RawFault], cluster: &Cluster, end: Nanos) -> Result<Fa
         let tf = read_fault(cluster, &r.table).map_err(|e| format!("{what}: {e}"))?;
         if tf.at >= end {
             return Err(format!(
-                "{what}: `at`: {} is at or after the run's end at {} (the duration plus one TTL and one second)",
+                "{what}: `at`: {} is at or after the run's end at {} (the workload's duration plus the longest TTL and one second)",
                 fmt_nanos(tf.at as i128),
                 fmt_nanos(end as i128)
             ));
