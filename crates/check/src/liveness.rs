@@ -352,17 +352,32 @@ struct Run<'a> {
     names: Names<'a>,
 }
 
+/// A run's parts, for the oracles: (history, holds, spec, fault windows, attempts, names).
+type Parts<'r, 'a> = (
+    &'a History,
+    &'a [Hold],
+    &'a LivenessSpec,
+    &'r [Window],
+    &'r [Attempt],
+    Names<'a>,
+);
+
+impl<'a> Run<'a> {
+    fn parts(&self) -> Parts<'_, 'a> {
+        (
+            self.history,
+            self.holds,
+            self.spec,
+            &self.faults,
+            &self.tries,
+            self.names,
+        )
+    }
+}
+
 /// L1: a stopped holder's lock reaches a waiter within the bound.
 fn l1(run: &Run, out: &mut Vec<Violation>) {
-    let Run {
-        history,
-        holds,
-        spec,
-        faults,
-        tries,
-        names,
-    } = run;
-    let (history, holds, spec, names) = (*history, *holds, *spec, *names);
+    let (history, holds, spec, faults, tries, names) = run.parts();
     let mut judged: Vec<(u32, Nanos)> = Vec::new();
     for h in holds {
         let ttl = spec.timing(h.client).ttl;
@@ -474,15 +489,7 @@ fn l1(run: &Run, out: &mut Vec<Violation>) {
 
 /// L2: a healthy, renewing holder keeps its lock through short outages.
 fn l2(run: &Run, out: &mut Vec<Violation>) {
-    let Run {
-        history,
-        holds,
-        spec,
-        faults,
-        names,
-        ..
-    } = run;
-    let (history, holds, spec, names) = (*history, *holds, *spec, *names);
+    let (history, holds, spec, faults, _, names) = run.parts();
     for h in holds {
         let timing = spec.timing(h.client);
         let Some(every) = timing.renew_every else {
@@ -616,15 +623,7 @@ fn lost(history: &History, h: &Hold) -> Option<(Nanos, String, u64)> {
 
 /// L3: a refused acquire, in calm conditions, long after anyone last believed they held.
 fn l3(run: &Run, out: &mut Vec<Violation>) {
-    let Run {
-        history,
-        holds,
-        spec,
-        faults,
-        tries,
-        names,
-    } = run;
-    let (history, holds, spec, names) = (*history, *holds, *spec, *names);
+    let (history, holds, spec, faults, tries, names) = run.parts();
     let allowance = spec.max_ttl() + spec.lock_delay + spec.slack();
     // The service's own grant records (key, time, event), when the algorithm keeps them: a
     // grant whose answer never reached its client (a timeout, a delayed request) takes the
