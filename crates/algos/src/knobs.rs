@@ -103,6 +103,19 @@ impl<'a> Knobs<'a> {
         }
     }
 
+    /// A duration such as `2s` that may be zero (`0`, `0s`).
+    ///
+    /// # Errors
+    /// When the value is not a duration.
+    pub fn duration_or_zero(&self, key: &str) -> Result<Nanos, String> {
+        let v = self.raw(key);
+        match parse_duration(v) {
+            Ok(d) if d >= 0 => Ok(d as Nanos),
+            Ok(_) => Err(format!("{}: `{key}={v}` must not be negative", self.algo)),
+            Err(e) => Err(format!("{}: `{key}`: {e}", self.algo)),
+        }
+    }
+
     /// An integer in `range`.
     ///
     /// # Errors

@@ -10,6 +10,8 @@
 //! | `redlock` | N independent masters, majority, validity = TTL − elapsed − drift |
 //! | `raft-lease` | etcd-style lease lock on a Raft log (raft-rs), revision = fencing token |
 //! | `ap-lock` | members with their own lock tables, replicated in the background (case K6) |
+//! | `k8s-lease` | client-go leader election on a Lease record (resourceVersion CAS) |
+//! | `db-lease` | a ShedLock-style row with `lock_until`, on the client's or the database's clock |
 //!
 //! [`build`] turns a name and `key=value` knobs into an algorithm; [`ALGORITHMS`] and
 //! [`knobs`] describe what exists, for `--help` and error messages. Your own algorithm does not
@@ -24,6 +26,8 @@ use locksim_sim::LockAlgorithm;
 
 pub mod aplock;
 pub mod central;
+pub mod dblease;
+pub mod k8slease;
 pub mod knobs;
 pub mod lockserver;
 pub mod raftlease;
@@ -53,6 +57,15 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
         "ap-lock",
         "members with their own lock tables, replicated in the background: available, not safe (K6)",
     ),
+    // Issue #14: lease-record locks (append new entries below).
+    (
+        "db-lease",
+        "a ShedLock-style row: UPDATE ... WHERE lock_until <= now, on the client's or the database's clock",
+    ),
+    (
+        "k8s-lease",
+        "Kubernetes leader election (client-go) on a Lease record with resourceVersion CAS; expiry judged by each candidate's own observation",
+    ),
 ];
 
 /// The algorithms of the default campaign matrix: the ones a user chooses between.
@@ -75,6 +88,8 @@ pub fn knobs(name: &str) -> Option<&'static [Knob]> {
         "redlock" => Some(redlock::KNOBS),
         "raft-lease" => Some(raftlease::KNOBS),
         "ap-lock" => Some(aplock::KNOBS),
+        "db-lease" => Some(dblease::KNOBS),
+        "k8s-lease" => Some(k8slease::KNOBS),
         _ => None,
     }
 }
@@ -100,6 +115,8 @@ pub fn build(
             config, workload,
         )?)),
         "ap-lock" => Ok(Arc::new(aplock::ApLock::from_config(config, workload)?)),
+        "db-lease" => Ok(Arc::new(dblease::DbLease::from_config(config, workload)?)),
+        "k8s-lease" => Ok(Arc::new(k8slease::K8sLease::from_config(config, workload)?)),
         other => Err(format!("unknown algorithm `{other}` (valid: {})", names())),
     }
 }

@@ -1,0 +1,621 @@
+//! `k8s-lease`: Kubernetes leader election, as client-go's `tools/leaderelection` package does
+//! it on a `coordination.k8s.io/v1` Lease object
+//! (<https://github.com/kubernetes/client-go/blob/master/tools/leaderelection/leaderelection.go>).
+//!
+//! - **The API server** (node `n1`) is a strongly consistent store of Lease records
+//!   (`holderIdentity`, `leaseDurationSeconds`, `acquireTime`, `renewTime`,
+//!   `leaseTransitions`), each with a `resourceVersion`; an update carries the version it read
+//!   and is refused with a conflict when the record changed since (optimistic concurrency, as
+//!   etcd's revisions give it). It commits every write durably. It judges **no** expiry.
+//! - **Candidates** run client-go's `tryAcquireOrRenew`: GET the record; when it differs from
+//!   the one last observed, remember it and the *local* (monotonic) time of the observation;
+//!   while another holder is named and `observedTime + duration` is in the future, the lease is
+//!   held; else UPDATE it with the read resourceVersion (CREATE the first time), naming itself,
+//!   bumping `leaseTransitions` when the holder changes. `duration` is, by `expiry_duration`,
+//!   the candidate's own `LeaseDuration` (`own`, as client-go did before it read the record's
+//!   field) or the record's `leaseDurationSeconds` (`record`, as current client-go does).
+//! - **The durations, per client**: `LeaseDuration` is the client's `ttl` (written into the
+//!   record), `RetryPeriod` its `renew_every` (the leader renews on it; a candidate that found
+//!   the lease held polls again after `RetryPeriod` plus up to 1.2 × `RetryPeriod` of jitter,
+//!   `wait.JitterUntil`'s factor), `RenewDeadline` its `renew_deadline` (the leader stops
+//!   leading when no renewal succeeded for that long). client-go's defaults are 15 s, 2 s and
+//!   10 s; give them as settings (`ttl = "15s"`, `renew_every = "2s"`, `renew_deadline =
+//!   "10s"`). When a leader stops (`OnStoppedLeading`), the workload's `step_down` says how long
+//!   it keeps acting.
+//! - **`release_on_cancel`** (`LeaderElectionConfig.ReleaseOnCancel`): a release writes an
+//!   empty holder with `leaseDurationSeconds = 1`, so a candidate may take the lease at once;
+//!   without it a release only stops renewing and the lease runs out.
+//! - **Fencing token**: `leaseTransitions` in the high 32 bits and the resourceVersion of the
+//!   acquiring write in the low 32 (strictly increasing over grants, also when the same client
+//!   takes the lease again). The resource checks it; client-go users usually do not.
+//! - The leader's own validity is `start + LeaseDuration − drift` on its monotonic clock, from
+//!   the send of its last successful acquire or renewal (a careful leader).
+//!
+//! One deviation: when a leader's renewal finds another holder named it reports the lease lost,
+//! where client-go would try to take it back if that holder's lease looked expired.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use locksim_core::history::EventKind;
+use locksim_core::{Nanos, NodeId, Workload};
+use locksim_sim::{
+    async_trait, CallError, Grant, LocalClock, LockAlgorithm, LockClient, NodeCtx, Outcome,
+    Validity,
+};
+use rand::Rng;
+
+use crate::knobs::{Knob, Knobs};
+use crate::lockserver::{call_failed, valid_until};
+
+/// Knobs of `k8s-lease`.
+pub const KNOBS: &[Knob] = &[
+    Knob {
+        key: "expiry_duration",
+        default: "record",
+        help: "how long a candidate waits after it last saw the record change: record (its leaseDurationSeconds, current client-go) | own (its own LeaseDuration, older client-go)",
+    },
+    Knob {
+        key: "release_on_cancel",
+        default: "false",
+        help: "a release empties the holder (leaseDurationSeconds = 1) instead of letting the lease run out",
+    },
+    Knob {
+        key: "timeout",
+        default: "100ms",
+        help: "client's per-request timeout (one GET or UPDATE)",
+    },
+    crate::knobs::DRIFT_FACTOR,
+];
+
+/// A Lease object's spec. Times are readings of the writer's wall clock, ns (informational:
+/// no one judges expiry by them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseRecord {
+    /// `holderIdentity`; `None` when empty.
+    pub holder: Option<NodeId>,
+    /// `leaseDurationSeconds`, in ns.
+    pub duration: Nanos,
+    /// `acquireTime`.
+    pub acquire_time: i64,
+    /// `renewTime`.
+    pub renew_time: i64,
+    /// `leaseTransitions`.
+    pub transitions: u64,
+}
+
+/// A request to the API server.
+#[derive(Debug, Clone)]
+pub enum ApiReq {
+    /// GET the Lease `name`.
+    Get { name: u32 },
+    /// CREATE it (fails when it exists).
+    Create { name: u32, record: LeaseRecord },
+    /// UPDATE it if its resourceVersion is still `rv`. `acquire` is the recorder's annotation
+    /// (this write takes the lease rather than renewing or releasing it), not part of the API.
+    Update {
+        name: u32,
+        record: LeaseRecord,
+        rv: u64,
+        acquire: bool,
+    },
+}
+
+/// The API server's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiResp {
+    /// The object and its resourceVersion (`None`: not found).
+    Object(Option<(LeaseRecord, u64)>),
+    /// Written; the new resourceVersion.
+    Written(u64),
+    /// 409: the object exists (create) or changed since it was read (update).
+    Conflict,
+}
+
+/// The API server's store, apart from the network (unit-testable).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Store {
+    /// The last resourceVersion handed out (a global counter, as etcd's revision).
+    pub rv: u64,
+    /// Leases by name, with their resourceVersion.
+    pub leases: BTreeMap<u32, (LeaseRecord, u64)>,
+}
+
+impl Store {
+    /// Applies `req`.
+    pub fn apply(&mut self, req: &ApiReq) -> ApiResp {
+        match *req {
+            ApiReq::Get { name } => ApiResp::Object(self.leases.get(&name).copied()),
+            ApiReq::Create { name, record } => {
+                if self.leases.contains_key(&name) {
+                    return ApiResp::Conflict;
+                }
+                self.rv += 1;
+                self.leases.insert(name, (record, self.rv));
+                ApiResp::Written(self.rv)
+            }
+            ApiReq::Update {
+                name, record, rv, ..
+            } => match self.leases.get(&name) {
+                Some(&(_, cur)) if cur == rv => {
+                    self.rv += 1;
+                    self.leases.insert(name, (record, self.rv));
+                    ApiResp::Written(self.rv)
+                }
+                _ => ApiResp::Conflict,
+            },
+        }
+    }
+
+    fn encode(&self) -> Vec<u8> {
+        let mut out = self.rv.to_le_bytes().to_vec();
+        for (name, (r, rv)) in &self.leases {
+            out.extend_from_slice(&name.to_le_bytes());
+            out.extend_from_slice(&r.holder.map_or(u32::MAX, |h| h).to_le_bytes());
+            for v in [
+                r.duration,
+                r.acquire_time as u64,
+                r.renew_time as u64,
+                r.transitions,
+                *rv,
+            ] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    fn decode(b: &[u8]) -> Store {
+        let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+        let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+        let mut s = Store {
+            rv: u64_at(0),
+            leases: BTreeMap::new(),
+        };
+        let mut i = 8;
+        while i + 48 <= b.len() {
+            let holder = u32_at(i + 4);
+            let r = LeaseRecord {
+                holder: (holder != u32::MAX).then_some(holder),
+                duration: u64_at(i + 8),
+                acquire_time: u64_at(i + 16) as i64,
+                renew_time: u64_at(i + 24) as i64,
+                transitions: u64_at(i + 32),
+            };
+            s.leases.insert(u32_at(i), (r, u64_at(i + 40)));
+            i += 48;
+        }
+        s
+    }
+}
+
+/// The fencing token of a grant: `leaseTransitions` and the acquiring write's resourceVersion.
+pub fn token(transitions: u64, rv: u64) -> u64 {
+    (transitions << 32) | (rv & 0xffff_ffff)
+}
+
+/// Which duration a candidate adds to the time it last observed the record change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpiryDuration {
+    /// Its own configured `LeaseDuration`.
+    Own,
+    /// The record's `leaseDurationSeconds`.
+    Record,
+}
+
+/// The `k8s-lease` algorithm.
+#[derive(Debug, Clone)]
+pub struct K8sLease {
+    expiry: ExpiryDuration,
+    release_on_cancel: bool,
+    timeout: Nanos,
+    drift_ppm: u64,
+    /// The longest pause between a candidate's polls, ns (for the liveness hints).
+    longest_poll: Nanos,
+    retry_delay: Nanos,
+}
+
+impl K8sLease {
+    /// Builds `k8s-lease` from its knobs.
+    ///
+    /// # Errors
+    /// A message naming a bad or unknown knob.
+    pub fn from_config(config: &BTreeMap<String, String>, w: &Workload) -> Result<Self, String> {
+        let k = Knobs::new("k8s-lease", config, KNOBS)?;
+        let drift_ppm = k.fraction_ppm("drift_factor")?;
+        crate::knobs::check_ttl("k8s-lease", w.min_ttl(), drift_ppm)?;
+        let mut longest = w.renew_every.unwrap_or(0);
+        for p in w.per_client.values() {
+            longest = longest.max(p.renew_every.unwrap_or(0));
+        }
+        Ok(K8sLease {
+            expiry: match k.choice("expiry_duration", &["record", "own"])? {
+                "own" => ExpiryDuration::Own,
+                _ => ExpiryDuration::Record,
+            },
+            release_on_cancel: k.flag("release_on_cancel")?,
+            timeout: k.duration("timeout")?,
+            drift_ppm,
+            longest_poll: longest + longest * 6 / 5,
+            retry_delay: w.retry_delay_max,
+        })
+    }
+}
+
+/// What a candidate remembers between attempts (client-go's `observedRecord`/`observedTime`).
+#[derive(Debug, Clone, Copy, Default)]
+struct Observed {
+    /// The record and its resourceVersion, as last seen.
+    record: Option<(LeaseRecord, u64)>,
+    /// Monotonic reading when it was first seen, ns.
+    at: u64,
+}
+
+struct Client {
+    ctx: NodeCtx,
+    cfg: K8sLease,
+    clock: LocalClock,
+    /// This client's `RetryPeriod` (its `renew_every`), if it has one.
+    retry_period: Option<Nanos>,
+    observed: RefCell<BTreeMap<u32, Observed>>,
+}
+
+/// Why one `tryAcquireOrRenew` did not end with this client holding the lease.
+enum NotHeld {
+    /// Another holder's lease has not expired by this client's observation.
+    Held(NodeId, Nanos),
+    /// The write lost a race (409) or the server answered oddly.
+    Conflict,
+    /// No answer.
+    Call(CallError),
+}
+
+impl Client {
+    async fn api(&self, req: ApiReq) -> Result<ApiResp, CallError> {
+        self.ctx
+            .call::<ApiReq, ApiResp>(0, req, self.cfg.timeout)
+            .await
+    }
+
+    /// Remembers `seen` and, when it changed, the local time of the observation.
+    fn observe(&self, name: u32, seen: Option<(LeaseRecord, u64)>) -> Observed {
+        let mut obs = self.observed.borrow_mut();
+        let o = obs.entry(name).or_default();
+        if o.record.map(|r| r.1) != seen.map(|r| r.1) || o.record.is_none() {
+            o.record = seen;
+            o.at = self.ctx.mono_now();
+        }
+        *o
+    }
+
+    /// client-go's `tryAcquireOrRenew` for lease `name` with this client's `LeaseDuration`
+    /// `ttl`; `renew_only`: fail rather than take a lease someone else holds. Returns the
+    /// record written and its resourceVersion.
+    async fn try_acquire_or_renew(
+        &self,
+        name: u32,
+        ttl: Nanos,
+        renew_only: bool,
+    ) -> Result<(LeaseRecord, u64), NotHeld> {
+        let me = self.ctx.id();
+        let wall = self.ctx.wall_now();
+        let fresh = LeaseRecord {
+            holder: Some(me),
+            duration: ttl,
+            acquire_time: wall,
+            renew_time: wall,
+            transitions: 0,
+        };
+        let seen = match self.api(ApiReq::Get { name }).await {
+            Ok(ApiResp::Object(o)) => o,
+            Ok(_) => return Err(NotHeld::Conflict),
+            Err(e) => return Err(NotHeld::Call(e)),
+        };
+        let Some((old, rv)) = seen else {
+            if renew_only {
+                return Err(NotHeld::Conflict);
+            }
+            let req = ApiReq::Create {
+                name,
+                record: fresh,
+            };
+            return match self.api(req).await {
+                Ok(ApiResp::Written(rv)) => Ok(self.wrote(name, fresh, rv)),
+                Ok(_) => Err(NotHeld::Conflict),
+                Err(e) => Err(NotHeld::Call(e)),
+            };
+        };
+        let o = self.observe(name, seen);
+        let ours = old.holder == Some(me);
+        if let Some(h) = old.holder.filter(|_| !ours) {
+            let dur = match self.cfg.expiry {
+                ExpiryDuration::Own => ttl,
+                ExpiryDuration::Record => old.duration,
+            };
+            let now = self.ctx.mono_now();
+            if renew_only || o.at.saturating_add(dur) > now {
+                return Err(NotHeld::Held(
+                    h,
+                    o.at.saturating_add(dur).saturating_sub(now),
+                ));
+            }
+        }
+        if renew_only && !ours {
+            return Err(NotHeld::Conflict);
+        }
+        let record = LeaseRecord {
+            acquire_time: if ours { old.acquire_time } else { wall },
+            transitions: if ours {
+                old.transitions
+            } else {
+                old.transitions + 1
+            },
+            ..fresh
+        };
+        let req = ApiReq::Update {
+            name,
+            record,
+            rv,
+            acquire: !renew_only,
+        };
+        match self.api(req).await {
+            Ok(ApiResp::Written(rv)) => Ok(self.wrote(name, record, rv)),
+            Ok(_) => Err(NotHeld::Conflict),
+            Err(e) => Err(NotHeld::Call(e)),
+        }
+    }
+
+    /// After a successful write: the record observed is our own, now.
+    fn wrote(&self, name: u32, record: LeaseRecord, rv: u64) -> (LeaseRecord, u64) {
+        self.observed.borrow_mut().insert(
+            name,
+            Observed {
+                record: Some((record, rv)),
+                at: self.ctx.mono_now(),
+            },
+        );
+        (record, rv)
+    }
+
+    fn validity(&self, start: i64, ttl: Nanos) -> Validity {
+        Validity {
+            clock: self.clock,
+            until: valid_until(start, ttl, self.cfg.drift_ppm),
+        }
+    }
+}
+
+fn not_held<T>(e: NotHeld) -> Outcome<T> {
+    match e {
+        NotHeld::Held(h, left) => Outcome::Fail(format!(
+            "held by node {h}, {} left by this candidate's observation",
+            locksim_core::time::fmt_nanos(left as i128)
+        )),
+        NotHeld::Conflict => Outcome::Fail("conflict: the Lease changed".into()),
+        NotHeld::Call(e) => call_failed(e),
+    }
+}
+
+#[async_trait(?Send)]
+impl LockClient for Client {
+    async fn acquire(&self, key: u32, ttl: Nanos) -> Outcome<Grant> {
+        let start = self.ctx.now(self.clock);
+        match self.try_acquire_or_renew(key, ttl, false).await {
+            Ok((r, rv)) => Outcome::Ok(Grant {
+                key,
+                token: Some(token(r.transitions, rv)),
+                valid_until: Some(self.validity(start, ttl)),
+                private: Rc::new(()),
+            }),
+            Err(NotHeld::Held(h, left)) => {
+                // wait.JitterUntil(RetryPeriod, 1.2): the candidate polls again later.
+                if let Some(p) = self.retry_period {
+                    let jitter = self.ctx.rng().gen_range(0..=p * 6 / 5);
+                    self.ctx.sleep(p + jitter).await;
+                }
+                not_held(NotHeld::Held(h, left))
+            }
+            Err(e) => not_held(e),
+        }
+    }
+
+    async fn release(&self, grant: &Grant) -> Outcome<()> {
+        if !self.cfg.release_on_cancel {
+            // The leader just stops renewing; the lease runs out.
+            return Outcome::Ok(());
+        }
+        let me = self.ctx.id();
+        let Some((old, rv)) = self
+            .observed
+            .borrow()
+            .get(&grant.key)
+            .and_then(|o| o.record)
+        else {
+            return Outcome::Fail("no record observed".into());
+        };
+        if old.holder != Some(me) {
+            return Outcome::Fail("not the leader".into());
+        }
+        let wall = self.ctx.wall_now();
+        let record = LeaseRecord {
+            holder: None,
+            duration: 1_000_000_000,
+            acquire_time: wall,
+            renew_time: wall,
+            transitions: old.transitions,
+        };
+        let req = ApiReq::Update {
+            name: grant.key,
+            record,
+            rv,
+            acquire: false,
+        };
+        match self.api(req).await {
+            Ok(ApiResp::Written(rv)) => {
+                self.wrote(grant.key, record, rv);
+                Outcome::Ok(())
+            }
+            Ok(_) => Outcome::Fail("conflict: the Lease changed".into()),
+            Err(e) => call_failed(e),
+        }
+    }
+
+    async fn extend(&self, grant: &Grant, ttl: Nanos) -> Outcome<Option<Validity>> {
+        let start = self.ctx.now(self.clock);
+        match self.try_acquire_or_renew(grant.key, ttl, true).await {
+            Ok(_) => Outcome::Ok(Some(self.validity(start, ttl))),
+            Err(NotHeld::Held(h, _)) => Outcome::Fail(format!("the Lease names node {h}")),
+            Err(e) => not_held(e),
+        }
+    }
+}
+
+#[async_trait(?Send)]
+impl LockAlgorithm for K8sLease {
+    fn name(&self) -> &str {
+        "k8s-lease"
+    }
+    fn servers(&self) -> u32 {
+        1
+    }
+    async fn serve(&self, ctx: NodeCtx) {
+        const FILE: &str = "leases";
+        let mut store = ctx.disk().read(FILE).map(Store::decode).unwrap_or_default();
+        loop {
+            let msg = ctx.recv().await;
+            let Some(req) = msg.body.downcast_ref::<ApiReq>() else {
+                continue;
+            };
+            let resp = store.apply(req);
+            if let ApiResp::Written(rv) = resp {
+                let taken = match *req {
+                    ApiReq::Create { name, record } => Some((name, record)),
+                    ApiReq::Update {
+                        name,
+                        record,
+                        acquire: true,
+                        ..
+                    } => Some((name, record)),
+                    _ => None,
+                };
+                if let Some((name, r)) = taken {
+                    ctx.record(EventKind::Grant {
+                        key: name,
+                        client: msg.from,
+                        token: Some(token(r.transitions, rv)),
+                    });
+                }
+                let mut d = ctx.disk();
+                d.write(FILE, store.encode());
+                d.fsync();
+            }
+            ctx.reply(&msg, resp).await;
+        }
+    }
+    fn liveness(&self) -> locksim_sim::LivenessHints {
+        // A candidate sees the last change up to one poll late and the expiry up to one poll
+        // late again (each poll: a retry period with jitter, then the workload's retry delay).
+        locksim_sim::LivenessHints {
+            lock_delay: 2 * (self.longest_poll + self.retry_delay),
+            attempt: Some(2 * self.timeout),
+        }
+    }
+    fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {
+        let clock = ctx.client_clock(LocalClock::Mono);
+        let retry_period = {
+            let w = &ctx.world().workload;
+            w.client(ctx.id() - ctx.cluster().servers + 1).renew_every
+        };
+        Rc::new(Client {
+            ctx,
+            cfg: self.clone(),
+            clock,
+            retry_period,
+            observed: RefCell::new(BTreeMap::new()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(holder: NodeId) -> LeaseRecord {
+        LeaseRecord {
+            holder: Some(holder),
+            duration: 15_000_000_000,
+            acquire_time: 0,
+            renew_time: 0,
+            transitions: 0,
+        }
+    }
+
+    #[test]
+    fn updates_are_compare_and_swap_on_the_resource_version() {
+        let mut s = Store::default();
+        assert_eq!(
+            s.apply(&ApiReq::Create {
+                name: 0,
+                record: rec(1)
+            }),
+            ApiResp::Written(1)
+        );
+        assert_eq!(
+            s.apply(&ApiReq::Create {
+                name: 0,
+                record: rec(2)
+            }),
+            ApiResp::Conflict
+        );
+        let upd = |rv, h| ApiReq::Update {
+            name: 0,
+            record: rec(h),
+            rv,
+            acquire: true,
+        };
+        assert_eq!(s.apply(&upd(1, 2)), ApiResp::Written(2));
+        assert_eq!(s.apply(&upd(1, 3)), ApiResp::Conflict, "a stale read loses");
+        assert_eq!(
+            s.apply(&ApiReq::Get { name: 0 }),
+            ApiResp::Object(Some((rec(2), 2)))
+        );
+        assert_eq!(s.apply(&ApiReq::Get { name: 9 }), ApiResp::Object(None));
+    }
+
+    #[test]
+    fn tokens_grow_with_transitions_and_versions() {
+        assert!(token(1, 5) > token(0, 900));
+        assert!(token(1, 6) > token(1, 5));
+    }
+
+    #[test]
+    fn the_store_survives_encoding() {
+        let mut s = Store::default();
+        s.apply(&ApiReq::Create {
+            name: 3,
+            record: LeaseRecord {
+                holder: None,
+                ..rec(0)
+            },
+        });
+        s.apply(&ApiReq::Create {
+            name: 1,
+            record: rec(4),
+        });
+        assert_eq!(Store::decode(&s.encode()), s);
+    }
+
+    #[test]
+    fn bad_knobs_are_named() {
+        let w = Workload::default();
+        let cfg = |k: &str, v: &str| BTreeMap::from([(k.to_string(), v.to_string())]);
+        let e = K8sLease::from_config(&cfg("expiry_duration", "mine"), &w).unwrap_err();
+        assert!(
+            e.contains("expiry_duration") && e.contains("record or own"),
+            "{e}"
+        );
+        let e = K8sLease::from_config(&cfg("release_on_cancel", "maybe"), &w).unwrap_err();
+        assert!(e.contains("release_on_cancel"), "{e}");
+    }
+}
