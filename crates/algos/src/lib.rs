@@ -11,6 +11,7 @@
 //! | `raft-lease` | etcd-style lease lock on a Raft log (raft-rs), revision = fencing token |
 //! | `ap-lock` | members with their own lock tables, replicated in the background (case K6) |
 //! | `k8s-lease` | client-go leader election on a Lease record (resourceVersion CAS) |
+//! | `pg-advisory` | PostgreSQL session advisory locks behind a PgBouncer-style pooler (no expiry) |
 //! | `db-lease` | a ShedLock-style row with `lock_until`, on the client's or the database's clock |
 //!
 //! [`build`] turns a name and `key=value` knobs into an algorithm; [`ALGORITHMS`] and
@@ -30,6 +31,7 @@ pub mod dblease;
 pub mod k8slease;
 pub mod knobs;
 pub mod lockserver;
+pub mod pgadvisory;
 pub mod raftlease;
 pub mod redlock;
 
@@ -66,6 +68,10 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
         "k8s-lease",
         "Kubernetes leader election (client-go) on a Lease record with resourceVersion CAS; expiry judged by each candidate's own observation",
     ),
+    (
+        "pg-advisory",
+        "PostgreSQL session advisory locks (reentrant, owned by the backend) behind a PgBouncer-style pooler; no expiry",
+    ),
 ];
 
 /// The algorithms of the default campaign matrix: the ones a user chooses between.
@@ -90,6 +96,7 @@ pub fn knobs(name: &str) -> Option<&'static [Knob]> {
         "ap-lock" => Some(aplock::KNOBS),
         "db-lease" => Some(dblease::KNOBS),
         "k8s-lease" => Some(k8slease::KNOBS),
+        "pg-advisory" => Some(pgadvisory::KNOBS),
         _ => None,
     }
 }
@@ -117,6 +124,9 @@ pub fn build(
         "ap-lock" => Ok(Arc::new(aplock::ApLock::from_config(config, workload)?)),
         "db-lease" => Ok(Arc::new(dblease::DbLease::from_config(config, workload)?)),
         "k8s-lease" => Ok(Arc::new(k8slease::K8sLease::from_config(config, workload)?)),
+        "pg-advisory" => Ok(Arc::new(pgadvisory::PgAdvisory::from_config(
+            config, workload,
+        )?)),
         other => Err(format!("unknown algorithm `{other}` (valid: {})", names())),
     }
 }

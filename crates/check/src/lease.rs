@@ -30,7 +30,15 @@ pub struct LeaseSpec {
     pub client_ttl: std::collections::BTreeMap<locksim_core::NodeId, u64>,
     /// The declared clock-uncertainty bound `ε`, ns.
     pub uncertainty: u64,
+    /// The non-expiring lock spec instead of the lease spec: a grant lasts until its release,
+    /// or until its holder crashed (a session lock, e.g. PostgreSQL's advisory locks, ends with
+    /// the holder's session at some unknown moment after the crash). TTLs are then ignored.
+    pub non_expiring: bool,
 }
+
+/// The lease length the non-expiring spec gives every grant, ns: about 36 years, far beyond
+/// any run, and small enough that the model's sums cannot overflow.
+pub const FOREVER: u64 = 1 << 60;
 
 impl LeaseSpec {
     /// The spec of a simulated scenario: each client's TTL and the declared uncertainty.
@@ -45,16 +53,67 @@ impl LeaseSpec {
                 .filter(|&(_, ttl)| ttl != w.ttl)
                 .collect(),
             uncertainty: w.uncertainty(),
+            non_expiring: false,
         }
     }
 
-    /// The lease length client `node` asks for, ns.
+    /// The non-expiring lock spec (see [`LeaseSpec::non_expiring`]).
+    pub fn non_expiring() -> LeaseSpec {
+        LeaseSpec {
+            non_expiring: true,
+            ..LeaseSpec::default()
+        }
+    }
+
+    /// The lease length client `node` asks for, ns ([`FOREVER`] under the non-expiring spec).
     pub fn ttl_of(&self, node: locksim_core::NodeId) -> u64 {
+        if self.non_expiring {
+            return FOREVER;
+        }
         self.client_ttl.get(&node).copied().unwrap_or(self.ttl)
+    }
+
+    /// The lock operations S3 judges: the history's, and under the non-expiring spec, for each
+    /// client crash, a release of unknown outcome of every grant the client had asked for by
+    /// then (its session ends at some moment after the crash, or never).
+    pub fn operations(&self, history: &History) -> Vec<LockOp> {
+        let mut ops = lock_operations_with(history, |n| self.ttl_of(n));
+        if !self.non_expiring {
+            return ops;
+        }
+        let mut ends = Vec::new();
+        for e in &history.events {
+            let EventKind::Fault {
+                fault: locksim_core::Fault::Crash { node, .. },
+            } = &e.kind
+            else {
+                continue;
+            };
+            for op in ops
+                .iter()
+                .filter(|o| o.process == *node as u64 && o.call < e.time)
+            {
+                if let LockInput::Acquire { key, handle, .. } = op.input {
+                    ends.push(crate::linear::Operation {
+                        process: op.process,
+                        input: LockInput::Release { key, handle },
+                        output: crate::linear::models::lock::LockOutput::Unknown,
+                        call: e.time,
+                        ret: None,
+                        id: e.id,
+                    });
+                }
+            }
+        }
+        ops.extend(ends);
+        ops
     }
 
     /// The lease lengths for summaries: `1.000s`, or `1.000s (c2: 5.000s)`.
     fn describe(&self, names: Names) -> String {
+        if self.non_expiring {
+            return "none: held until released or the holder crashed".into();
+        }
         let mut t = fmt_nanos(self.ttl as i128);
         if !self.client_ttl.is_empty() {
             let own: Vec<String> = self
@@ -94,7 +153,7 @@ pub fn check_s3(
     names: Names,
     verdict: &mut Verdict,
 ) {
-    let ops = lock_operations_with(history, |n| spec.ttl_of(n));
+    let ops = spec.operations(history);
     let model = model(history, spec, names);
     let what = format!(
         "lock operations (lease {} ± {})",
@@ -180,7 +239,7 @@ pub fn s3_explanations(
     budget: &Budget,
     names: Names,
 ) -> Vec<Explanation> {
-    let ops = lock_operations_with(history, |n| spec.ttl_of(n));
+    let ops = spec.operations(history);
     let model = model(history, spec, names);
     let Lin::NotLinearizable(c) = check(&model, &ops, budget).0 else {
         return Vec::new();

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use locksim_check::formats::{edn, jepsen, locksim as run_file, ReadError};
 use locksim_check::linear::explain::Explanation;
-use locksim_check::linear::lock_history::{lock_context, lock_operations_with};
+use locksim_check::linear::lock_history::lock_context;
 use locksim_check::linear::models::{kv::Kv, lock::LeaseLock, register::Register};
 use locksim_check::linear::{check, Budget, Model, Operation, Stats, Verdict};
 use locksim_check::Names;
@@ -26,6 +26,9 @@ enum ModelName {
     Kv,
     /// A lease lock in true time (a `locksim run --json --events` file).
     Lock,
+    /// A lock that never expires (held until released, or until its holder crashed): a
+    /// session lock such as PostgreSQL's advisory locks (a `locksim run --json --events` file).
+    Mutex,
 }
 
 /// The default time budget of one file, seconds.
@@ -136,10 +139,11 @@ fn check_file(model: ModelName, path: &Path, budget: &Budget) -> Result<Checked,
             },
             process,
         ),
-        ModelName::Lock => {
+        ModelName::Lock | ModelName::Mutex => {
             let (scenario, history) = run_file::read_run(path)?;
-            let spec = locksim_check::LeaseSpec::for_scenario(&scenario);
-            let ops = lock_operations_with(&history, |n| spec.ttl_of(n));
+            let mut spec = locksim_check::LeaseSpec::for_scenario(&scenario);
+            spec.non_expiring = matches!(model, ModelName::Mutex);
+            let ops = spec.operations(&history);
             let names = Names(Some(&scenario.cluster));
             let lock = LeaseLock {
                 uncertainty: scenario.workload.uncertainty(),

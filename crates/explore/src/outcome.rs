@@ -68,9 +68,14 @@ pub fn client_params(scenario: &Scenario, id: locksim_core::NodeId) -> locksim_c
 /// Runs `scenario` with `algo` on a fresh thread and checks the history.
 pub fn check_scenario(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> SeedOutcome {
     let hints = algo.liveness();
+    let expires = algo.lock_expires();
     match locksim_sim::run_isolated(scenario, algo) {
         Ok(history) => {
-            let verdict = locksim_check::check_all(&history, &check_options(scenario, hints));
+            let mut options = check_options(scenario, hints);
+            if let Some(lease) = options.lease.as_mut() {
+                lease.non_expiring = !expires;
+            }
+            let verdict = locksim_check::check_all(&history, &options);
             SeedOutcome {
                 seed: scenario.seed,
                 history: Some(history),

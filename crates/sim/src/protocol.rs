@@ -122,4 +122,10 @@ pub trait LockAlgorithm: Send + Sync + 'static {
     fn liveness(&self) -> LivenessHints {
         LivenessHints::default()
     }
+    /// `true` (the default) when a grant is a lease that ends by itself after its TTL; `false`
+    /// when the lock is held until it is released or the holder's session ends (a database
+    /// session lock): S3 then judges the service against the non-expiring lock spec.
+    fn lock_expires(&self) -> bool {
+        true
+    }
 }
