@@ -33,6 +33,14 @@ pub struct CampaignArgs {
     /// Algorithms to run, comma-separated [default: central,central-fencing,redlock,raft-lease].
     #[arg(long, value_name = "NAME[,NAME]", value_delimiter = ',')]
     algo: Vec<String>,
+    /// Run every registered algorithm (`locksim list`), not only the default matrix's.
+    #[arg(long, conflicts_with = "algo")]
+    all_algorithms: bool,
+    /// Print the matrix as a Markdown table (one row per algorithm, one column per fault kind,
+    /// and the fault kinds each survives without an S1–S4 violation), as the README's "which
+    /// lock should I use" table is made.
+    #[arg(long, conflicts_with = "json")]
+    markdown: bool,
     /// Fault kinds, comma-separated
     /// [default: none,partition,pause,clock-jump,clock-drift,crash-restart,leader-change,mixed].
     #[arg(long, value_name = "KIND[,KIND]")]
@@ -397,7 +405,12 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
     if !a.paths.is_empty() {
         return files(&a, jobs, shard, started);
     }
-    let algos: Vec<String> = if a.algo.is_empty() {
+    let algos: Vec<String> = if a.all_algorithms {
+        locksim_algos::ALGORITHMS
+            .iter()
+            .map(|a| a.0.to_string())
+            .collect()
+    } else if a.algo.is_empty() {
         locksim_algos::DEFAULT_MATRIX
             .iter()
             .map(|a| a.to_string())
@@ -480,6 +493,28 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
                 missing: &[]
             })
         ));
+    } else if a.markdown {
+        let sets: String = a.set.iter().map(|s| format!(" --set {s}")).collect();
+        let which = if a.all_algorithms {
+            " --all-algorithms".to_string()
+        } else {
+            format!(" --algo {}", algos.join(","))
+        };
+        let command = format!(
+            "locksim campaign{which} --faults {} --seeds {seeds}{sets} --markdown",
+            spec.kinds
+                .iter()
+                .map(|k| k.name())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        let describe = |name: &str| {
+            locksim_algos::ALGORITHMS
+                .iter()
+                .find(|a| a.0 == name)
+                .map_or(String::new(), |a| a.1.replace('|', "/"))
+        };
+        out(&crate::markdown::table(&cells, describe, &command));
     } else {
         let liveness = a.check == Some(Check::Liveness);
         out(&table(&cells, liveness));
@@ -540,6 +575,9 @@ fn files(
     shard: Shard,
     started: Instant,
 ) -> Result<ExitCode, String> {
+    if a.all_algorithms || a.markdown {
+        return Err("--all-algorithms and --markdown make the matrix; campaign files say their own algorithm".into());
+    }
     if !a.algo.is_empty() || a.faults.is_some() || !a.set.is_empty() || a.plan.is_some() {
         return Err(
             "--algo, --faults, --set and --plan describe the matrix; campaign files carry their own"

@@ -3,6 +3,7 @@
 
 mod campaign;
 mod check;
+mod markdown;
 mod progress;
 mod render;
 mod report;

@@ -262,7 +262,9 @@ fn is_zero(n: &usize) -> bool {
 }
 
 impl CellSummary {
-    fn new(algorithm: &str, faults: FaultKind, plan: usize) -> CellSummary {
+    /// An empty cell of `algorithm` under `faults` (with the campaign's `plan` number): no
+    /// seeds, no violations, no grants.
+    pub fn new(algorithm: &str, faults: FaultKind, plan: usize) -> CellSummary {
         CellSummary {
             algorithm: algorithm.to_string(),
             faults,

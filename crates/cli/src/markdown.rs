@@ -1,0 +1,125 @@
+//! `locksim campaign --markdown`: the matrix as the README's "which lock should I use" table,
+//! one row per algorithm and one column per fault kind, generated, never typed.
+
+use locksim_core::Property;
+use locksim_explore::CellSummary;
+
+/// What one cell says: `safe`, or the violated properties with their seed counts
+/// (`S1 74 · S2 70`); a cell with no grants, failed seeds or undecided checks says so, since
+/// it proves nothing.
+fn cell_text(c: &CellSummary) -> String {
+    let mut parts: Vec<String> = Property::ALL
+        .iter()
+        .filter(|p| c.violated(**p) > 0)
+        .map(|p| format!("{p} {}", c.violated(*p)))
+        .collect();
+    if c.errors > 0 {
+        parts.push(format!("{} failed to run", c.errors));
+    }
+    if c.undecided_seeds > 0 {
+        parts.push(format!("undecided {}", c.undecided_seeds));
+    }
+    if c.grants == 0 {
+        parts.push("no grants".into());
+    }
+    if parts.is_empty() {
+        "safe".into()
+    } else {
+        parts.join(" · ")
+    }
+}
+
+/// `true` when no seed of the cell violated a safety property (S1–S4) and the cell proves
+/// something (grants, every seed ran and was decided).
+fn survives(c: &CellSummary) -> bool {
+    Property::SAFETY.iter().all(|p| c.violated(*p) == 0)
+        && c.errors == 0
+        && c.undecided_seeds == 0
+        && c.grants > 0
+}
+
+/// The table: `| algorithm | kind… | survives |`, each cell as [`cell_text`], then the line
+/// `command` that made it.
+pub fn table(cells: &[CellSummary], describe: impl Fn(&str) -> String, command: &str) -> String {
+    let mut algos: Vec<&str> = Vec::new();
+    let mut kinds = Vec::new();
+    for c in cells {
+        if !algos.contains(&c.algorithm.as_str()) {
+            algos.push(&c.algorithm);
+        }
+        if !kinds.contains(&c.faults) {
+            kinds.push(c.faults);
+        }
+    }
+    let mut out = String::from("| algorithm | what |");
+    for k in &kinds {
+        out += &format!(" `{}` |", k.name());
+    }
+    out += " survives (no S1–S4 in any seed) |\n|---|---|";
+    out += &"---|".repeat(kinds.len() + 1);
+    out.push('\n');
+    for a in algos {
+        out += &format!("| `{a}` | {} |", describe(a));
+        let mut ok = Vec::new();
+        for k in &kinds {
+            match cells.iter().find(|c| c.algorithm == a && c.faults == *k) {
+                Some(c) => {
+                    out += &format!(" {} |", cell_text(c));
+                    if survives(c) {
+                        ok.push(k.name());
+                    }
+                }
+                None => out += " – |",
+            }
+        }
+        let ok = if ok.is_empty() {
+            "nothing".to_string()
+        } else {
+            ok.join(", ")
+        };
+        out += &format!(" {ok} |\n");
+    }
+    out += &format!(
+        "\nEach cell counts the seeds (runs) that violated each property; `safe`: none did. Made by `{command}`.\n"
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use locksim_core::FaultKind;
+
+    fn cell(algo: &str, kind: FaultKind, s1: u64, grants: u64) -> CellSummary {
+        let mut c = CellSummary::new(algo, kind, 0);
+        c.seeds = 10;
+        c.grants = grants;
+        if s1 > 0 {
+            c.violations.insert(Property::S1, s1);
+        }
+        c
+    }
+
+    #[test]
+    fn rows_per_algorithm_columns_per_kind_and_what_each_survives() {
+        let cells = [
+            cell("a", FaultKind::None, 0, 5),
+            cell("a", FaultKind::Pause, 3, 5),
+            cell("b", FaultKind::None, 0, 0),
+            cell("b", FaultKind::Pause, 0, 7),
+        ];
+        let t = table(
+            &cells,
+            |a| format!("about {a}"),
+            "locksim campaign --markdown",
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(
+            lines[0],
+            "| algorithm | what | `none` | `pause` | survives (no S1–S4 in any seed) |"
+        );
+        assert_eq!(lines[2], "| `a` | about a | safe | S1 3 | none |");
+        assert_eq!(lines[3], "| `b` | about b | no grants | safe | pause |");
+        assert!(t.contains("Made by `locksim campaign --markdown`"));
+    }
+}
