@@ -24,7 +24,10 @@
 //!   it keeps acting.
 //! - **`release_on_cancel`** (`LeaderElectionConfig.ReleaseOnCancel`): a release writes an
 //!   empty holder with `leaseDurationSeconds = 1`, so a candidate may take the lease at once;
-//!   without it a release only stops renewing and the lease runs out.
+//!   without it a release only stops renewing and the lease runs out; it answers `ok` (the
+//!   same leader may take the lease straight back, as client-go's `holderIdentity == me` path
+//!   does), so a release after the lease ended is an `ok` S3 calls a mis-answer (harmless: it
+//!   frees nothing).
 //! - **Fencing token**: `leaseTransitions` in the high 32 bits and the resourceVersion of the
 //!   acquiring write in the low 32 (strictly increasing over grants, also when the same client
 //!   takes the lease again). The resource checks it; client-go users usually do not.

@@ -360,18 +360,19 @@ impl PgAdvisory {
                 let client = msg.from;
                 // A newer connection of the same client: the old one is gone (its host
                 // restarted); its session's backend is reset and returned.
-                let stale = {
+                let (closed, stale) = {
                     let mut c = conns.borrow_mut();
                     let last = c.entry(client).or_insert(conn);
-                    if conn < *last {
-                        ctx.reply(&msg, SqlResult::Err("connection closed".into()))
-                            .await;
-                        return;
-                    }
                     let old = (conn > *last).then_some(*last);
-                    *last = conn;
-                    old
+                    let closed = conn < *last;
+                    *last = (*last).max(conn);
+                    (closed, old)
                 };
+                if closed {
+                    ctx.reply(&msg, SqlResult::Err("connection closed".into()))
+                        .await;
+                    return;
+                }
                 if let Some(old) = stale {
                     let now = ctx.mono_now();
                     let ended: Vec<u64> = {
@@ -542,7 +543,7 @@ mod tests {
         assert_eq!(t.run(2, Sql::TryLock(0)), (false, None), "another backend");
         assert_eq!(t.run(1, Sql::TryLock(0)), (true, Some(0)), "reentrant");
         assert_eq!(t.holder(0), Some((1, 2, 0)));
-        assert_eq!(t.run(2, Sql::Unlock(0)).0, false, "not this backend's lock");
+        assert!(!t.run(2, Sql::Unlock(0)).0, "not this backend's lock");
         assert!(t.run(1, Sql::Unlock(0)).0);
         assert!(t.holder(0).is_some(), "held once more");
         assert!(t.run(1, Sql::Unlock(0)).0);

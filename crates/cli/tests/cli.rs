@@ -669,3 +669,19 @@ fn export_tla_writes_a_module_and_a_config_and_refuses_bad_traces() {
     assert!(String::from_utf8_lossy(&help.stdout).contains("TraceNotAccepted"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn list_shows_the_lease_record_locks_and_their_settings() {
+    let o = locksim(&["list"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "db-lease",
+        "time_source",
+        "k8s-lease",
+        "expiry_duration",
+        "pg-advisory",
+        "pool_mode",
+    ] {
+        assert!(out.contains(needle), "list lacks {needle}");
+    }
+}
