@@ -24,10 +24,9 @@
 //!   it keeps acting.
 //! - **`release_on_cancel`** (`LeaderElectionConfig.ReleaseOnCancel`): a release writes an
 //!   empty holder with `leaseDurationSeconds = 1`, so a candidate may take the lease at once;
-//!   without it a release only stops renewing and the lease runs out; it answers `ok` (the
-//!   same leader may take the lease straight back, as client-go's `holderIdentity == me` path
-//!   does), so a release after the lease ended is an `ok` S3 calls a mis-answer (harmless: it
-//!   frees nothing).
+//!   without it a release only stops renewing and the lease runs out; it answers `ok` while the
+//!   leader's own lease is still valid (the same leader may take the lease straight back, as
+//!   client-go's `holderIdentity == me` path does) and `fail` once it has run out.
 //! - **Fencing token**: `leaseTransitions` in the high 32 bits and the resourceVersion of the
 //!   acquiring write in the low 32 (strictly increasing over grants, also when the same client
 //!   takes the lease again). The resource checks it; client-go users usually do not.
@@ -262,6 +261,9 @@ struct Client {
     /// This client's `RetryPeriod` (its `renew_every`), if it has one.
     retry_period: Option<Nanos>,
     observed: RefCell<BTreeMap<u32, Observed>>,
+    /// Per lease: the monotonic reading at the send of this client's last successful write
+    /// naming itself (acquire or renewal), and the LeaseDuration it wrote.
+    own_write: RefCell<BTreeMap<u32, (u64, Nanos)>>,
 }
 
 /// Why one `tryAcquireOrRenew` did not end with this client holding the lease.
@@ -296,6 +298,20 @@ impl Client {
     /// `ttl`; `renew_only`: fail rather than take a lease someone else holds. Returns the
     /// record written and its resourceVersion.
     async fn try_acquire_or_renew(
+        &self,
+        name: u32,
+        ttl: Nanos,
+        renew_only: bool,
+    ) -> Result<(LeaseRecord, u64), NotHeld> {
+        let sent = self.ctx.mono_now();
+        let r = self.try_once(name, ttl, renew_only).await;
+        if r.is_ok() {
+            self.own_write.borrow_mut().insert(name, (sent, ttl));
+        }
+        r
+    }
+
+    async fn try_once(
         &self,
         name: u32,
         ttl: Nanos,
@@ -426,7 +442,16 @@ impl LockClient for Client {
     async fn release(&self, grant: &Grant) -> Outcome<()> {
         if !self.cfg.release_on_cancel {
             // The leader just stops renewing; the lease runs out.
-            return Outcome::Ok(());
+            let own = self.own_write.borrow().get(&grant.key).copied();
+            return match own {
+                Some((sent, ttl))
+                    if (self.ctx.mono_now() as i64)
+                        < valid_until(sent as i64, ttl, self.cfg.drift_ppm) =>
+                {
+                    Outcome::Ok(())
+                }
+                _ => Outcome::Fail("the lease had already run out".into()),
+            };
         }
         let me = self.ctx.id();
         let Some((old, rv)) = self
@@ -536,6 +561,7 @@ impl LockAlgorithm for K8sLease {
             clock,
             retry_period,
             observed: RefCell::new(BTreeMap::new()),
+            own_write: RefCell::new(BTreeMap::new()),
         })
     }
 }
