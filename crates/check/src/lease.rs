@@ -36,9 +36,7 @@ pub struct LeaseSpec {
     pub non_expiring: bool,
 }
 
-/// The lease length the non-expiring spec gives every grant, ns: about 36 years, far beyond
-/// any run, and small enough that the model's sums cannot overflow.
-pub const FOREVER: u64 = 1 << 60;
+pub use crate::linear::models::lock::FOREVER;
 
 impl LeaseSpec {
     /// The spec of a simulated scenario: each client's TTL and the declared uncertainty.

@@ -28,6 +28,10 @@ use locksim_core::time::fmt_nanos;
 
 use crate::linear::{Model, Operation};
 
+/// The lease length of the non-expiring lock spec, ns (about 36 years: beyond any run, and
+/// small enough that the model's sums cannot overflow). A grant of this length never lapses.
+pub const FOREVER: u64 = 1 << 60;
+
 /// Lock operations (per key; the key is only used to partition).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockInput {
@@ -259,6 +263,9 @@ impl Model for LeaseLock {
                 } else {
                     format!("between {} and {}", at_i(a_lo), at_i(a_hi))
                 };
+                if ttl >= FOREVER {
+                    return format!("held by handle {h} (no expiry), granted {start}");
+                }
                 format!(
                     "held by handle {h}, lease of {} granted {start}",
                     fmt_nanos(ttl as i128)
@@ -280,6 +287,12 @@ impl Model for LeaseLock {
             LockInput::Acquire { key, handle, .. } => {
                 let head = format!("acquire of k{key} by {who} (handle {handle}) {answered}");
                 match s.holder {
+                    Some((h, ttl)) if ttl >= FOREVER => format!(
+                        "{head}, but handle {h} still held the lock (granted at {} at the \
+                         earliest; it does not expire){}",
+                        at_i(a_lo),
+                        self.failed_release(h)
+                    ),
                     Some((h, ttl)) if a_lo + ttl as i64 - eps > ret => format!(
                         "{head}, but handle {h} still held the lock: its lease, granted at {} at \
                          the earliest, lasts until {} (until {} allowing the ±{} clock \
