@@ -112,8 +112,17 @@ pub enum ToServer {
     EndBelow { below: u64 },
 }
 
+/// Why the pooler answered with an error instead of a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PoolError {
+    /// The statement did not reach the server (no backend free, connection closed).
+    NotRun(String),
+    /// The server did not answer: the statement may have run.
+    Lost(String),
+}
+
 /// The statement's result: the boolean the function returned (`COMMIT`: true), or an error.
-pub type SqlResult = Result<bool, String>;
+pub type SqlResult = Result<bool, PoolError>;
 
 /// One advisory lock's holder on the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -369,8 +378,11 @@ impl PgAdvisory {
                     (closed, old)
                 };
                 if closed {
-                    ctx.reply(&msg, SqlResult::Err("connection closed".into()))
-                        .await;
+                    ctx.reply(
+                        &msg,
+                        SqlResult::Err(PoolError::NotRun("connection closed".into())),
+                    )
+                    .await;
                     return;
                 }
                 if let Some(old) = stale {
@@ -399,7 +411,7 @@ impl PgAdvisory {
                 let backend = match picked {
                     Ok(b) => b,
                     Err(e) => {
-                        ctx.reply(&msg, SqlResult::Err(e)).await;
+                        ctx.reply(&msg, SqlResult::Err(PoolError::NotRun(e))).await;
                         return;
                     }
                 };
@@ -418,7 +430,10 @@ impl PgAdvisory {
                     Ok(res) => ctx.reply(&msg, res).await,
                     // PgBouncer closes the client connection when the server's is lost; the
                     // client's own timeout tells it nothing more.
-                    Err(e) => ctx.reply(&msg, SqlResult::Err(e.to_string())).await,
+                    Err(e) => {
+                        let e = PoolError::Lost(format!("server: {e}"));
+                        ctx.reply(&msg, SqlResult::Err(e)).await
+                    }
                 }
             });
         }
@@ -439,6 +454,14 @@ impl Client {
         self.ctx
             .call::<FromClient, SqlResult>(1, req, self.cfg.timeout)
             .await
+    }
+}
+
+/// `fail` when the statement surely did not run, `info` when it may have.
+fn pool_error<T>(e: PoolError) -> Outcome<T> {
+    match e {
+        PoolError::NotRun(e) => Outcome::Fail(format!("pooler: {e}")),
+        PoolError::Lost(e) => Outcome::Unknown(format!("pooler: {e}")),
     }
 }
 
@@ -464,8 +487,7 @@ impl LockClient for Client {
                 }
                 Outcome::Fail("pg_try_advisory_lock returned false".into())
             }
-            // An error from the pooler: the statement may have run on the server.
-            Ok(Err(e)) => Outcome::Unknown(e),
+            Ok(Err(e)) => pool_error(e),
             Err(e) => call_failed(e),
         }
     }
@@ -483,7 +505,7 @@ impl LockClient for Client {
             ),
             // The warning is ignored: the caller believes the lock is released.
             Ok(Ok(false)) => Outcome::Ok(()),
-            Ok(Err(e)) => Outcome::Unknown(e),
+            Ok(Err(e)) => pool_error(e),
             Err(e) => call_failed(e),
         }
     }
