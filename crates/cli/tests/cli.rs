@@ -685,3 +685,36 @@ fn list_shows_the_lease_record_locks_and_their_settings() {
         assert!(out.contains(needle), "list lacks {needle}");
     }
 }
+
+#[test]
+fn all_algorithms_markdown_has_a_row_per_registered_algorithm() {
+    let o = locksim(&[
+        "campaign",
+        "--all-algorithms",
+        "--faults",
+        "none,pause",
+        "--seeds",
+        "3",
+        "--markdown",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<&str> = out.lines().filter(|l| l.starts_with("| `")).collect();
+    assert_eq!(rows.len(), locksim_algos::ALGORITHMS.len(), "{out}");
+    for (name, _) in locksim_algos::ALGORITHMS {
+        assert!(
+            rows.iter().any(|r| r.starts_with(&format!("| `{name}` |"))),
+            "no row for {name}:\n{out}"
+        );
+    }
+    assert!(out.contains("| `none` | `pause` |"), "{out}");
+    assert!(
+        out.contains("locksim campaign --all-algorithms --faults none,pause --seeds 3 --markdown")
+    );
+    let o = locksim(&["campaign", "--all-algorithms", "--algo", "central"]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "--all-algorithms conflicts with --algo"
+    );
+}
