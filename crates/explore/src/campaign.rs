@@ -591,9 +591,18 @@ pub fn run_campaign(spec: &CampaignSpec, progress: &(dyn Fn(u64, u64) + Sync)) -
 }
 
 /// A short stable hash of what a setup runs (algorithm, knobs, cluster, workload, and the
-/// explicit plan when there is one).
+/// explicit plan and fault shapes when they are not the defaults).
 pub fn fingerprint(setup: &Setup) -> String {
-    let text = if setup.plan.is_empty() {
+    let text = if !setup.shape.is_default() {
+        serde_json::to_string(&(
+            &setup.algorithm,
+            &setup.config,
+            &setup.cluster,
+            &setup.workload,
+            &setup.plan,
+            &setup.shape,
+        ))
+    } else if setup.plan.is_empty() {
         serde_json::to_string(&(
             &setup.algorithm,
             &setup.config,
