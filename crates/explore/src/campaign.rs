@@ -148,6 +148,10 @@ pub struct SeedRecord {
     /// The campaign file it belongs to (empty for the command-line matrix).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub campaign: String,
+    /// A sweep's point (`pause_max=100ms ttl=1s`; empty for campaigns): the knob values this
+    /// cell ran with beyond the sweep's own settings.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub point: String,
     /// The cell's index in the campaign (algorithm-major order).
     pub cell: usize,
     /// Cells in the campaign, so that `merge` knows every cell it must see.
@@ -445,6 +449,7 @@ fn run_one(spec: &CampaignSpec, cell: usize, kind: FaultKind, a: usize, seed: u6
     };
     SeedRecord {
         campaign: String::new(),
+        point: String::new(),
         cell,
         cells: spec.setups.len() * spec.kinds.len(),
         algorithm: setup.algorithm.clone(),
