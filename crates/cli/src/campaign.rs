@@ -133,7 +133,12 @@ pub struct MergeArgs {
 const MAX_SEEDS: u64 = 1_000_000;
 
 fn jobs(a: &CampaignArgs) -> Result<usize, String> {
-    match a.jobs {
+    jobs_of(a.jobs)
+}
+
+/// `--jobs`, or every core.
+pub(crate) fn jobs_of(jobs: Option<usize>) -> Result<usize, String> {
+    match jobs {
         Some(j) if j == 0 || j > 1024 => Err("--jobs must be from 1 to 1024".into()),
         Some(j) => Ok(j),
         None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
@@ -328,7 +333,7 @@ fn open_out(a: &CampaignArgs, jobs: &mut [Job], shard: Shard) -> Result<Option<O
 }
 
 /// serde_json's message without its " at line L column C" tail (the caller names the line).
-fn json_problem(e: &serde_json::Error) -> String {
+pub(crate) fn json_problem(e: &serde_json::Error) -> String {
     let s = e.to_string();
     s.split(" at line ").next().unwrap_or(&s).to_string()
 }
@@ -363,7 +368,7 @@ fn run(job: &mut Job, shard: Shard, out: Option<&Out>) -> Result<u64, String> {
 }
 
 /// Refuses a campaign whose runs would not fit in the memory budget.
-fn check_memory(spec: &CampaignSpec, jobs: usize, memory: &MemoryArgs) -> Result<(), String> {
+pub(crate) fn check_memory(spec: &CampaignSpec, jobs: usize, memory: &MemoryArgs) -> Result<(), String> {
     let limit = memory.limit()?;
     for setup in &spec.setups {
         for &kind in &spec.kinds {

@@ -420,8 +420,14 @@ impl Summary {
 
     /// The summaries, by cell index, with their percentiles.
     pub fn cells(&self) -> Vec<CellSummary> {
-        let mut cells: Vec<CellSummary> = self.cells.values().cloned().collect();
-        for c in &mut cells {
+        self.indexed_cells().into_iter().map(|c| c.1).collect()
+    }
+
+    /// The summaries with their cell indexes (a partial merge may lack some cells).
+    pub fn indexed_cells(&self) -> Vec<(usize, CellSummary)> {
+        let mut cells: Vec<(usize, CellSummary)> =
+            self.cells.iter().map(|(i, c)| (*i, c.clone())).collect();
+        for (_, c) in &mut cells {
             let m = &c.metrics;
             c.counts = m.counts.clone();
             c.acquire_latency_p50_ns = m.acquire_latency_ns.quantile(0.5);

@@ -9,7 +9,8 @@
 //!   showing each client's holds, the servers' grants, the resource's writes, the faults where
 //!   they act, each node's clock offset, the messages on demand, and the violations
 //!   highlighted and explained in plain words ([`explain`]);
-//! - [`report::campaign_report`]: a campaign's matrix as a page linking to rendered traces.
+//! - [`report::campaign_report`]: a campaign's matrix as a page linking to rendered traces;
+//! - [`sweep::sweep_report`]: a sweep's rates, intervals and latencies as inline SVG plots.
 //!
 //! Output is a pure function of its input: the same run renders to the same bytes.
 
@@ -17,6 +18,7 @@ mod data;
 pub mod explain;
 pub mod linear;
 pub mod report;
+pub mod sweep;
 
 use locksim_core::{History, Scenario, Verdict};
 
