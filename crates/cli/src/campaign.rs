@@ -669,6 +669,8 @@ struct Merged {
     shapes: BTreeSet<(usize, u64, u64)>,
     /// Shards named by the records, `I/N`.
     shards: BTreeSet<String>,
+    /// A sweep's records name their point: by cell.
+    points: BTreeMap<usize, String>,
 }
 
 /// Seeds a campaign's merged records lack: per cell label, how many, and the first few.
@@ -758,6 +760,9 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                 m.cells.insert(r.cell, this);
             }
             m.shards.insert(r.shard.clone());
+            if !r.point.is_empty() {
+                m.points.insert(r.cell, r.point.clone());
+            }
             if m.seen.insert((r.cell, r.seed)) {
                 m.summary.add(&r);
             } else {
@@ -766,6 +771,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         }
     }
     let mut json = Vec::new();
+    let mut sweeps: Vec<serde_json::Value> = Vec::new();
     let mut text = String::new();
     let mut failed = 0;
     for (campaign, m) in &by_campaign {
@@ -808,6 +814,31 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                 );
             }
         }
+        if !m.points.is_empty() {
+            if !lacking.is_empty() && !a.partial {
+                return Err(format!(
+                    "cannot merge {label}: {} (give every shard's file, or --partial to summarize what is there)",
+                    lacking.join("; ")
+                ));
+            }
+            if !lacking.is_empty() {
+                eprintln!("note: {label} is partial: {}", lacking.join("; "));
+            }
+            let seeds = m.shapes.first().map_or(0, |s| s.2);
+            let (t, j, ok) = crate::sweep::merged(
+                campaign,
+                &m.summary.indexed_cells(),
+                &m.points,
+                seeds,
+                lacking.is_empty(),
+            );
+            if !ok {
+                failed += 1;
+            }
+            text += &t;
+            sweeps.push(j);
+            continue;
+        }
         let cells = m.summary.cells();
         let mut verdict = String::new();
         if !lacking.is_empty() {
@@ -845,7 +876,19 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         }
         json.push((campaign.clone(), cells, verdict, lacking));
     }
-    if a.json {
+    if a.json && !sweeps.is_empty() {
+        let mut v = serde_json::json!({ "sweeps": sweeps });
+        if !json.is_empty() {
+            let list: Vec<serde_json::Value> = json
+                .iter()
+                .map(|(c, cells, v, lacking)| {
+                    serde_json::json!({"file": c, "cells": cells, "verdict": v, "missing": lacking})
+                })
+                .collect();
+            v["campaigns"] = list.into();
+        }
+        out(&format!("{v}\n"));
+    } else if a.json {
         let v = match json.as_slice() {
             [(c, cells, _, lacking)] if c.is_empty() => to_json(&Cells {
                 cells,

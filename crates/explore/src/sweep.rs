@@ -133,7 +133,10 @@ impl Axis {
                         .map(|i| {
                             let f = i as f64 / (n - 1) as f64;
                             if log {
-                                lo * (hi / lo).powf(f)
+                                // Three significant digits: 234ms, not 234.035ms.
+                                let v = lo * (hi / lo).powf(f);
+                                let scale = 10f64.powf(v.log10().floor() - 2.0);
+                                (v / scale).round() * scale
                             } else {
                                 lo + (hi - lo) * f
                             }

@@ -153,6 +153,7 @@ fn line_chart(
     y_max: f64,
     y_fmt: &dyn Fn(f64) -> String,
     value: &dyn Fn(&SweepPoint) -> Option<(f64, f64, f64)>,
+    legend: SeriesLabelPosition,
 ) -> String {
     let axis = &s.axes[0];
     let mut svg = String::new();
@@ -227,7 +228,7 @@ fn line_chart(
         }
         let _ = chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
+            .position(legend)
             .background_style(WHITE.mix(0.85))
             .border_style(RGBColor(0xbb, 0xbb, 0xbb))
             .draw();
@@ -382,6 +383,7 @@ fn plots(s: &SweepSection) -> String {
                 y_max,
                 &|v| percent(v),
                 &|q| rate_of(q, p).map(|r| (r.rate, r.low, r.high)),
+                SeriesLabelPosition::UpperLeft,
             );
             h += &format!("<figure class=\"plot\" data-property=\"{p}\">{svg}</figure>\n");
         }
@@ -402,6 +404,7 @@ fn plots(s: &SweepSection) -> String {
                     let (a, b) = (q.latency_p50_ns? as f64, q.latency_p99_ns? as f64);
                     Some((a, a, b))
                 },
+                SeriesLabelPosition::UpperRight,
             );
             h += &format!("<figure class=\"plot\" data-property=\"latency\">{svg}</figure>\n");
         }
@@ -420,6 +423,7 @@ fn plots(s: &SweepSection) -> String {
                 let g = q.grants as f64 / q.seeds.max(1) as f64;
                 Some((g, g, g))
             },
+            SeriesLabelPosition::LowerLeft,
         );
         h += &format!("<figure class=\"plot\" data-property=\"grants\">{svg}</figure>\n");
     } else if s.axes.len() == 2 {
