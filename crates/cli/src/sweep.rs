@@ -100,8 +100,28 @@ pub struct SweepArgs {
     /// seed of every point goes, with its timeline, into FILE-files/ beside it.
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Also write the first plot alone as an SVG file (the first property's rates; with two
+    /// axes, its heat map for the first algorithm), e.g. for a README. An existing file is
+    /// never replaced without --force.
+    #[arg(long, value_name = "FILE.svg")]
+    svg: Option<PathBuf>,
     #[command(flatten)]
     memory: MemoryArgs,
+}
+
+/// Writes the first figure of `s` to `path` (whole, through a rename).
+fn write_svg(path: &Path, s: &SweepSection, force: bool) -> Result<(), String> {
+    if path.exists() && !force {
+        return Err(format!(
+            "{} exists; not replacing it (give --force to replace it)",
+            path.display()
+        ));
+    }
+    let Some((_, svg)) = locksim_render::sweep::figures(s).into_iter().next() else {
+        return Err("nothing to plot".into());
+    };
+    locksim_core::file::write_whole(path, svg.as_bytes(), locksim_core::file::Place::Replace)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 /// One sweep of this invocation and what became of it.
@@ -556,6 +576,15 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
     if let Some(r) = &a.report {
         crate::render::check_page_target(r, a.force)?;
     }
+    if let Some(p) = a.svg.as_ref().filter(|p| p.exists() && !a.force) {
+        return Err(format!(
+            "{} exists; not replacing it (give --force to replace it)",
+            p.display()
+        ));
+    }
+    if a.svg.is_some() && !a.paths.is_empty() {
+        return Err("--svg draws the command line's sweep, not frontier files".into());
+    }
     let liveness = a.check.is_some();
     let out_file = match &a.out {
         Some(p) => Some(OutFile::create(p, a.force)?),
@@ -615,6 +644,19 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
     let ran = run_sweep("sweep", def, jobs, shard, &a.memory, out_file.as_ref())?;
     let keys: Vec<String> = ran.def.axes.iter().map(|x| x.key.clone()).collect();
     let seeds_here = shard.seeds_of(seeds);
+    if let Some(path) = &a.svg {
+        let s = section(
+            None,
+            vec![],
+            &ran.def.axes,
+            &ran.results,
+            seeds_here,
+            liveness,
+            &[],
+        );
+        write_svg(path, &s, a.force)?;
+        eprintln!("plot: {}", path.display());
+    }
     if let Some(path) = &a.report {
         let dir = crate::report::files_dir(path);
         let made = shrink_all(&ran, &dir, jobs);

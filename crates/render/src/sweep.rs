@@ -368,6 +368,17 @@ fn ms(ns: f64) -> String {
 
 fn plots(s: &SweepSection) -> String {
     let mut h = String::new();
+    for (name, svg) in figures(s) {
+        h += &format!("<figure class=\"plot\" data-property=\"{name}\">{svg}</figure>\n");
+    }
+    h
+}
+
+/// The section's plots as standalone SVG documents, `(what, svg)`: for one axis each
+/// property's rate, then `latency` and `grants`; for two axes each property's heat map per
+/// series. The first is what `locksim sweep --svg` writes.
+pub fn figures(s: &SweepSection) -> Vec<(String, String)> {
+    let mut h = Vec::new();
     if s.axes.len() == 1 {
         for p in &s.properties {
             let top = s
@@ -385,7 +396,7 @@ fn plots(s: &SweepSection) -> String {
                 &|q| rate_of(q, p).map(|r| (r.rate, r.low, r.high)),
                 SeriesLabelPosition::UpperLeft,
             );
-            h += &format!("<figure class=\"plot\" data-property=\"{p}\">{svg}</figure>\n");
+            h.push((p.clone(), svg));
         }
         let top = s
             .points
@@ -406,7 +417,7 @@ fn plots(s: &SweepSection) -> String {
                 },
                 SeriesLabelPosition::UpperRight,
             );
-            h += &format!("<figure class=\"plot\" data-property=\"latency\">{svg}</figure>\n");
+            h.push(("latency".to_string(), svg));
         }
         let top = s
             .points
@@ -425,12 +436,11 @@ fn plots(s: &SweepSection) -> String {
             },
             SeriesLabelPosition::LowerLeft,
         );
-        h += &format!("<figure class=\"plot\" data-property=\"grants\">{svg}</figure>\n");
+        h.push(("grants".to_string(), svg));
     } else if s.axes.len() == 2 {
         for p in &s.properties {
             for series in series_names(&s.points) {
-                let svg = heat_map(s, &series, p);
-                h += &format!("<figure class=\"plot\" data-property=\"{p}\">{svg}</figure>\n");
+                h.push((p.clone(), heat_map(s, &series, p)));
             }
         }
     }
