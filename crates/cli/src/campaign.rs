@@ -368,7 +368,11 @@ fn run(job: &mut Job, shard: Shard, out: Option<&Out>) -> Result<u64, String> {
 }
 
 /// Refuses a campaign whose runs would not fit in the memory budget.
-pub(crate) fn check_memory(spec: &CampaignSpec, jobs: usize, memory: &MemoryArgs) -> Result<(), String> {
+pub(crate) fn check_memory(
+    spec: &CampaignSpec,
+    jobs: usize,
+    memory: &MemoryArgs,
+) -> Result<(), String> {
     let limit = memory.limit()?;
     for setup in &spec.setups {
         for &kind in &spec.kinds {

@@ -175,7 +175,10 @@ fn run_sweep(
         &|n, _| progress.set(n),
     )?;
     progress.finish();
-    let cells = summary.into_inner().expect("workers finished").indexed_cells();
+    let cells = summary
+        .into_inner()
+        .expect("workers finished")
+        .indexed_cells();
     let results = results(&cells, &labels, def.algorithms.len(), def.kinds.len());
     Ok(Ran {
         label: label.to_string(),
@@ -225,7 +228,12 @@ fn axis_value(r: &PointResult, key: &str) -> String {
 }
 
 /// The sweep as text: one row per point, algorithm and fault kind.
-pub(crate) fn table(results: &[PointResult], keys: &[String], seeds: u64, liveness: bool) -> String {
+pub(crate) fn table(
+    results: &[PointResult],
+    keys: &[String],
+    seeds: u64,
+    liveness: bool,
+) -> String {
     let props = properties(results, liveness);
     let mut t = String::new();
     for k in keys {
@@ -278,7 +286,11 @@ pub(crate) fn table(results: &[PointResult], keys: &[String], seeds: u64, livene
         t += &format!(
             " {:>8} {:>17}  {last}\n",
             c.grants,
-            format!("{}/{}", d(c.acquire_latency_p50_ns), d(c.acquire_latency_p99_ns))
+            format!(
+                "{}/{}",
+                d(c.acquire_latency_p50_ns),
+                d(c.acquire_latency_p99_ns)
+            )
         );
     }
     t += "\nEach property's column: seeds violating it, and the 95% Wilson interval of its rate\n";
@@ -379,7 +391,11 @@ pub(crate) fn csv(results: &[PointResult], keys: &[String], seeds: u64) -> Strin
             opt(c.first_failing_seed),
             r.warnings(seeds).join("; "),
         ]);
-        t += &row.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(",");
+        t += &row
+            .iter()
+            .map(|f| csv_field(f))
+            .collect::<Vec<_>>()
+            .join(",");
         t += "\n";
     }
     t
@@ -525,7 +541,8 @@ fn shrink_all(ran: &Ran, dir: &Path, jobs: usize) -> Vec<crate::report::Made> {
                     let what = format!("the sweep at {}", SweepDef::label(&r.values));
                     let m = crate::report::make_with(setup, &r.cell, dir, &what);
                     made.lock().expect("no panics while held").push((i, m));
-                    progress.set(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) as u64 + 1);
+                    progress
+                        .set(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) as u64 + 1);
                 });
             }
         });
@@ -743,7 +760,10 @@ fn files(
                 ("FAIL".to_string(), p)
             }
         } else {
-            ("not judged (one shard: judge after locksim merge)".to_string(), vec![])
+            (
+                "not judged (one shard: judge after locksim merge)".to_string(),
+                vec![],
+            )
         };
         if !a.json && !a.csv {
             let mut t = format!("== {} ({}): {verdict}\n", f.name, label);
@@ -753,7 +773,8 @@ fn files(
             t += &table(&ran.results, &keys, seeds_here, a.check.is_some());
             out(&t);
         } else if a.csv {
-            out(&csv(&ran.results, &keys, seeds_here).replace("\n,", &format!("\n{},", csv_field(&label))));
+            out(&csv(&ran.results, &keys, seeds_here)
+                .replace("\n,", &format!("\n{},", csv_field(&label))));
         }
         warn(&ran.results, seeds_here);
         if a.report.is_some() {

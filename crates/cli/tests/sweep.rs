@@ -54,9 +54,17 @@ fn a_sweep_reports_each_point_with_intervals_and_merges_from_shards() {
         assert!(p["grants"].as_u64().unwrap() > 0);
     }
     // The longest pauses break the lease of both; fencing keeps the data of one.
-    let at3: Vec<&serde_json::Value> = points.iter().filter(|p| p["point"]["pause_max"] == "3s").collect();
-    assert!(at3.iter().all(|p| p["s1_violations"].as_u64().unwrap() > 0), "{at3:?}");
-    assert!(at3.iter().any(|p| p["algorithm"] == "central-fencing" && p["s2_violations"] == 0));
+    let at3: Vec<&serde_json::Value> = points
+        .iter()
+        .filter(|p| p["point"]["pause_max"] == "3s")
+        .collect();
+    assert!(
+        at3.iter().all(|p| p["s1_violations"].as_u64().unwrap() > 0),
+        "{at3:?}"
+    );
+    assert!(at3
+        .iter()
+        .any(|p| p["algorithm"] == "central-fencing" && p["s2_violations"] == 0));
 
     let dir = std::env::temp_dir().join(format!("locksim-sweep-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -76,14 +84,26 @@ fn a_sweep_reports_each_point_with_intervals_and_merges_from_shards() {
     let mp = merged["sweeps"][0]["points"].as_array().unwrap();
     assert_eq!(mp.len(), points.len());
     for (a, b) in mp.iter().zip(points) {
-        for k in ["point", "algorithm", "seeds", "s1_violations", "s2_violations", "grants", "s1_high"] {
+        for k in [
+            "point",
+            "algorithm",
+            "seeds",
+            "s1_violations",
+            "s2_violations",
+            "grants",
+            "s1_high",
+        ] {
             assert_eq!(a[k], b[k], "{k}");
         }
     }
     // One shard alone is refused by merge, naming what is missing.
     let one = locksim(&["merge", &parts[0]]);
     assert_eq!(one.status.code(), Some(2));
-    assert!(text(&one.stderr).contains("missing"), "{}", text(&one.stderr));
+    assert!(
+        text(&one.stderr).contains("missing"),
+        "{}",
+        text(&one.stderr)
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -104,7 +124,19 @@ fn the_report_links_each_failing_point_to_its_shrunk_trace() {
     let failing = csv
         .lines()
         .skip(1)
-        .filter(|l| !l.split(',').nth(csv.lines().next().unwrap().split(',').position(|h| h == "first_failing_seed").unwrap()).unwrap().is_empty())
+        .filter(|l| {
+            !l.split(',')
+                .nth(
+                    csv.lines()
+                        .next()
+                        .unwrap()
+                        .split(',')
+                        .position(|h| h == "first_failing_seed")
+                        .unwrap(),
+                )
+                .unwrap()
+                .is_empty()
+        })
         .count();
     assert!(failing > 0);
     assert_eq!(links, failing, "every failing point links its trace");
@@ -149,13 +181,24 @@ fn a_frontier_file_fails_when_its_boundary_moves() {
     let o = locksim(&["sweep", moved.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let out = text(&o.stdout);
-    assert!(out.contains("FAIL") && out.contains("pause_max=3s"), "{out}");
+    assert!(
+        out.contains("FAIL") && out.contains("pause_max=3s"),
+        "{out}"
+    );
     // Bad input names the file and the field.
     let bad = dir.join("bad.toml");
-    std::fs::write(&bad, file("[[expect]]\nalgorithm = \"central-fencing\"\nproperty = \"S7\"\nzero = true\n")).unwrap();
+    std::fs::write(
+        &bad,
+        file("[[expect]]\nalgorithm = \"central-fencing\"\nproperty = \"S7\"\nzero = true\n"),
+    )
+    .unwrap();
     let o = locksim(&["sweep", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("bad.toml: expect #1: `property`"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("bad.toml: expect #1: `property`"),
+        "{}",
+        text(&o.stderr)
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -163,11 +206,25 @@ fn a_frontier_file_fails_when_its_boundary_moves() {
 fn bad_sweeps_are_one_line_errors() {
     for (args, says) in [
         (&["sweep", "--algo", "redlock"][..], "--vary"),
-        (&["sweep", "--algo", "redlock", "--vary", "pause_max=3s..1s:4"][..], "not above"),
-        (&["sweep", "--algo", "redlock", "--vary", "bogus=1..3"][..], "bogus"),
+        (
+            &["sweep", "--algo", "redlock", "--vary", "pause_max=3s..1s:4"][..],
+            "not above",
+        ),
+        (
+            &["sweep", "--algo", "redlock", "--vary", "bogus=1..3"][..],
+            "bogus",
+        ),
         (&["sweep", "--vary", "ttl=1s..2s:2"][..], "--algo"),
         (
-            &["sweep", "--algo", "redlock", "--vary", "ttl=1s..2s:2", "--vary", "ttl=1s,3s"][..],
+            &[
+                "sweep",
+                "--algo",
+                "redlock",
+                "--vary",
+                "ttl=1s..2s:2",
+                "--vary",
+                "ttl=1s,3s",
+            ][..],
             "twice",
         ),
     ] {

@@ -148,9 +148,9 @@ impl FrontierFile {
             .settings
             .iter()
             .map(|(k, v)| {
-                value_text(v).map(|v| format!("{k}={v}")).ok_or_else(|| {
-                    at(format!("`settings.{k}`: not a string, number or boolean"))
-                })
+                value_text(v)
+                    .map(|v| format!("{k}={v}"))
+                    .ok_or_else(|| at(format!("`settings.{k}`: not a string, number or boolean")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let sweep = SweepDef {
@@ -162,7 +162,7 @@ impl FrontierFile {
             seeds: raw.seeds,
         };
         // Build it now, so that a bad knob is reported with the file's name.
-        sweep.spec(1).map_err(|e| at(e))?;
+        sweep.spec(1).map_err(&at)?;
         if raw.expect.is_empty() {
             return Err(at("no [[expect]]: a frontier file states a boundary".into()));
         }
@@ -183,9 +183,11 @@ impl FrontierFile {
             let axis = match &e.axis {
                 None if sweep.axes.len() == 1 => 0,
                 None => return Err(at("`axis`: the sweep has two axes; name one".into())),
-                Some(k) => sweep.axes.iter().position(|a| &a.key == k).ok_or_else(|| {
-                    at(format!("`axis`: {k} is not an axis of the sweep"))
-                })?,
+                Some(k) => sweep
+                    .axes
+                    .iter()
+                    .position(|a| &a.key == k)
+                    .ok_or_else(|| at(format!("`axis`: {k} is not an axis of the sweep")))?,
             };
             let faults = match &e.faults {
                 None if sweep.kinds.len() == 1 => sweep.kinds[0],
@@ -211,7 +213,11 @@ impl FrontierFile {
                     Ok((n, u)) if u == unit => Ok(Some(n)),
                     _ => Err(at(format!(
                         "`{field}`: `{text}` is not a {} like the axis's values",
-                        if unit == Unit::Duration { "duration" } else { "integer" }
+                        if unit == Unit::Duration {
+                            "duration"
+                        } else {
+                            "integer"
+                        }
                     ))),
                 }
             };
@@ -226,7 +232,9 @@ impl FrontierFile {
                 ));
             }
             if e.zero && (zb.is_some() || nf.is_some()) {
-                return Err(at("`zero = true` already says the rate is 0 everywhere".into()));
+                return Err(at(
+                    "`zero = true` already says the rate is 0 everywhere".into()
+                ));
             }
             if let (Some(a), Some(b)) = (zb, nf) {
                 if b < a {
@@ -301,8 +309,7 @@ impl FrontierFile {
                 .iter()
                 .filter(|r| r.cell.algorithm == b.algorithm && r.cell.faults == b.faults)
             {
-                let Some(text) = r.values.iter().find(|(k, _)| *k == axis.key).map(|v| &v.1)
-                else {
+                let Some(text) = r.values.iter().find(|(k, _)| *k == axis.key).map(|v| &v.1) else {
                     continue;
                 };
                 let Some(i) = axis.values.iter().position(|v| v == text) else {
@@ -396,11 +403,31 @@ zero = true
     fn mistakes_name_the_file_and_field() {
         for (from, to, says) in [
             ("why = \"because\"", "why = \"\"", "`why`"),
-            ("property = \"S1\"", "property = \"S9\"", "expect #1: `property`"),
-            ("zero_below = \"300ms\"", "zero_below = \"300\"", "not a duration"),
-            ("\"redlock\", \"central", "\"redlockx\", \"central", "redlockx"),
-            ("nonzero_from = \"1s\"", "nonzero_from = \"1s\"\nbogus = 1", "bogus"),
-            ("ttl = \"1s\"", "ttl = \"1s\"\npause_typo = \"1s\"", "pause_typo"),
+            (
+                "property = \"S1\"",
+                "property = \"S9\"",
+                "expect #1: `property`",
+            ),
+            (
+                "zero_below = \"300ms\"",
+                "zero_below = \"300\"",
+                "not a duration",
+            ),
+            (
+                "\"redlock\", \"central",
+                "\"redlockx\", \"central",
+                "redlockx",
+            ),
+            (
+                "nonzero_from = \"1s\"",
+                "nonzero_from = \"1s\"\nbogus = 1",
+                "bogus",
+            ),
+            (
+                "ttl = \"1s\"",
+                "ttl = \"1s\"\npause_typo = \"1s\"",
+                "pause_typo",
+            ),
         ] {
             let text = FILE.replace(from, to);
             let e = FrontierFile::parse(Path::new("f.toml"), &text).unwrap_err();

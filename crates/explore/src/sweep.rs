@@ -105,9 +105,8 @@ impl Axis {
             return Err(format!("`--vary {text}`: the knob's name is missing"));
         }
         let mixed = || format!("`--vary {key}`: the values mix durations and integers");
-        let too_many = |n: usize| {
-            format!("`--vary {key}`: {n} points (an axis has 2 to {MAX_POINTS})")
-        };
+        let too_many =
+            |n: usize| format!("`--vary {key}`: {n} points (an axis has 2 to {MAX_POINTS})");
         let (numbers, unit, log) = if let Some((lo, rest)) = range.split_once("..") {
             let (hi, how) = match rest.find([':', '+']) {
                 Some(i) => (&rest[..i], Some((&rest[i..i + 1], &rest[i + 1..]))),
@@ -118,7 +117,9 @@ impl Axis {
                 return Err(mixed());
             }
             if hi <= lo {
-                return Err(format!("`--vary {key}`: the range's end is not above its start"));
+                return Err(format!(
+                    "`--vary {key}`: the range's end is not above its start"
+                ));
             }
             match how {
                 Some((":", n)) => {
@@ -310,7 +311,10 @@ pub fn wilson(k: u64, n: u64) -> (f64, f64) {
     let denom = 1.0 + z2 / n;
     let centre = (p + z2 / (2.0 * n)) / denom;
     let half = z / denom * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
-    ((centre - half).max(0.0), (centre + half).min(1.0))
+    // Exactly 0 (or 1) at the ends, not a rounding error away from it.
+    let low = if k == 0.0 { 0.0 } else { (centre - half).max(0.0) };
+    let high = if k == n { 1.0 } else { (centre + half).min(1.0) };
+    (low, high)
 }
 
 /// One property's result at one point.
@@ -441,7 +445,10 @@ mod tests {
         assert_eq!(a.values[0], "100ms");
         assert_eq!(a.values[9], "3s");
         assert!(a.log);
-        assert!(a.numbers.windows(2).all(|w| w[1] / w[0] > 1.4 && w[1] / w[0] < 1.5));
+        assert!(a
+            .numbers
+            .windows(2)
+            .all(|w| w[1] / w[0] > 1.4 && w[1] / w[0] < 1.5));
         let d = Axis::parse("drift_ppm=0..50000:11").unwrap();
         assert!(!d.log);
         assert_eq!(d.values[1], "5000");
@@ -486,6 +493,8 @@ mod tests {
         let (l, h) = wilson(81, 263);
         assert!(close(l, 0.2553) && close(h, 0.3662), "{l} {h}");
         assert_eq!(wilson(0, 0), (0.0, 1.0));
+        assert_eq!(wilson(0, 12).0, 0.0);
+        assert_eq!(wilson(12, 12).1, 1.0);
     }
 
     #[test]

@@ -144,6 +144,9 @@ fn x_range(axis: &SweepAxis) -> (f64, f64) {
     (lo - pad, hi + pad)
 }
 
+/// A point's `(y, low, high)` in a line chart, or `None` to leave it out.
+type Value<'a> = dyn Fn(&SweepPoint) -> Option<(f64, f64, f64)> + 'a;
+
 /// A line chart over the first axis: `value(point)` gives `(y, low, high)` (a band when low
 /// and high differ), one line per series. Points whose warnings are not empty are crossed.
 fn line_chart(
@@ -152,7 +155,7 @@ fn line_chart(
     y_label: &str,
     y_max: f64,
     y_fmt: &dyn Fn(f64) -> String,
-    value: &dyn Fn(&SweepPoint) -> Option<(f64, f64, f64)>,
+    value: &Value<'_>,
     legend: SeriesLabelPosition,
 ) -> String {
     let axis = &s.axes[0];
@@ -309,11 +312,7 @@ fn heat_map(s: &SweepSection, series: &str, property: &str) -> String {
                     None => RGBColor(0xdd, 0xdd, 0xdd),
                     Some((r, _)) => {
                         let t = (r.sqrt()).clamp(0.0, 1.0);
-                        RGBColor(
-                            255,
-                            (255.0 - 200.0 * t) as u8,
-                            (255.0 - 220.0 * t) as u8,
-                        )
+                        RGBColor(255, (255.0 - 200.0 * t) as u8, (255.0 - 220.0 * t) as u8)
                     }
                 };
                 let _ = chart.draw_series(std::iter::once(Rectangle::new(
@@ -645,7 +644,11 @@ mod tests {
                         }],
                         latency_p50_ns: Some(70_000_000),
                         latency_p99_ns: Some(120_000_000),
-                        warnings: if i == 0 { vec!["NO GRANTS".into()] } else { vec![] },
+                        warnings: if i == 0 {
+                            vec!["NO GRANTS".into()]
+                        } else {
+                            vec![]
+                        },
                         first_failing_seed: (k > 0).then_some(3),
                         page: (k > 0).then(|| "f-files/x.html".into()),
                         trace: (k > 0).then(|| "f-files/x.json".into()),
@@ -672,8 +675,16 @@ mod tests {
         assert!(h.contains("NO GRANTS"));
         assert!(h.contains("href=\"f-files/x.html\""));
         assert!(h.contains("why &lt;it&gt; is so"));
-        assert!(!h.contains("http://") || h.matches("http://").count() == h.matches("xmlns=\"http://www.w3.org/2000/svg\"").count());
-        assert_eq!(h, sweep_report("t", &[], &[section(1)]), "not deterministic");
+        assert!(
+            !h.contains("http://")
+                || h.matches("http://").count()
+                    == h.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
+        );
+        assert_eq!(
+            h,
+            sweep_report("t", &[], &[section(1)]),
+            "not deterministic"
+        );
     }
 
     #[test]
