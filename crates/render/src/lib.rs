@@ -15,6 +15,7 @@
 //! Output is a pure function of its input: the same run renders to the same bytes.
 
 mod data;
+mod latency;
 pub mod explain;
 pub mod linear;
 pub mod report;
@@ -41,6 +42,12 @@ pub struct Run<'a> {
 const TEMPLATE: &str = include_str!("page.html");
 const STYLE: &str = include_str!("page.css");
 const SCRIPT: &str = include_str!("page.js");
+
+/// An SVG document as an element of an HTML page: without its `xmlns` attribute (HTML needs
+/// none, and a page names no URL at all).
+pub(crate) fn inline_svg(svg: &str) -> String {
+    svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)
+}
 
 /// Text for an HTML element's content, escaped.
 pub(crate) fn text(s: &str) -> String {
@@ -111,6 +118,7 @@ pub fn render_html(run: &Run) -> String {
             ("VERDICT", summary),
             ("STYLE", STYLE.to_string()),
             ("SCRIPT", html_escape::encode_script(&script).into_owned()),
+            ("LATENCY", inline_svg(&latency::latency_svg(&data))),
             ("DATA", script_json(&data)),
         ],
     )
