@@ -28,6 +28,8 @@ pub fn files_dir(report: &Path) -> PathBuf {
 /// What became of one violated cell.
 #[derive(Default)]
 pub(crate) struct Made {
+    /// The unshrunk first failing seed's latency-over-time plot (inline SVG).
+    pub(crate) plot: Option<String>,
     pub(crate) page: Option<String>,
     pub(crate) trace: Option<String>,
     pub(crate) note: Option<String>,
@@ -52,6 +54,15 @@ pub(crate) fn make_with(setup: &Setup, c: &CellSummary, dir: &Path, what: &str) 
     };
     let scenario = setup.scenario(seed, &[c.faults]);
     let first = check_scenario(&scenario, setup.algo.clone());
+    let plot = first.history.as_ref().map(|h| {
+        locksim_render::latency_plot(&Run {
+            scenario: &scenario,
+            history: h,
+            verdict: &first.verdict,
+            title: String::new(),
+            notes: vec![],
+        })
+    });
     let Some(&property) = first.verdict.kinds().first() else {
         return Made {
             note: Some(format!("seed {seed} no longer fails")),
@@ -72,7 +83,10 @@ pub(crate) fn make_with(setup: &Setup, c: &CellSummary, dir: &Path, what: &str) 
     let folder = dir
         .file_name()
         .map_or(String::new(), |f| f.to_string_lossy().into_owned());
-    let mut made = Made::default();
+    let mut made = Made {
+        plot,
+        ..Made::default()
+    };
     let trace_path = dir.join(&name);
     match trace.write_new(&trace_path) {
         Ok(()) => made.trace = Some(format!("{folder}/{name}")),
@@ -234,6 +248,7 @@ pub fn write(
                         trace: m.and_then(|m| m.trace.clone()),
                         note: m.and_then(|m| m.note.clone()),
                         metrics: metric_pairs(c),
+                        plot: m.and_then(|m| m.plot.clone()),
                     }
                 })
                 .collect(),

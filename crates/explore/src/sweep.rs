@@ -312,8 +312,16 @@ pub fn wilson(k: u64, n: u64) -> (f64, f64) {
     let centre = (p + z2 / (2.0 * n)) / denom;
     let half = z / denom * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
     // Exactly 0 (or 1) at the ends, not a rounding error away from it.
-    let low = if k == 0.0 { 0.0 } else { (centre - half).max(0.0) };
-    let high = if k == n { 1.0 } else { (centre + half).min(1.0) };
+    let low = if k == 0.0 {
+        0.0
+    } else {
+        (centre - half).max(0.0)
+    };
+    let high = if k == n {
+        1.0
+    } else {
+        (centre + half).min(1.0)
+    };
     (low, high)
 }
 

@@ -109,7 +109,10 @@ mod tests {
         let ok = data.attempts.iter().filter(|a| a.4 == "ok").count();
         let fail = data.attempts.iter().filter(|a| a.4 == "fail").count();
         assert!(ok > 0 && fail > 0);
-        assert!(svg.contains(&format!("ok ({ok})")), "the legend counts the ok attempts");
+        assert!(
+            svg.contains(&format!("ok ({ok})")),
+            "the legend counts the ok attempts"
+        );
         assert!(svg.contains(&format!("fail ({fail})")));
         // One circle per attempt (plus the legend's), and a band per fault.
         assert!(svg.matches("<circle").count() >= data.attempts.len());

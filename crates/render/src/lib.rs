@@ -15,8 +15,8 @@
 //! Output is a pure function of its input: the same run renders to the same bytes.
 
 mod data;
-mod latency;
 pub mod explain;
+mod latency;
 pub mod linear;
 pub mod report;
 pub mod sweep;
@@ -42,6 +42,13 @@ pub struct Run<'a> {
 const TEMPLATE: &str = include_str!("page.html");
 const STYLE: &str = include_str!("page.css");
 const SCRIPT: &str = include_str!("page.js");
+
+/// The run's acquire latency over time (each attempt a point coloured by outcome, fault
+/// windows shaded) as an inline SVG element, as the run page shows it; empty without
+/// attempts. Campaign reports show it for each violated cell's first failing seed.
+pub fn latency_plot(run: &Run) -> String {
+    inline_svg(&latency::latency_svg(&page_data(run)))
+}
 
 /// An SVG document as an element of an HTML page: without its `xmlns` attribute (HTML needs
 /// none, and a page names no URL at all).

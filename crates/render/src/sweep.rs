@@ -683,7 +683,9 @@ mod tests {
             "the page names a URL"
         );
         // The standalone plots keep their namespace (an .svg file needs it).
-        assert!(figures(&section(1))[0].1.contains("xmlns=\"http://www.w3.org/2000/svg\""));
+        assert!(figures(&section(1))[0]
+            .1
+            .contains("xmlns=\"http://www.w3.org/2000/svg\""));
         assert_eq!(
             h,
             sweep_report("t", &[], &[section(1)]),
