@@ -103,7 +103,8 @@ struct Cli {
 #[derive(clap::Args)]
 struct ListArgs {
     /// Print one JSON object: `{"algorithms":[{"name","what","settings":[{"key","help",
-    /// "default"}]}],"workload":[{"key","help"}],"client":[{"key","help"}],"faults":[…],
+    /// "default"}]}],"workload":[{"key","help"}],"fault_shape":[{"key","help"}],
+    /// "client":[{"key","help"}],"faults":[…],
     /// "fault_types":[{"type","fields":[…],"help"}],"properties":[…]}`.
     #[arg(long)]
     json: bool,

@@ -126,7 +126,6 @@ fn write_svg(path: &Path, s: &SweepSection, force: bool) -> Result<(), String> {
 
 /// One sweep of this invocation and what became of it.
 struct Ran {
-    label: String,
     def: SweepDef,
     spec: CampaignSpec,
     results: Vec<PointResult>,
@@ -180,12 +179,7 @@ fn run_sweep(
         .expect("workers finished")
         .indexed_cells();
     let results = results(&cells, &labels, def.algorithms.len(), def.kinds.len());
-    Ok(Ran {
-        label: label.to_string(),
-        def,
-        spec,
-        results,
-    })
+    Ok(Ran { def, spec, results })
 }
 
 /// `--out`: a new file (an existing non-empty one only with `--force`), one line per record.
@@ -337,7 +331,8 @@ fn csv_field(s: &str) -> String {
 }
 
 /// CSV: one row per point, algorithm and fault kind; every property with its interval.
-pub(crate) fn csv(results: &[PointResult], keys: &[String], seeds: u64) -> String {
+/// `sweep` is the first column: the frontier file, or empty for the command line's sweep.
+pub(crate) fn csv(results: &[PointResult], keys: &[String], seeds: u64, sweep: &str) -> String {
     let props = properties(results, true);
     let mut head: Vec<String> = vec!["sweep".into()];
     head.extend(keys.iter().cloned());
@@ -362,7 +357,7 @@ pub(crate) fn csv(results: &[PointResult], keys: &[String], seeds: u64) -> Strin
     let mut t = head.join(",") + "\n";
     for r in results {
         let c = &r.cell;
-        let mut row: Vec<String> = vec![String::new()];
+        let mut row: Vec<String> = vec![sweep.to_string()];
         row.extend(keys.iter().map(|k| axis_value(r, k)));
         row.extend([
             c.algorithm.clone(),
@@ -712,7 +707,7 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
             serde_json::json!({"axes": axes_json(&ran.def.axes), "points": points})
         ));
     } else if a.csv {
-        out(&csv(&ran.results, &keys, seeds_here));
+        out(&csv(&ran.results, &keys, seeds_here, ""));
     } else {
         out(&table(&ran.results, &keys, seeds_here, liveness));
     }
@@ -724,7 +719,6 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
         started.elapsed().as_secs_f64(),
         plural(jobs as u64, "thread")
     );
-    let _ = ran.label;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -773,8 +767,7 @@ fn files(
             t += &table(&ran.results, &keys, seeds_here, a.check.is_some());
             out(&t);
         } else if a.csv {
-            out(&csv(&ran.results, &keys, seeds_here)
-                .replace("\n,", &format!("\n{},", csv_field(&label))));
+            out(&csv(&ran.results, &keys, seeds_here, &label));
         }
         warn(&ran.results, seeds_here);
         if a.report.is_some() {
