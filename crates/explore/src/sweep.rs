@@ -505,6 +505,64 @@ mod tests {
         assert_eq!(wilson(12, 12).1, 1.0);
     }
 
+    fn record(cell: usize, seed: u64, grants: u64, undecided: Vec<Property>) -> crate::SeedRecord {
+        crate::SeedRecord {
+            campaign: "sweep".into(),
+            point: String::new(),
+            cell,
+            cells: 2,
+            algorithm: "redlock".into(),
+            faults: FaultKind::Pause,
+            plan: 0,
+            first_seed: 0,
+            seeds: 3,
+            seed,
+            checked: vec![Property::S1, Property::S2],
+            violated: if seed == 1 {
+                vec![Property::S1]
+            } else {
+                vec![]
+            },
+            undecided,
+            error: None,
+            grants,
+            settings: String::new(),
+            shard: "0/1".into(),
+            metrics: None,
+        }
+    }
+
+    #[test]
+    fn points_without_grants_or_with_undecided_checks_say_so() {
+        let mut s = crate::Summary::default();
+        for seed in 0..3 {
+            s.add(&record(0, seed, 0, vec![]));
+            s.add(&record(
+                1,
+                seed,
+                5,
+                if seed == 2 {
+                    vec![Property::S2]
+                } else {
+                    vec![]
+                },
+            ));
+        }
+        let labels = vec!["pause_max=1s".to_string(), "pause_max=2s".to_string()];
+        let r = results(&s.indexed_cells(), &labels, 1, 1);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[1].values, [("pause_max".to_string(), "2s".to_string())]);
+        assert!(r[0].warnings(3)[0].starts_with("NO GRANTS"));
+        assert!(r[1].warnings(3)[0].starts_with("UNDECIDED: S2"));
+        assert!(r[1].warnings(4).iter().any(|w| w.contains("only 3 of 4")));
+        // The undecided seed is left out of S2's denominator, not counted as clean.
+        let s2 = r[1].rate(Property::S2).unwrap();
+        assert_eq!((s2.violations, s2.judged), (0, 2));
+        let s1 = r[1].rate(Property::S1).unwrap();
+        assert_eq!((s1.violations, s1.judged), (1, 3));
+        assert!((s1.rate - 1.0 / 3.0).abs() < 1e-12);
+    }
+
     #[test]
     fn a_sweep_is_a_campaign_of_points_times_algorithms() {
         let def = SweepDef {
