@@ -11,6 +11,8 @@
 # Jepsen/Porcupine histories when they are there, and for the S3 section of the run page
 # (every trace of traces/ with an S3 violation has one; its self-test runs after the
 # diagram's).
+# The same for the page of `locksim sweep --report` (plots and a table; its self-test hovers
+# every row of the table).
 # Then it checks the check: copies of the page with a deliberately broken script must fail.
 #
 # Usage: scripts/browser-check.sh [TRACE] [SCREENSHOT.png]
@@ -140,6 +142,20 @@ if cmp -s "$OUT/s3.html" "$OUT/broken-s3.html" || check "$OUT/broken-s3.html" >"
 fi
 echo "browser-check: $S3TRACE's S3 section rendered (screenshot $OUT/s3.png), and a broken one is caught:"
 sed 's/^/  /' "$OUT/broken-s3.log"
+
+# The page of `locksim sweep --report`: plots (inline SVG) and a table whose hover read-out
+# the self-test drives; a copy whose hover does nothing must fail.
+rm -rf "$OUT/sweep.html" "$OUT/sweep-files"
+"$LOCKSIM" sweep --algo redlock,central-fencing --faults pause --vary pause_max=100ms..3s:4 \
+  --set ttl=1s --seeds 20 --report "$OUT/sweep.html" >/dev/null 2>"$OUT/sweep.log" || { cat "$OUT/sweep.log" >&2; exit 1; }
+check "$OUT/sweep.html" "$OUT/sweep.png" || { echo "browser-check: FAILED for $OUT/sweep.html"; exit 1; }
+sed "s/row.classList.add('hover');/;/" "$OUT/sweep.html" >"$OUT/broken-sweep.html"
+if cmp -s "$OUT/sweep.html" "$OUT/broken-sweep.html" || check "$OUT/broken-sweep.html" >"$OUT/broken-sweep.log"; then
+  echo "browser-check: FAILED: a sweep page with a broken hover passed the check"
+  exit 1
+fi
+echo "browser-check: the sweep page rendered (screenshot $OUT/sweep.png), and a broken one is caught:"
+sed 's/^/  /' "$OUT/broken-sweep.log"
 
 # The check must see a broken page: (1) a call to a function that does not exist, (2) a
 # hover that finds nothing (no exception; the self-test must notice).

@@ -141,7 +141,12 @@ pub struct MergeArgs {
 const MAX_SEEDS: u64 = 1_000_000;
 
 fn jobs(a: &CampaignArgs) -> Result<usize, String> {
-    match a.jobs {
+    jobs_of(a.jobs)
+}
+
+/// `--jobs`, or every core.
+pub(crate) fn jobs_of(jobs: Option<usize>) -> Result<usize, String> {
+    match jobs {
         Some(j) if j == 0 || j > 1024 => Err("--jobs must be from 1 to 1024".into()),
         Some(j) => Ok(j),
         None => Ok(std::thread::available_parallelism().map_or(1, |n| n.get())),
@@ -336,7 +341,7 @@ fn open_out(a: &CampaignArgs, jobs: &mut [Job], shard: Shard) -> Result<Option<O
 }
 
 /// serde_json's message without its " at line L column C" tail (the caller names the line).
-fn json_problem(e: &serde_json::Error) -> String {
+pub(crate) fn json_problem(e: &serde_json::Error) -> String {
     let s = e.to_string();
     s.split(" at line ").next().unwrap_or(&s).to_string()
 }
@@ -371,7 +376,11 @@ fn run(job: &mut Job, shard: Shard, out: Option<&Out>) -> Result<u64, String> {
 }
 
 /// Refuses a campaign whose runs would not fit in the memory budget.
-fn check_memory(spec: &CampaignSpec, jobs: usize, memory: &MemoryArgs) -> Result<(), String> {
+pub(crate) fn check_memory(
+    spec: &CampaignSpec,
+    jobs: usize,
+    memory: &MemoryArgs,
+) -> Result<(), String> {
     let limit = memory.limit()?;
     for setup in &spec.setups {
         for &kind in &spec.kinds {
@@ -702,6 +711,8 @@ struct Merged {
     shapes: BTreeSet<(usize, u64, u64)>,
     /// Shards named by the records, `I/N`.
     shards: BTreeSet<String>,
+    /// A sweep's records name their point: by cell.
+    points: BTreeMap<usize, String>,
 }
 
 /// Seeds a campaign's merged records lack: per cell label, how many, and the first few.
@@ -791,6 +802,9 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                 m.cells.insert(r.cell, this);
             }
             m.shards.insert(r.shard.clone());
+            if !r.point.is_empty() {
+                m.points.insert(r.cell, r.point.clone());
+            }
             if m.seen.insert((r.cell, r.seed)) {
                 m.summary.add(&r);
             } else {
@@ -799,6 +813,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         }
     }
     let mut json = Vec::new();
+    let mut sweeps: Vec<serde_json::Value> = Vec::new();
     let mut text = String::new();
     let mut failed = 0;
     for (campaign, m) in &by_campaign {
@@ -841,6 +856,31 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                 );
             }
         }
+        if !m.points.is_empty() {
+            if !lacking.is_empty() && !a.partial {
+                return Err(format!(
+                    "cannot merge {label}: {} (give every shard's file, or --partial to summarize what is there)",
+                    lacking.join("; ")
+                ));
+            }
+            if !lacking.is_empty() {
+                eprintln!("note: {label} is partial: {}", lacking.join("; "));
+            }
+            let seeds = m.shapes.first().map_or(0, |s| s.2);
+            let (t, j, ok) = crate::sweep::merged(
+                campaign,
+                &m.summary.indexed_cells(),
+                &m.points,
+                seeds,
+                lacking.is_empty(),
+            );
+            if !ok {
+                failed += 1;
+            }
+            text += &t;
+            sweeps.push(j);
+            continue;
+        }
         let cells = m.summary.cells();
         let mut verdict = String::new();
         if !lacking.is_empty() {
@@ -878,7 +918,19 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         }
         json.push((campaign.clone(), cells, verdict, lacking));
     }
-    if a.json {
+    if a.json && !sweeps.is_empty() {
+        let mut v = serde_json::json!({ "sweeps": sweeps });
+        if !json.is_empty() {
+            let list: Vec<serde_json::Value> = json
+                .iter()
+                .map(|(c, cells, v, lacking)| {
+                    serde_json::json!({"file": c, "cells": cells, "verdict": v, "missing": lacking})
+                })
+                .collect();
+            v["campaigns"] = list.into();
+        }
+        out(&format!("{v}\n"));
+    } else if a.json {
         let v = match json.as_slice() {
             [(c, cells, _, lacking)] if c.is_empty() => to_json(&Cells {
                 cells,

@@ -9,6 +9,7 @@ mod render;
 mod report;
 mod run;
 mod scenario_args;
+mod sweep;
 mod timeline;
 mod tla;
 mod traces;
@@ -67,6 +68,8 @@ Examples:
   locksim replay traces/*.json
   locksim render traces/k5-redlock-s1-f4f49b23.json -o k5.html    open k5.html in a browser
   locksim campaign --report report.html             the matrix as a page, violations linked
+  locksim sweep --algo redlock --faults pause --vary pause_max=100ms..3s:10 --report f.html
+                                                    violation rates over a grid, plotted
   locksim check --model etcd ../shared/data/histories/etcd/*.log
   locksim export-tla traces/k5-redlock-s1-f4f49b23.json    a TLA+ behaviour for TLC (trace validation)
   locksim list                                      algorithms, their settings, fault kinds";
@@ -101,7 +104,8 @@ struct Cli {
 #[derive(clap::Args)]
 struct ListArgs {
     /// Print one JSON object: `{"algorithms":[{"name","what","settings":[{"key","help",
-    /// "default"}]}],"workload":[{"key","help"}],"client":[{"key","help"}],"faults":[…],
+    /// "default"}]}],"workload":[{"key","help"}],"fault_shape":[{"key","help"}],
+    /// "client":[{"key","help"}],"faults":[…],
     /// "fault_types":[{"type","fields":[…],"help"}],"properties":[…]}`.
     #[arg(long)]
     json: bool,
@@ -113,8 +117,13 @@ enum Command {
     Run(run::RunArgs),
     /// Run an algorithm × fault-kind matrix, or campaign files from sims/, over many seeds.
     Campaign(campaign::CampaignArgs),
-    /// Merge the per-seed results of campaign shards into the summary one run would print.
+    /// Merge the per-seed results of campaign (or sweep) shards into the summary one run
+    /// would print.
     Merge(campaign::MergeArgs),
+    /// Sweep one or two knobs over a grid (e.g. pause_max=100ms..3s:10): per point, each
+    /// property's violation rate with a 95% interval, grants and latency; plots with --report.
+    #[command(after_help = sweep::SWEEP_AFTER_HELP)]
+    Sweep(sweep::SweepArgs),
     /// Shrink a failing run to a minimal trace in traces/ that fails the same way.
     Shrink(traces::ShrinkArgs),
     /// Replay traces: re-run each and compare its event digest and verdict.
@@ -139,6 +148,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run::main(a),
         Command::Campaign(a) => campaign::main(a),
         Command::Merge(a) => campaign::merge(a),
+        Command::Sweep(a) => sweep::main(a),
         Command::Check(a) => check::main(a),
         Command::Shrink(a) => traces::shrink_main(a),
         Command::Replay(a) => traces::replay_main(a),
@@ -177,6 +187,10 @@ fn list(json: bool) {
             .iter()
             .map(|(k, help)| serde_json::json!({"key": k, "help": help}))
             .collect();
+        let fault_shape: Vec<serde_json::Value> = locksim_explore::faultgen::FAULT_KNOBS
+            .iter()
+            .map(|(k, help)| serde_json::json!({"key": k, "help": help}))
+            .collect();
         let faults: Vec<String> = locksim_core::FaultKind::ALL
             .iter()
             .map(|k| k.to_string())
@@ -201,6 +215,7 @@ fn list(json: bool) {
             serde_json::json!({
                 "algorithms": algorithms,
                 "workload": workload,
+                "fault_shape": fault_shape,
                 "client": clients,
                 "faults": faults,
                 "fault_types": fault_types,
@@ -219,6 +234,10 @@ fn list(json: bool) {
     t +=
         "\nWorkload settings (--set key=value, any algorithm; durations need a unit: 500ms, 2s):\n";
     for (k, help) in locksim_explore::setup::WORKLOAD_KNOBS {
+        t += &format!("  {k:<16} {help}\n");
+    }
+    t += "\nFault-shape settings (--set key=value, or --vary in a sweep; unset, they scale with the TTL):\n";
+    for (k, help) in locksim_explore::faultgen::FAULT_KNOBS {
         t += &format!("  {k:<16} {help}\n");
     }
     t += "\nPer-client settings (--set cN.key=value, or a [client.cN] table in a campaign file):\n";

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 
 use locksim_core::time::fmt_nanos;
 use locksim_explore::shrink::{shrink_with, trace_file_name};
-use locksim_explore::{check_scenario, CampaignSpec, CellSummary};
+use locksim_explore::{check_scenario, CampaignSpec, CellSummary, Setup};
 use locksim_render::report::{campaign_report, ReportCell, ReportSection};
 use locksim_render::{render_html, Run};
 
@@ -27,26 +27,42 @@ pub fn files_dir(report: &Path) -> PathBuf {
 
 /// What became of one violated cell.
 #[derive(Default)]
-struct Made {
-    page: Option<String>,
-    trace: Option<String>,
-    note: Option<String>,
+pub(crate) struct Made {
+    /// The unshrunk first failing seed's latency-over-time plot (inline SVG).
+    pub(crate) plot: Option<String>,
+    pub(crate) page: Option<String>,
+    pub(crate) trace: Option<String>,
+    pub(crate) note: Option<String>,
 }
 
 /// Shrinks the first failing seed of the cell, writes its trace (never replacing a different
 /// one) and its page into `dir`; links are relative to the report's folder.
 fn make(spec: &CampaignSpec, c: &CellSummary, dir: &Path) -> Made {
-    let Some(seed) = c.first_failing_seed else {
-        return Made::default();
-    };
     let Some(setup) = spec.setups.iter().find(|s| s.algorithm == c.algorithm) else {
         return Made {
             note: Some("no setup for this algorithm".into()),
             ..Made::default()
         };
     };
+    make_with(setup, c, dir, "the campaign")
+}
+
+/// As [`make`], for the cell `c` run with `setup` (`what`: "the campaign", "the sweep at …").
+pub(crate) fn make_with(setup: &Setup, c: &CellSummary, dir: &Path, what: &str) -> Made {
+    let Some(seed) = c.first_failing_seed else {
+        return Made::default();
+    };
     let scenario = setup.scenario(seed, &[c.faults]);
     let first = check_scenario(&scenario, setup.algo.clone());
+    let plot = first.history.as_ref().map(|h| {
+        locksim_render::latency_plot(&Run {
+            scenario: &scenario,
+            history: h,
+            verdict: &first.verdict,
+            title: String::new(),
+            notes: vec![],
+        })
+    });
     let Some(&property) = first.verdict.kinds().first() else {
         return Made {
             note: Some(format!("seed {seed} no longer fails")),
@@ -67,7 +83,10 @@ fn make(spec: &CampaignSpec, c: &CellSummary, dir: &Path) -> Made {
     let folder = dir
         .file_name()
         .map_or(String::new(), |f| f.to_string_lossy().into_owned());
-    let mut made = Made::default();
+    let mut made = Made {
+        plot,
+        ..Made::default()
+    };
     let trace_path = dir.join(&name);
     match trace.write_new(&trace_path) {
         Ok(()) => made.trace = Some(format!("{folder}/{name}")),
@@ -81,7 +100,7 @@ fn make(spec: &CampaignSpec, c: &CellSummary, dir: &Path) -> Made {
         title: name.clone(),
         notes: vec![
             format!(
-                "{} × {}: seed {seed} of the campaign, shrunk to {} and {} in {}, keeping {property}.",
+                "{} × {}: seed {seed} of {what}, shrunk to {} and {} in {}, keeping {property}.",
                 c.algorithm,
                 c.faults,
                 plural(shrunk.scenario.faults.len() as u64, "fault"),
@@ -229,6 +248,7 @@ pub fn write(
                         trace: m.and_then(|m| m.trace.clone()),
                         note: m.and_then(|m| m.note.clone()),
                         metrics: metric_pairs(c),
+                        plot: m.and_then(|m| m.plot.clone()),
                     }
                 })
                 .collect(),

@@ -378,12 +378,23 @@ fn campaign_report_links_each_violated_cell_to_its_shrunk_timeline() {
         .filter(|l| l.ends_with(".html"))
         .collect();
     assert_eq!(links.len(), violated, "{links:?}");
+    // Each violated cell's first failing seed plotted over time (inline SVG, no namespace URL).
+    assert_eq!(
+        html.matches("<figure class=\"latency\">").count(),
+        violated,
+        "one latency plot per violated cell"
+    );
+    assert!(html.contains("<figure class=\"latency\"><figcaption>"));
     for l in &links {
         assert!(l.starts_with("report-files/"), "{l}");
         let page = std::fs::read_to_string(dir.join(l)).unwrap();
         assert!(
             page.contains("class=\"violation\""),
             "{l}: a violation on the page"
+        );
+        assert!(
+            page.contains("<figure id=\"latency\"><svg"),
+            "{l}: the run's latency over time"
         );
         let trace = dir.join(l.replace(".html", ".json"));
         let o = locksim(&["replay", trace.to_str().unwrap()]);

@@ -148,6 +148,10 @@ pub struct SeedRecord {
     /// The campaign file it belongs to (empty for the command-line matrix).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub campaign: String,
+    /// A sweep's point (`pause_max=100ms ttl=1s`; empty for campaigns): the knob values this
+    /// cell ran with beyond the sweep's own settings.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub point: String,
     /// The cell's index in the campaign (algorithm-major order).
     pub cell: usize,
     /// Cells in the campaign, so that `merge` knows every cell it must see.
@@ -418,8 +422,14 @@ impl Summary {
 
     /// The summaries, by cell index, with their percentiles.
     pub fn cells(&self) -> Vec<CellSummary> {
-        let mut cells: Vec<CellSummary> = self.cells.values().cloned().collect();
-        for c in &mut cells {
+        self.indexed_cells().into_iter().map(|c| c.1).collect()
+    }
+
+    /// The summaries with their cell indexes (a partial merge may lack some cells).
+    pub fn indexed_cells(&self) -> Vec<(usize, CellSummary)> {
+        let mut cells: Vec<(usize, CellSummary)> =
+            self.cells.iter().map(|(i, c)| (*i, c.clone())).collect();
+        for (_, c) in &mut cells {
             let m = &c.metrics;
             c.counts = m.counts.clone();
             c.acquire_latency_p50_ns = m.acquire_latency_ns.quantile(0.5);
@@ -447,6 +457,7 @@ fn run_one(spec: &CampaignSpec, cell: usize, kind: FaultKind, a: usize, seed: u6
     };
     SeedRecord {
         campaign: String::new(),
+        point: String::new(),
         cell,
         cells: spec.setups.len() * spec.kinds.len(),
         algorithm: setup.algorithm.clone(),
@@ -593,9 +604,18 @@ pub fn run_campaign(spec: &CampaignSpec, progress: &(dyn Fn(u64, u64) + Sync)) -
 }
 
 /// A short stable hash of what a setup runs (algorithm, knobs, cluster, workload, and the
-/// explicit plan when there is one).
+/// explicit plan and fault shapes when they are not the defaults).
 pub fn fingerprint(setup: &Setup) -> String {
-    let text = if setup.plan.is_empty() {
+    let text = if !setup.shape.is_default() {
+        serde_json::to_string(&(
+            &setup.algorithm,
+            &setup.config,
+            &setup.cluster,
+            &setup.workload,
+            &setup.plan,
+            &setup.shape,
+        ))
+    } else if setup.plan.is_empty() {
         serde_json::to_string(&(
             &setup.algorithm,
             &setup.config,

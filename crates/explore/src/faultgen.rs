@@ -6,6 +6,11 @@
 //! a bad shared NTP source does), drift from a few ppm to 5%. For TTLs above a third of a day
 //! the scale stops at a third of a day, so that no fault lasts longer than the day a fault may
 //! last ([`MAX_FAULT_NS`]): `--set ttl=12h` gets faults of up to a day, not of 36 hours.
+//!
+//! Those shapes are knobs ([`FaultShape`], given with `--set` or swept with `locksim sweep
+//! --vary`): `pause_min`/`pause_max`, `step_max`, `drift_min_ppm`/`drift_max_ppm` (or
+//! `drift_ppm` for both), `partition_max`. A knob left unset draws exactly as before, so every
+//! existing seed keeps its plan.
 
 use locksim_core::fault::MAX_FAULT_NS;
 use locksim_core::{Cluster, Fault, FaultKind, FaultPlan, Nanos, NodeId, TimedFault, Workload};
@@ -13,11 +18,139 @@ use locksim_sim::world::{stream, Stream};
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
 
 const BASE: [FaultKind; 9] = FaultKind::BASE;
 
-/// Draws the fault plan of `seed` for `kinds`.
+/// The fault generator's shape parameters; `None` keeps the default, which scales with the
+/// TTL (see the module's docs). Durations in nanoseconds of true time, drift in parts per
+/// million of the node's clock rate.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultShape {
+    /// Shortest process pause, ns (default: a tenth of the TTL, or `pause_max` if less).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_min: Option<Nanos>,
+    /// Longest process pause, ns (default: three TTLs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause_max: Option<Nanos>,
+    /// Largest clock step, forward or back, ns (default: two TTLs; the smallest is a tenth
+    /// of the TTL, or `step_max` if less).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_max: Option<Nanos>,
+    /// Smallest drift magnitude, ppm (default: 10, or `drift_max_ppm` if less).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_min_ppm: Option<u32>,
+    /// Largest drift magnitude, ppm; with either drift knob set, magnitudes are drawn evenly
+    /// from `drift_min_ppm..=drift_max_ppm` with a random sign (default: half from 10..=1,000,
+    /// half from 10,000..=50,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_max_ppm: Option<u32>,
+    /// Longest partition (and leader isolation), ns (default: three TTLs; the shortest is a
+    /// quarter of the TTL, or `partition_max` if less).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_max: Option<Nanos>,
+}
+
+/// The fault generator's knobs accepted by `--set` (and `--vary`), with their meaning.
+pub const FAULT_KNOBS: &[(&str, &str)] = &[
+    ("pause_min", "shortest drawn process pause (default ttl/10)"),
+    ("pause_max", "longest drawn process pause (default 3 × ttl)"),
+    ("step_max", "largest drawn clock step, forward or back (default 2 × ttl)"),
+    (
+        "drift_ppm",
+        "every drawn clock drift has this magnitude, ppm, with a random sign (sets drift_min_ppm and drift_max_ppm)",
+    ),
+    ("drift_min_ppm", "smallest drawn clock drift magnitude, ppm (default 10)"),
+    (
+        "drift_max_ppm",
+        "largest drawn clock drift magnitude, ppm (default: half of the drifts 10..1000, half 10000..50000)",
+    ),
+    (
+        "partition_max",
+        "longest drawn partition or leader isolation (default 3 × ttl)",
+    ),
+];
+
+impl FaultShape {
+    /// `true` when every knob keeps its default.
+    pub fn is_default(&self) -> bool {
+        *self == FaultShape::default()
+    }
+
+    /// Applies one knob; `Ok(false)` when `key` is not a fault-shape knob. `parse` reads a
+    /// duration (non-negative, with a unit).
+    ///
+    /// # Errors
+    /// A bad value, naming the key.
+    pub fn apply(
+        &mut self,
+        key: &str,
+        v: &str,
+        parse: &dyn Fn(&str, &str) -> Result<Nanos, String>,
+    ) -> Result<bool, String> {
+        let ppm = |v: &str| {
+            v.parse::<u32>()
+                .ok()
+                .filter(|n| *n <= 500_000)
+                .ok_or_else(|| format!("`{key}={v}` must be an integer from 0 to 500000 (ppm)"))
+        };
+        match key {
+            "pause_min" => self.pause_min = Some(parse(key, v)?),
+            "pause_max" => self.pause_max = Some(parse(key, v)?),
+            "step_max" => self.step_max = Some(parse(key, v)?),
+            "partition_max" => self.partition_max = Some(parse(key, v)?),
+            "drift_min_ppm" => self.drift_min_ppm = Some(ppm(v)?),
+            "drift_max_ppm" => self.drift_max_ppm = Some(ppm(v)?),
+            "drift_ppm" => {
+                let n = ppm(v)?;
+                self.drift_min_ppm = Some(n);
+                self.drift_max_ppm = Some(n);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Checks that each range is not empty.
+    ///
+    /// # Errors
+    /// A minimum above its maximum, naming both knobs.
+    pub fn validate(&self) -> Result<(), String> {
+        use locksim_core::time::fmt_nanos;
+        if let (Some(lo), Some(hi)) = (self.pause_min, self.pause_max) {
+            if lo > hi {
+                return Err(format!(
+                    "`pause_min` ({}) is above `pause_max` ({})",
+                    fmt_nanos(lo as i128),
+                    fmt_nanos(hi as i128)
+                ));
+            }
+        }
+        if let (Some(lo), Some(hi)) = (self.drift_min_ppm, self.drift_max_ppm) {
+            if lo > hi {
+                return Err(format!(
+                    "`drift_min_ppm` ({lo}) is above `drift_max_ppm` ({hi})"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Draws the fault plan of `seed` for `kinds`, with the default shapes.
 pub fn generate(seed: u64, kinds: &[FaultKind], cluster: &Cluster, w: &Workload) -> FaultPlan {
+    generate_shaped(seed, kinds, cluster, w, &FaultShape::default())
+}
+
+/// Draws the fault plan of `seed` for `kinds`, with the shapes of `shape`.
+pub fn generate_shaped(
+    seed: u64,
+    kinds: &[FaultKind],
+    cluster: &Cluster,
+    w: &Workload,
+    shape: &FaultShape,
+) -> FaultPlan {
     let mut faults = Vec::new();
     for &kind in kinds {
         let mut rng = stream(seed, Stream::Faults, kind as u64);
@@ -32,7 +165,7 @@ pub fn generate(seed: u64, kinds: &[FaultKind], cluster: &Cluster, w: &Workload)
                 let intensity = rng.gen_range(1..=4);
                 for k in on {
                     for _ in 0..rng.gen_range(1..=intensity) {
-                        faults.extend(draw(k, &mut rng, cluster, w));
+                        faults.extend(draw(k, &mut rng, cluster, w, shape));
                     }
                 }
             }
@@ -42,13 +175,13 @@ pub fn generate(seed: u64, kinds: &[FaultKind], cluster: &Cluster, w: &Workload)
                 let n = rng.gen_range(2..=4);
                 for &k in &pool[..n] {
                     for _ in 0..rng.gen_range(1..=2) {
-                        faults.extend(draw(k, &mut rng, cluster, w));
+                        faults.extend(draw(k, &mut rng, cluster, w, shape));
                     }
                 }
             }
             k => {
                 for _ in 0..rng.gen_range(1..=3) {
-                    faults.extend(draw(k, &mut rng, cluster, w));
+                    faults.extend(draw(k, &mut rng, cluster, w, shape));
                 }
             }
         }
@@ -82,7 +215,13 @@ fn scale(w: &Workload) -> Nanos {
     w.ttl.min(MAX_FAULT_NS / 3)
 }
 
-fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Vec<TimedFault> {
+fn draw(
+    kind: FaultKind,
+    rng: &mut ChaCha8Rng,
+    c: &Cluster,
+    w: &Workload,
+    shape: &FaultShape,
+) -> Vec<TimedFault> {
     let ttl = scale(w);
     let at = between(rng, 0, w.duration.saturating_sub(ttl / 2));
     let servers: Vec<NodeId> = c.server_ids().collect();
@@ -92,7 +231,10 @@ fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Vec
     let window = |rng: &mut ChaCha8Rng| between(rng, ttl / 4, 3 * ttl);
     let fault = match kind {
         FaultKind::Partition => {
-            let duration = window(rng);
+            let duration = match shape.partition_max {
+                None => window(rng),
+                Some(hi) => between(rng, (ttl / 4).min(hi), hi),
+            };
             match rng.gen_range(0..4) {
                 0 => Fault::Isolate {
                     node: pick(rng, &all[..all.len() - 1]),
@@ -133,12 +275,21 @@ fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Vec
             };
             Fault::Pause {
                 node,
-                duration: between(rng, ttl / 10, 3 * ttl),
+                duration: match (shape.pause_min, shape.pause_max) {
+                    (None, None) => between(rng, ttl / 10, 3 * ttl),
+                    (lo, hi) => {
+                        let hi = hi.unwrap_or(3 * ttl);
+                        between(rng, lo.unwrap_or((ttl / 10).min(hi)), hi)
+                    }
+                },
                 task: locksim_core::fault::PauseTask::Process,
             }
         }
         FaultKind::ClockJump => {
-            let size = between(rng, ttl / 10, 2 * ttl) as i64;
+            let size = match shape.step_max {
+                None => between(rng, ttl / 10, 2 * ttl),
+                Some(hi) => between(rng, (ttl / 10).min(hi), hi),
+            } as i64;
             let delta = if rng.gen_bool(0.5) { size } else { -size };
             match rng.gen_range(0..20) {
                 // A bad shared time source steps every lock server at once.
@@ -163,10 +314,18 @@ fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Vec
         }
         FaultKind::ClockDrift => {
             let node = pick(rng, &all[..all.len() - 1]);
-            let size = if rng.gen_bool(0.5) {
-                rng.gen_range(10..=1_000)
-            } else {
-                rng.gen_range(10_000..=50_000)
+            let size = match (shape.drift_min_ppm, shape.drift_max_ppm) {
+                (None, None) => {
+                    if rng.gen_bool(0.5) {
+                        rng.gen_range(10..=1_000)
+                    } else {
+                        rng.gen_range(10_000..=50_000)
+                    }
+                }
+                (lo, hi) => {
+                    let hi = i64::from(hi.unwrap_or(50_000));
+                    rng.gen_range(lo.map_or(10.min(hi), i64::from)..=hi)
+                }
             };
             Fault::ClockDrift {
                 node,
@@ -212,7 +371,10 @@ fn draw(kind: FaultKind, rng: &mut ChaCha8Rng, c: &Cluster, w: &Workload) -> Vec
             duration: window(rng),
         },
         FaultKind::LeaderChange => Fault::IsolateLeader {
-            duration: window(rng),
+            duration: match shape.partition_max {
+                None => window(rng),
+                Some(hi) => between(rng, (ttl / 4).min(hi), hi),
+            },
             mode: locksim_core::fault::CutMode::Drop,
         },
         FaultKind::None | FaultKind::Mixed | FaultKind::Swarm => {
@@ -291,5 +453,100 @@ mod tests {
                 "adding a kind reshuffled the pauses"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod shape_tests {
+    use super::*;
+    use locksim_core::time::{MS, SEC};
+
+    fn cluster() -> Cluster {
+        Cluster {
+            servers: 5,
+            clients: 3,
+        }
+    }
+
+    /// The plans of seeds 0..50 of every kind, hashed: the knobs' defaults must keep every
+    /// seed's plan (and so every recorded trace and campaign expectation) as it was.
+    #[test]
+    fn the_default_shape_draws_the_plans_of_before() {
+        let w = Workload::default();
+        let mut text = String::new();
+        for seed in 0..50 {
+            for kind in FaultKind::ALL {
+                let p = generate_shaped(seed, &[kind], &cluster(), &w, &FaultShape::default());
+                text += &serde_json::to_string(&p).unwrap();
+            }
+        }
+        let digest = format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()));
+        assert_eq!(digest, "44868ded570d3cd6");
+    }
+
+    #[test]
+    fn shape_knobs_bound_what_is_drawn() {
+        let w = Workload::default();
+        let shape = FaultShape {
+            pause_min: Some(300 * MS),
+            pause_max: Some(400 * MS),
+            step_max: Some(50 * MS),
+            drift_min_ppm: Some(20_000),
+            drift_max_ppm: Some(20_000),
+            partition_max: Some(2 * SEC),
+        };
+        let (mut pauses, mut steps, mut drifts, mut cuts) = (0, 0, 0, 0);
+        for seed in 0..100 {
+            let kinds = [
+                FaultKind::Pause,
+                FaultKind::ClockJump,
+                FaultKind::ClockDrift,
+                FaultKind::Partition,
+            ];
+            let p = generate_shaped(seed, &kinds, &cluster(), &w, &shape);
+            p.validate(&cluster()).unwrap();
+            for f in &p.faults {
+                match f.fault {
+                    Fault::Pause { duration, .. } => {
+                        assert!((300 * MS..=400 * MS).contains(&duration), "{duration}");
+                        pauses += 1;
+                    }
+                    Fault::ClockStep { delta, .. } => {
+                        assert!(delta.unsigned_abs() <= 50 * MS, "{delta}");
+                        steps += 1;
+                    }
+                    Fault::ClockDrift { ppm, .. } => {
+                        assert_eq!(ppm.abs(), 20_000);
+                        drifts += 1;
+                    }
+                    Fault::Partition { duration, .. }
+                    | Fault::Isolate { duration, .. }
+                    | Fault::PartitionOneway { duration, .. } => {
+                        assert!(duration <= 2 * SEC, "{duration}");
+                        cuts += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        assert!(pauses > 50 && steps > 50 && drifts > 50 && cuts > 50);
+    }
+
+    #[test]
+    fn bad_shapes_are_refused_by_name() {
+        let mut s = FaultShape::default();
+        let parse = |_: &str, v: &str| -> Result<Nanos, String> {
+            locksim_core::time::parse_duration(v)
+                .map(|d| d as Nanos)
+                .map_err(|e| e.to_string())
+        };
+        assert!(s.apply("pause_min", "2s", &parse).unwrap());
+        assert!(s.apply("pause_max", "1s", &parse).unwrap());
+        assert!(s.validate().unwrap_err().contains("pause_min"));
+        assert!(!s.apply("ttl", "1s", &parse).unwrap());
+        assert!(s
+            .apply("drift_ppm", "-5", &parse)
+            .unwrap_err()
+            .contains("drift_ppm"));
     }
 }

@@ -11,10 +11,12 @@ pub mod budget;
 pub mod campaign;
 pub mod campaign_file;
 pub mod faultgen;
+pub mod frontier;
 pub mod outcome;
 pub mod replay;
 pub mod setup;
 pub mod shrink;
+pub mod sweep;
 pub mod testing;
 pub mod tla;
 

@@ -12,7 +12,7 @@ use locksim_core::time::parse_duration;
 use locksim_core::{Cluster, FaultKind, FaultPlan, Nanos, RenewRetry, Scenario, Workload};
 use locksim_sim::LockAlgorithm;
 
-use crate::faultgen;
+use crate::faultgen::{self, FaultShape, FAULT_KNOBS};
 
 /// Workload settings accepted by `--set`, with their meaning.
 pub const WORKLOAD_KNOBS: &[(&str, &str)] = &[
@@ -76,6 +76,9 @@ pub struct Setup {
     pub workload: Workload,
     /// Explicit faults added to every seed's plan (`[[fault]]` entries, `--plan`).
     pub plan: FaultPlan,
+    /// The fault generator's shape knobs (`pause_max`, `step_max`, …; defaults scale with the
+    /// TTL).
+    pub shape: FaultShape,
 }
 
 fn dur(key: &str, v: &str) -> Result<Nanos, String> {
@@ -111,7 +114,9 @@ pub fn client_setting(key: &str) -> Option<(&str, &str)> {
 }
 
 fn is_workload(key: &str) -> bool {
-    WORKLOAD_KNOBS.iter().any(|w| w.0 == key) || client_setting(key).is_some()
+    WORKLOAD_KNOBS.iter().any(|w| w.0 == key)
+        || FAULT_KNOBS.iter().any(|w| w.0 == key)
+        || client_setting(key).is_some()
 }
 
 /// Applies one workload setting; `Ok(false)` when `key` is not a workload setting.
@@ -191,12 +196,14 @@ impl Setup {
         let mut workload = Workload::default();
         let mut clients = 3;
         let mut config = BTreeMap::new();
+        let mut shape = FaultShape::default();
         for (k, v) in settings {
-            if apply_workload(&mut workload, &mut clients, k, v)? {
+            if apply_workload(&mut workload, &mut clients, k, v)? || shape.apply(k, v, &dur)? {
                 continue;
             }
             if !algo_knobs.iter().any(|n| n.key == k) {
                 let mut valid: Vec<&str> = WORKLOAD_KNOBS.iter().map(|k| k.0).collect();
+                valid.extend(FAULT_KNOBS.iter().map(|k| k.0));
                 valid.extend(algo_knobs.iter().map(|k| k.key));
                 valid.push("cN.<per-client setting>");
                 return Err(format!(
@@ -217,8 +224,9 @@ impl Setup {
             .validate()
             .map_err(|e| e.replace("workload ", ""))?;
         workload.validate_clients(clients)?;
+        shape.validate()?;
         let algo = locksim_algos::build(algorithm, &config, &workload)?;
-        Ok(Setup::custom(algo, config, clients, workload))
+        Ok(Setup::custom(algo, config, clients, workload).with_shape(shape))
     }
 
     /// Wraps any algorithm (your own included) with a workload.
@@ -238,7 +246,14 @@ impl Setup {
             algo,
             workload,
             plan: FaultPlan::default(),
+            shape: FaultShape::default(),
         }
+    }
+
+    /// The same setup with the fault generator's shapes set.
+    pub fn with_shape(mut self, shape: FaultShape) -> Setup {
+        self.shape = shape;
+        self
     }
 
     /// The same setup with explicit faults added to every seed's plan.
@@ -249,7 +264,9 @@ impl Setup {
 
     /// The scenario of `seed` with a fault plan drawn for `kinds`, plus the explicit plan.
     pub fn scenario(&self, seed: u64, kinds: &[FaultKind]) -> Scenario {
-        let mut faults = faultgen::generate(seed, kinds, &self.cluster, &self.workload).faults;
+        let mut faults =
+            faultgen::generate_shaped(seed, kinds, &self.cluster, &self.workload, &self.shape)
+                .faults;
         faults.extend(self.plan.faults.iter().cloned());
         Scenario {
             seed,
@@ -305,6 +322,7 @@ pub fn setups_for(algorithms: &[String], settings: &[String]) -> Result<Vec<Setu
     for (k, _) in &pairs {
         if !is_workload(k) && !knobs.iter().any(|ks| ks.iter().any(|n| n.key == k)) {
             let mut valid: Vec<&str> = WORKLOAD_KNOBS.iter().map(|w| w.0).collect();
+            valid.extend(FAULT_KNOBS.iter().map(|k| k.0));
             for n in knobs.iter().flat_map(|ks| ks.iter()) {
                 if !valid.contains(&n.key) {
                     valid.push(n.key);
@@ -355,6 +373,7 @@ impl Setup {
             cluster: s.cluster.clone(),
             workload: s.workload.clone(),
             plan: FaultPlan::default(),
+            shape: FaultShape::default(),
         })
     }
 }

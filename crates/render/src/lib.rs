@@ -9,14 +9,17 @@
 //!   showing each client's holds, the servers' grants, the resource's writes, the faults where
 //!   they act, each node's clock offset, the messages on demand, and the violations
 //!   highlighted and explained in plain words ([`explain`]);
-//! - [`report::campaign_report`]: a campaign's matrix as a page linking to rendered traces.
+//! - [`report::campaign_report`]: a campaign's matrix as a page linking to rendered traces;
+//! - [`sweep::sweep_report`]: a sweep's rates, intervals and latencies as inline SVG plots.
 //!
 //! Output is a pure function of its input: the same run renders to the same bytes.
 
 mod data;
 pub mod explain;
+mod latency;
 pub mod linear;
 pub mod report;
+pub mod sweep;
 
 use locksim_core::{History, Scenario, Verdict};
 
@@ -39,6 +42,19 @@ pub struct Run<'a> {
 const TEMPLATE: &str = include_str!("page.html");
 const STYLE: &str = include_str!("page.css");
 const SCRIPT: &str = include_str!("page.js");
+
+/// The run's acquire latency over time (each attempt a point coloured by outcome, fault
+/// windows shaded) as an inline SVG element, as the run page shows it; empty without
+/// attempts. Campaign reports show it for each violated cell's first failing seed.
+pub fn latency_plot(run: &Run) -> String {
+    inline_svg(&latency::latency_svg(&page_data(run)))
+}
+
+/// An SVG document as an element of an HTML page: without its `xmlns` attribute (HTML needs
+/// none, and a page names no URL at all).
+pub(crate) fn inline_svg(svg: &str) -> String {
+    svg.replacen(" xmlns=\"http://www.w3.org/2000/svg\"", "", 1)
+}
 
 /// Text for an HTML element's content, escaped.
 pub(crate) fn text(s: &str) -> String {
@@ -109,6 +125,7 @@ pub fn render_html(run: &Run) -> String {
             ("VERDICT", summary),
             ("STYLE", STYLE.to_string()),
             ("SCRIPT", html_escape::encode_script(&script).into_owned()),
+            ("LATENCY", inline_svg(&latency::latency_svg(&data))),
             ("DATA", script_json(&data)),
         ],
     )

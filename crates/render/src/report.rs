@@ -32,13 +32,16 @@ pub struct ReportCell {
     pub note: Option<String>,
     /// Metrics as `[label, value]` pairs, shown in the details table.
     pub metrics: Vec<(String, String)>,
+    /// The first failing seed's acquire latency over time, as an inline SVG element (see
+    /// [`crate::latency_plot`]), when the cell is violated.
+    pub plot: Option<String>,
 }
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2330}\
 h1{font-size:20px;margin:0 0 4px}p.sub{color:#555;margin:0 0 16px}\
 table{border-collapse:collapse;margin:12px 0 24px}th,td{border:1px solid #d5d9e0;padding:6px 10px;text-align:center}\
 th{background:#f2f4f7}h2{font-size:16px;margin:28px 0 6px}h3{font-size:14px;margin:14px 0 4px}td.safe{background:#e6f4ea;color:#1e6b34}td.bad{background:#fde8e6;color:#8a1c12}\
-td.err{background:#fff4d6}td.left,th.left{text-align:left}a{color:#1a56c4}small{color:#666}";
+td.err{background:#fff4d6}figure.latency{margin:8px 0}figcaption{font-size:13px;color:#444}td.left,th.left{text-align:left}a{color:#1a56c4}small{color:#666}";
 
 fn attr(s: &str) -> String {
     html_escape::encode_double_quoted_attribute(s).into_owned()
@@ -186,6 +189,19 @@ pub fn campaign_report(title: &str, notes: &[String], sections: &[ReportSection]
         if !m.is_empty() {
             h += "<h3>Lock metrics per cell</h3>\n";
             h += &m;
+        }
+        let plots: Vec<&ReportCell> = s.cells.iter().filter(|c| c.plot.is_some()).collect();
+        if !plots.is_empty() {
+            h += "<h3>Acquire latency over time in each violated cell's first failing seed (before shrinking)</h3>\n<p class=\"sub\">Each acquire attempt is a point at the time it was invoked, at the height of its latency: green ok, red fail, orange info (unknown); fault windows are shaded.</p>\n";
+            for c in plots {
+                h += &format!(
+                    "<figure class=\"latency\"><figcaption>{} × {}, seed {}</figcaption>{}</figure>\n",
+                    text(&c.algorithm),
+                    text(&c.faults),
+                    c.first_failing_seed.unwrap_or(0),
+                    c.plot.as_deref().unwrap_or_default()
+                );
+            }
         }
     }
     h += "</body></html>\n";

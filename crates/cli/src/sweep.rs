@@ -1,0 +1,891 @@
+//! `locksim sweep`: one or two `--vary` axes over any knob, each point run as campaign cells
+//! (one per algorithm and fault kind); a table, `--json`, `--csv` and a `--report` page with
+//! plots. Frontier files (`sims/frontier/*.toml`) are sweeps with stated boundaries.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use clap::Args;
+use locksim_core::fault::parse_kinds;
+use locksim_core::time::fmt_nanos;
+use locksim_core::{FaultKind, Property};
+use locksim_explore::frontier::FrontierFile;
+use locksim_explore::sweep::{results, Axis, PointResult, SweepDef, Unit};
+use locksim_explore::{run_each, CampaignSpec, SeedRecord, Shard, Summary};
+use locksim_render::sweep::{sweep_report, SweepAxis, SweepPoint, SweepRate, SweepSection};
+
+use crate::progress::Progress;
+use crate::{out, plural, MemoryArgs};
+
+pub const SWEEP_AFTER_HELP: &str = "\
+Axes (--vary KEY=RANGE, once or twice; KEY is any --set knob: a workload setting, an
+algorithm setting, a per-client setting cN.key, or a fault-shape knob):
+  pause_max=100ms..3s:10    10 points, log-spaced (LO > 0); 0..50000:11 is evenly spaced
+  ttl=500ms..2s+250ms       evenly spaced by a step
+  clients=2..8              every integer
+  ttl=1s,2s,5s              a list
+Fault-shape knobs: pause_min, pause_max, step_max, drift_ppm (or drift_min_ppm and
+drift_max_ppm), partition_max; unset, they scale with the TTL (see `locksim list`).
+
+Per point, algorithm and fault kind: the seeds run, the seeds violating each property with
+a 95% Wilson score interval, grants, acquire latency p50/p99, the first failing seed. A point
+with no grants, undecided checks or seeds that failed to run says so in capitals: its zero
+proves nothing.
+
+Frontier files (sims/frontier/*.toml, given as paths) are sweeps with expectations about
+where a property starts being violated; the command exits 1 naming each boundary that moved.
+
+Examples:
+  locksim sweep --algo redlock,central-fencing --faults pause --vary pause_max=100ms..3s:10 \\
+      --set ttl=1s --seeds 300 --report f.html
+  locksim sweep --algo redlock --faults clock-drift --vary drift_ppm=0..200000:11 --csv
+  locksim sweep --algo redlock --faults pause --vary pause_max=100ms..3s:8 --vary ttl=500ms..4s:6
+  locksim sweep sims/frontier/                        the frontier files; exit 1 if a boundary moved
+  locksim sweep ... --shard 0/4 --out part0.jsonl     then: locksim merge part*.jsonl";
+
+#[derive(Args)]
+pub struct SweepArgs {
+    /// Frontier files (TOML) or folders of them, e.g. `sims/frontier/`; without any, the sweep
+    /// the flags describe.
+    #[arg(value_name = "FILE|DIR")]
+    paths: Vec<PathBuf>,
+    /// Algorithms, comma-separated (one line each in the plots).
+    #[arg(long, value_name = "NAME[,NAME]", value_delimiter = ',')]
+    algo: Vec<String>,
+    /// Fault kinds, comma-separated [default: pause].
+    #[arg(long, value_name = "KIND[,KIND]")]
+    faults: Option<String>,
+    /// An axis: KEY=LO..HI:N (log-spaced when LO > 0), KEY=LO..HI+STEP, KEY=LO..HI
+    /// (integers) or KEY=A,B,C. Once or twice.
+    #[arg(long, value_name = "KEY=RANGE")]
+    vary: Vec<String>,
+    /// A setting every point gets, e.g. `ttl=1s` (repeatable), as for `campaign`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Seeds per point, algorithm and fault kind [default: 100].
+    #[arg(long, value_name = "N")]
+    seeds: Option<u64>,
+    /// First seed [default: 0].
+    #[arg(long, value_name = "N")]
+    first_seed: Option<u64>,
+    /// Worker threads [default: every core].
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Run only shard I of N of every point (as for `campaign`; then `locksim merge`).
+    #[arg(long, value_name = "I/N", conflicts_with = "shards")]
+    shard: Option<String>,
+    /// Split into N shards; JOB_COMPLETION_INDEX names this one (a Kubernetes Indexed Job).
+    #[arg(long, value_name = "N")]
+    shards: Option<u64>,
+    /// Write one JSON line per seed to this file as each finishes (for `locksim merge`). An
+    /// existing file is never replaced without --force.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Replace an existing --out file, or a --report page locksim did not write.
+    #[arg(long)]
+    force: bool,
+    /// Print one JSON object instead of the table.
+    #[arg(long, conflicts_with = "csv")]
+    json: bool,
+    /// Print CSV (one row per point, algorithm and fault kind) instead of the table.
+    #[arg(long)]
+    csv: bool,
+    /// Also plot L1–L3 (always checked, always in --json and --csv).
+    #[arg(long, value_name = "liveness")]
+    check: Option<crate::campaign::Check>,
+    /// Write the plots and the table as one self-contained HTML page; the shrunk first failing
+    /// seed of every point goes, with its timeline, into FILE-files/ beside it.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Also write the first plot alone as an SVG file (the first property's rates; with two
+    /// axes, its heat map for the first algorithm), e.g. for a README. An existing file is
+    /// never replaced without --force.
+    #[arg(long, value_name = "FILE.svg")]
+    svg: Option<PathBuf>,
+    #[command(flatten)]
+    memory: MemoryArgs,
+}
+
+/// Writes the first figure of `s` to `path` (whole, through a rename).
+fn write_svg(path: &Path, s: &SweepSection, force: bool) -> Result<(), String> {
+    if path.exists() && !force {
+        return Err(format!(
+            "{} exists; not replacing it (give --force to replace it)",
+            path.display()
+        ));
+    }
+    let Some((_, svg)) = locksim_render::sweep::figures(s).into_iter().next() else {
+        return Err("nothing to plot".into());
+    };
+    locksim_core::file::write_whole(path, svg.as_bytes(), locksim_core::file::Place::Replace)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// One sweep of this invocation and what became of it.
+struct Ran {
+    def: SweepDef,
+    spec: CampaignSpec,
+    results: Vec<PointResult>,
+}
+
+fn properties(results: &[PointResult], liveness: bool) -> Vec<Property> {
+    Property::ALL
+        .into_iter()
+        .filter(|p| liveness || !p.is_liveness())
+        .filter(|p| results.iter().any(|r| r.cell.checked.contains(p)))
+        .collect()
+}
+
+fn per_point(def: &SweepDef) -> usize {
+    def.algorithms.len() * def.kinds.len()
+}
+
+/// Runs one sweep (this shard of it), streaming records to `out`.
+fn run_sweep(
+    label: &str,
+    def: SweepDef,
+    jobs: usize,
+    shard: Shard,
+    memory: &MemoryArgs,
+    out: Option<&OutFile>,
+) -> Result<Ran, String> {
+    let (spec, labels) = def.spec(jobs)?;
+    crate::campaign::check_memory(&spec, jobs, memory)?;
+    let total = (spec.setups.len() * spec.kinds.len()) as u64 * shard.seeds_of(spec.seeds);
+    let progress = Progress::new("seeds", total);
+    let summary = Mutex::new(Summary::default());
+    let pp = per_point(&def);
+    run_each(
+        &spec,
+        shard,
+        &|_, _| false,
+        &|mut r| {
+            r.campaign = label.to_string();
+            r.point = labels[r.cell / pp].clone();
+            if let Some(o) = out {
+                o.write(&r)?;
+            }
+            summary.lock().expect("no panics while held").add(&r);
+            Ok(())
+        },
+        &|n, _| progress.set(n),
+    )?;
+    progress.finish();
+    let cells = summary
+        .into_inner()
+        .expect("workers finished")
+        .indexed_cells();
+    let results = results(&cells, &labels, def.algorithms.len(), def.kinds.len());
+    Ok(Ran { def, spec, results })
+}
+
+/// `--out`: a new file (an existing non-empty one only with `--force`), one line per record.
+pub(crate) struct OutFile {
+    path: PathBuf,
+    file: Mutex<std::fs::File>,
+}
+
+impl OutFile {
+    fn create(path: &Path, force: bool) -> Result<OutFile, String> {
+        if std::fs::metadata(path).is_ok_and(|m| m.len() > 0) && !force {
+            return Err(format!(
+                "--out {} exists: give --force to replace it",
+                path.display()
+            ));
+        }
+        let file = std::fs::File::create(path)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok(OutFile {
+            path: path.to_path_buf(),
+            file: Mutex::new(file),
+        })
+    }
+
+    fn write(&self, r: &SeedRecord) -> Result<(), String> {
+        let mut line = serde_json::to_string(r).expect("records serialize");
+        line.push('\n');
+        let mut f = self.file.lock().expect("no panics while held");
+        f.write_all(line.as_bytes())
+            .and_then(|_| f.flush())
+            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))
+    }
+}
+
+fn axis_value(r: &PointResult, key: &str) -> String {
+    r.values
+        .iter()
+        .find(|(k, _)| k == key)
+        .map_or(String::new(), |v| v.1.clone())
+}
+
+/// The sweep as text: one row per point, algorithm and fault kind.
+pub(crate) fn table(
+    results: &[PointResult],
+    keys: &[String],
+    seeds: u64,
+    liveness: bool,
+) -> String {
+    let props = properties(results, liveness);
+    let mut t = String::new();
+    for k in keys {
+        t += &format!("{k:>14} ");
+    }
+    t += &format!("{:<16} {:<12} {:>6}", "algorithm", "faults", "seeds");
+    for p in &props {
+        t += &format!(" {:>19}", format!("{p} (95% interval)"));
+    }
+    t += &format!(
+        " {:>8} {:>17}  first failing seed\n",
+        "grants", "acquire p50/p99"
+    );
+    let pct = |v: f64| {
+        if v == 0.0 {
+            "0".to_string()
+        } else {
+            format!("{:.1}%", v * 100.0)
+        }
+    };
+    let d = |v: Option<u64>| v.map_or("-".to_string(), |n| fmt_nanos(n as i128));
+    for r in results {
+        let c = &r.cell;
+        for k in keys {
+            t += &format!("{:>14} ", axis_value(r, k));
+        }
+        t += &format!(
+            "{:<16} {:<12} {:>6}",
+            c.algorithm,
+            c.faults_label(),
+            c.seeds
+        );
+        for &p in &props {
+            let cell = match r.rate(p) {
+                None => "n/a".to_string(),
+                Some(x) if x.violations == 0 => format!("- (0–{})", pct(x.high)),
+                Some(x) => format!("{} {}–{}", x.violations, pct(x.low), pct(x.high)),
+            };
+            t += &format!(" {cell:>19}");
+        }
+        let mut last = c
+            .first_violating(&props)
+            .map_or("-".to_string(), |s| s.to_string());
+        for w in r.warnings(seeds) {
+            last += &format!("  {w}");
+        }
+        if let Some(w) = crate::campaign::starved(c) {
+            last += &format!("  {w}");
+        }
+        t += &format!(
+            " {:>8} {:>17}  {last}\n",
+            c.grants,
+            format!(
+                "{}/{}",
+                d(c.acquire_latency_p50_ns),
+                d(c.acquire_latency_p99_ns)
+            )
+        );
+    }
+    t += "\nEach property's column: seeds violating it, and the 95% Wilson interval of its rate\n";
+    t += "(out of the seeds on which it was judged); `- (0–x%)`: none, and the rate is below x%\n";
+    t += "with 95% confidence. S1 = double grant, S2 = stale write accepted, S3 = the service's\n";
+    t += "answers fit no lease lock, S4 = a release freed another grant's lock.\n";
+    t
+}
+
+/// Loud warnings (stderr) about the points that prove nothing.
+fn warn(results: &[PointResult], seeds: u64) {
+    let bad: Vec<String> = results
+        .iter()
+        .filter_map(|r| {
+            let w = r.warnings(seeds);
+            (!w.is_empty()).then(|| {
+                format!(
+                    "{} × {} at {}: {}",
+                    r.cell.algorithm,
+                    r.cell.faults_label(),
+                    SweepDef::label(&r.values),
+                    w.join("; ")
+                )
+            })
+        })
+        .collect();
+    if !bad.is_empty() {
+        eprintln!(
+            "WARNING: {} prove nothing or less than they seem:",
+            plural(bad.len() as u64, "point")
+        );
+        for b in bad {
+            eprintln!("  {b}");
+        }
+    }
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// CSV: one row per point, algorithm and fault kind; every property with its interval.
+/// `sweep` is the first column: the frontier file, or empty for the command line's sweep.
+pub(crate) fn csv(results: &[PointResult], keys: &[String], seeds: u64, sweep: &str) -> String {
+    let props = properties(results, true);
+    let mut head: Vec<String> = vec!["sweep".into()];
+    head.extend(keys.iter().cloned());
+    head.extend(["algorithm", "faults", "seeds", "grants"].map(String::from));
+    for p in &props {
+        let p = p.to_string().to_ascii_lowercase();
+        for s in ["violations", "judged", "rate", "low", "high"] {
+            head.push(format!("{p}_{s}"));
+        }
+    }
+    head.extend(
+        [
+            "undecided_seeds",
+            "errors",
+            "acquire_latency_p50_ns",
+            "acquire_latency_p99_ns",
+            "first_failing_seed",
+            "warnings",
+        ]
+        .map(String::from),
+    );
+    let mut t = head.join(",") + "\n";
+    for r in results {
+        let c = &r.cell;
+        let mut row: Vec<String> = vec![sweep.to_string()];
+        row.extend(keys.iter().map(|k| axis_value(r, k)));
+        row.extend([
+            c.algorithm.clone(),
+            c.faults_label(),
+            c.seeds.to_string(),
+            c.grants.to_string(),
+        ]);
+        for &p in &props {
+            match r.rate(p) {
+                Some(x) => row.extend([
+                    x.violations.to_string(),
+                    x.judged.to_string(),
+                    format!("{:.6}", x.rate),
+                    format!("{:.6}", x.low),
+                    format!("{:.6}", x.high),
+                ]),
+                None => row.extend(std::iter::repeat_n(String::new(), 5)),
+            }
+        }
+        let opt = |v: Option<u64>| v.map_or(String::new(), |n| n.to_string());
+        row.extend([
+            c.undecided_seeds.to_string(),
+            c.errors.to_string(),
+            opt(c.acquire_latency_p50_ns),
+            opt(c.acquire_latency_p99_ns),
+            opt(c.first_failing_seed),
+            r.warnings(seeds).join("; "),
+        ]);
+        t += &row
+            .iter()
+            .map(|f| csv_field(f))
+            .collect::<Vec<_>>()
+            .join(",");
+        t += "\n";
+    }
+    t
+}
+
+/// One result as JSON: the cell's fields (as `campaign --json` prints them), its point, and
+/// per checked property `p_rate`, `p_low`, `p_high`, `p_judged`, and `warnings`.
+pub(crate) fn point_json(r: &PointResult, seeds: u64) -> serde_json::Value {
+    let mut v = serde_json::to_value(&r.cell).expect("cells serialize");
+    if let serde_json::Value::Object(m) = &mut v {
+        let point: serde_json::Map<String, serde_json::Value> = r
+            .values
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect();
+        m.insert("point".into(), point.into());
+        for x in &r.rates {
+            let p = x.property.to_string().to_ascii_lowercase();
+            m.insert(format!("{p}_judged"), x.judged.into());
+            m.insert(format!("{p}_rate"), x.rate.into());
+            m.insert(format!("{p}_low"), x.low.into());
+            m.insert(format!("{p}_high"), x.high.into());
+        }
+        m.insert("warnings".into(), r.warnings(seeds).into());
+    }
+    v
+}
+
+fn axes_json(axes: &[Axis]) -> serde_json::Value {
+    serde_json::to_value(axes).expect("axes serialize")
+}
+
+/// The page's view of a sweep's results; `made` gives each result's shrunk trace.
+fn section(
+    heading: Option<String>,
+    notes: Vec<String>,
+    axes: &[Axis],
+    results: &[PointResult],
+    seeds: u64,
+    liveness: bool,
+    made: &[crate::report::Made],
+) -> SweepSection {
+    SweepSection {
+        heading,
+        notes,
+        axes: axes
+            .iter()
+            .map(|a| SweepAxis {
+                key: a.key.clone(),
+                values: a.values.clone(),
+                numbers: a.numbers.clone(),
+                duration: a.unit == Unit::Duration,
+                log: a.log,
+            })
+            .collect(),
+        properties: properties(results, liveness)
+            .iter()
+            .map(|p| p.to_string())
+            .collect(),
+        points: results
+            .iter()
+            .enumerate()
+            .map(|(i, r)| SweepPoint {
+                series: format!("{} × {}", r.cell.algorithm, r.cell.faults_label()),
+                at: axes
+                    .iter()
+                    .map(|a| {
+                        let v = axis_value(r, &a.key);
+                        a.values.iter().position(|x| *x == v).unwrap_or(0)
+                    })
+                    .collect(),
+                label: SweepDef::label(&r.values),
+                seeds: r.cell.seeds,
+                grants: r.cell.grants,
+                rates: r
+                    .rates
+                    .iter()
+                    .map(|x| SweepRate {
+                        property: x.property.to_string(),
+                        violations: x.violations,
+                        judged: x.judged,
+                        rate: x.rate,
+                        low: x.low,
+                        high: x.high,
+                    })
+                    .collect(),
+                latency_p50_ns: r.cell.acquire_latency_p50_ns,
+                latency_p99_ns: r.cell.acquire_latency_p99_ns,
+                warnings: r.warnings(seeds),
+                first_failing_seed: r.cell.first_failing_seed,
+                page: made.get(i).and_then(|m| m.page.clone()),
+                trace: made.get(i).and_then(|m| m.trace.clone()),
+                note: made.get(i).and_then(|m| m.note.clone()),
+            })
+            .collect(),
+    }
+}
+
+/// Shrinks the first failing seed of every failing result, on `jobs` threads.
+fn shrink_all(ran: &Ran, dir: &Path, jobs: usize) -> Vec<crate::report::Made> {
+    let failing: Vec<usize> = (0..ran.results.len())
+        .filter(|&i| ran.results[i].cell.first_failing_seed.is_some())
+        .collect();
+    let made: Mutex<Vec<(usize, crate::report::Made)>> = Mutex::new(Vec::new());
+    if !failing.is_empty() {
+        eprintln!(
+            "shrinking the first failing seed of {} for the report",
+            plural(failing.len() as u64, "point")
+        );
+        let progress = Progress::new("points shrunk", failing.len() as u64);
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let kinds = ran.spec.kinds.len();
+        let cells: Vec<usize> = {
+            // The cell index of each result: results are in cell order, one per cell run.
+            let pp = per_point(&ran.def);
+            ran.results
+                .iter()
+                .map(|r| {
+                    let a = ran
+                        .def
+                        .algorithms
+                        .iter()
+                        .position(|x| *x == r.cell.algorithm)
+                        .unwrap_or(0);
+                    let k = ran
+                        .spec
+                        .kinds
+                        .iter()
+                        .position(|x| *x == r.cell.faults)
+                        .unwrap_or(0);
+                    r.point * pp + a * kinds + k
+                })
+                .collect()
+        };
+        std::thread::scope(|scope| {
+            for _ in 0..jobs.max(1).min(failing.len()) {
+                scope.spawn(|| loop {
+                    let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&i) = failing.get(n) else { return };
+                    let r = &ran.results[i];
+                    let setup = &ran.spec.setups[cells[i] / kinds];
+                    let what = format!("the sweep at {}", SweepDef::label(&r.values));
+                    let m = crate::report::make_with(setup, &r.cell, dir, &what);
+                    made.lock().expect("no panics while held").push((i, m));
+                    progress
+                        .set(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) as u64 + 1);
+                });
+            }
+        });
+        progress.finish();
+    }
+    let mut made = made.into_inner().expect("workers finished");
+    made.sort_by_key(|m| m.0);
+    let mut all: Vec<crate::report::Made> = (0..ran.results.len())
+        .map(|_| crate::report::Made::default())
+        .collect();
+    for (i, m) in made {
+        all[i] = m;
+    }
+    all
+}
+
+fn command_line(a: &SweepArgs, def: &SweepDef) -> String {
+    let mut c = format!(
+        "locksim sweep --algo {} --faults {}",
+        def.algorithms.join(","),
+        def.kinds
+            .iter()
+            .map(|k| k.name())
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    for v in &a.vary {
+        c += &format!(" --vary {v}");
+    }
+    for s in &a.set {
+        c += &format!(" --set {s}");
+    }
+    c += &format!(" --seeds {}", def.seeds);
+    if def.first_seed > 0 {
+        c += &format!(" --first-seed {}", def.first_seed);
+    }
+    c
+}
+
+pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
+    let started = Instant::now();
+    let jobs = crate::campaign::jobs_of(a.jobs)?;
+    let shard = Shard::resolve(a.shard.as_deref(), a.shards, &|k| std::env::var(k).ok())?
+        .unwrap_or(Shard::ALL);
+    if a.report.is_some() && shard != Shard::ALL {
+        return Err("--report needs the whole sweep, not one shard".into());
+    }
+    if let Some(r) = &a.report {
+        crate::render::check_page_target(r, a.force)?;
+    }
+    if let Some(p) = a.svg.as_ref().filter(|p| p.exists() && !a.force) {
+        return Err(format!(
+            "{} exists; not replacing it (give --force to replace it)",
+            p.display()
+        ));
+    }
+    if a.svg.is_some() && !a.paths.is_empty() {
+        return Err("--svg draws the command line's sweep, not frontier files".into());
+    }
+    let liveness = a.check.is_some();
+    let out_file = match &a.out {
+        Some(p) => Some(OutFile::create(p, a.force)?),
+        None => None,
+    };
+    if !a.paths.is_empty() {
+        if !a.vary.is_empty() || !a.algo.is_empty() || a.faults.is_some() || !a.set.is_empty() {
+            return Err(
+                "frontier files say what to sweep: give either files or --algo/--vary/--set/--faults"
+                    .into(),
+            );
+        }
+        return files(&a, jobs, shard, out_file.as_ref(), started);
+    }
+    if a.vary.is_empty() {
+        return Err(
+            "say what to vary: --vary KEY=RANGE, e.g. --vary pause_max=100ms..3s:10 (or give frontier files)"
+                .into(),
+        );
+    }
+    let algorithms: Vec<String> = a
+        .algo
+        .iter()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    if algorithms.is_empty() {
+        return Err(format!(
+            "say which algorithms: --algo NAME[,NAME] (valid: {})",
+            locksim_algos::names()
+        ));
+    }
+    let seeds = a.seeds.unwrap_or(100);
+    if seeds == 0 || seeds > 1_000_000 {
+        return Err("--seeds must be from 1 to 1000000 (split bigger sweeps with --shard)".into());
+    }
+    let first_seed = a.first_seed.unwrap_or(0);
+    if first_seed.checked_add(seeds).is_none() {
+        return Err("--first-seed + --seeds does not fit in 64 bits".into());
+    }
+    let def = SweepDef {
+        algorithms,
+        settings: a.set.clone(),
+        axes: a
+            .vary
+            .iter()
+            .map(|v| Axis::parse(v))
+            .collect::<Result<_, _>>()?,
+        kinds: match &a.faults {
+            Some(f) => parse_kinds(f)?,
+            None => vec![FaultKind::Pause],
+        },
+        first_seed,
+        seeds,
+    };
+    let made_by = command_line(&a, &def);
+    let ran = run_sweep("sweep", def, jobs, shard, &a.memory, out_file.as_ref())?;
+    let keys: Vec<String> = ran.def.axes.iter().map(|x| x.key.clone()).collect();
+    let seeds_here = shard.seeds_of(seeds);
+    if let Some(path) = &a.svg {
+        let s = section(
+            None,
+            vec![],
+            &ran.def.axes,
+            &ran.results,
+            seeds_here,
+            liveness,
+            &[],
+        );
+        write_svg(path, &s, a.force)?;
+        eprintln!("plot: {}", path.display());
+    }
+    if let Some(path) = &a.report {
+        let dir = crate::report::files_dir(path);
+        let made = shrink_all(&ran, &dir, jobs);
+        let s = section(
+            None,
+            vec![],
+            &ran.def.axes,
+            &ran.results,
+            seeds_here,
+            liveness,
+            &made,
+        );
+        let notes = vec![
+            format!(
+                "{} points × {} × {}, seeds {}‥{} of each.",
+                ran.def.points().len(),
+                plural(ran.def.algorithms.len() as u64, "algorithm"),
+                plural(ran.def.kinds.len() as u64, "fault kind"),
+                first_seed,
+                first_seed + seeds - 1
+            ),
+            format!("Made by: {made_by} --report {}", path.display()),
+        ];
+        let html = sweep_report("locksim sweep", &notes, &[s]);
+        crate::render::write_page(path, &html, a.force)?;
+        eprintln!("report: {} (traces in {})", path.display(), dir.display());
+    }
+    if a.json {
+        let points: Vec<serde_json::Value> = ran
+            .results
+            .iter()
+            .map(|r| point_json(r, seeds_here))
+            .collect();
+        out(&format!(
+            "{}\n",
+            serde_json::json!({"axes": axes_json(&ran.def.axes), "points": points})
+        ));
+    } else if a.csv {
+        out(&csv(&ran.results, &keys, seeds_here, ""));
+    } else {
+        out(&table(&ran.results, &keys, seeds_here, liveness));
+    }
+    warn(&ran.results, seeds_here);
+    let n = ran.spec.setups.len() as u64 * ran.spec.kinds.len() as u64 * seeds_here;
+    eprintln!(
+        "{} in {:.1}s on {}",
+        plural(n, "seed"),
+        started.elapsed().as_secs_f64(),
+        plural(jobs as u64, "thread")
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs frontier files and judges them; exit 1 when a boundary moved.
+fn files(
+    a: &SweepArgs,
+    jobs: usize,
+    shard: Shard,
+    out_file: Option<&OutFile>,
+    started: Instant,
+) -> Result<ExitCode, String> {
+    let files = FrontierFile::collect(&a.paths)?;
+    if files.is_empty() {
+        return Err("no frontier files (*.toml) in the given paths".into());
+    }
+    let mut failed = 0;
+    let mut sections = Vec::new();
+    let mut json = Vec::new();
+    let mut total = 0;
+    for f in &files {
+        let label = f.path.display().to_string();
+        eprintln!("== {}", f.name);
+        let ran = run_sweep(&label, f.sweep.clone(), jobs, shard, &a.memory, out_file)?;
+        let seeds_here = shard.seeds_of(f.sweep.seeds);
+        total += ran.spec.setups.len() as u64 * ran.spec.kinds.len() as u64 * seeds_here;
+        let keys: Vec<String> = f.sweep.axes.iter().map(|x| x.key.clone()).collect();
+        let (verdict, problems) = if shard == Shard::ALL {
+            let p = f.judge(&ran.results);
+            if p.is_empty() {
+                ("PASS".to_string(), p)
+            } else {
+                failed += 1;
+                ("FAIL".to_string(), p)
+            }
+        } else {
+            (
+                "not judged (one shard: judge after locksim merge)".to_string(),
+                vec![],
+            )
+        };
+        if !a.json && !a.csv {
+            let mut t = format!("== {} ({}): {verdict}\n", f.name, label);
+            for p in &problems {
+                t += &format!("  FAIL: {p}\n");
+            }
+            t += &table(&ran.results, &keys, seeds_here, a.check.is_some());
+            out(&t);
+        } else if a.csv {
+            out(&csv(&ran.results, &keys, seeds_here, &label));
+        }
+        warn(&ran.results, seeds_here);
+        if a.report.is_some() {
+            let dir = crate::report::files_dir(a.report.as_deref().expect("checked"));
+            let made = shrink_all(&ran, &dir, jobs);
+            let mut notes = vec![format!("Why: {}", f.why)];
+            notes.extend(problems.iter().map(|p| format!("FAIL: {p}")));
+            sections.push(section(
+                Some(format!("{} ({label}): {verdict}", f.name)),
+                notes,
+                &f.sweep.axes,
+                &ran.results,
+                seeds_here,
+                a.check.is_some(),
+                &made,
+            ));
+        }
+        json.push(serde_json::json!({
+            "file": label,
+            "name": f.name,
+            "ok": problems.is_empty(),
+            "verdict": verdict,
+            "problems": problems,
+            "axes": axes_json(&f.sweep.axes),
+            "points": ran.results.iter().map(|r| point_json(r, seeds_here)).collect::<Vec<_>>(),
+        }));
+    }
+    if let Some(path) = &a.report {
+        let html = sweep_report(
+            "locksim sweep: frontier files",
+            &[format!(
+                "Made by: locksim sweep {} --report {}",
+                a.paths
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                path.display()
+            )],
+            &sections,
+        );
+        crate::render::write_page(path, &html, a.force)?;
+    }
+    if a.json {
+        out(&format!("{}\n", serde_json::json!({ "frontiers": json })));
+    }
+    eprintln!(
+        "{}, {} in {:.1}s; {failed} failed their expectation",
+        plural(files.len() as u64, "frontier file"),
+        plural(total, "seed"),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `locksim merge` of a sweep's records (they name their point): the table (or JSON) one
+/// unsharded run prints, and for a frontier file its verdict. `cells` are the merged cells by
+/// index; `labels` each cell's point.
+pub(crate) fn merged(
+    campaign: &str,
+    cells: &[(usize, locksim_explore::CellSummary)],
+    labels: &std::collections::BTreeMap<usize, String>,
+    seeds: u64,
+    judge: bool,
+) -> (String, serde_json::Value, bool) {
+    // Algorithms × kinds per point: the distinct (algorithm, faults) pairs.
+    let mut pairs: Vec<(String, FaultKind)> = Vec::new();
+    for (_, c) in cells {
+        if !pairs.contains(&(c.algorithm.clone(), c.faults)) {
+            pairs.push((c.algorithm.clone(), c.faults));
+        }
+    }
+    let pp = pairs.len().max(1);
+    let points = labels.keys().map(|c| c / pp).max().map_or(0, |m| m + 1);
+    let mut by_point = vec![String::new(); points];
+    for (cell, l) in labels {
+        by_point[cell / pp] = l.clone();
+    }
+    let results = results(cells, &by_point, pp, 1);
+    let keys: Vec<String> = by_point
+        .first()
+        .map(|l| {
+            l.split(' ')
+                .filter_map(|kv| kv.split_once('=').map(|x| x.0.to_string()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut text = String::new();
+    let mut ok = true;
+    let mut verdict = serde_json::Value::Null;
+    if campaign != "sweep" {
+        match FrontierFile::read(Path::new(campaign)) {
+            Ok(f) if judge => {
+                let p = f.judge(&results);
+                ok = p.is_empty();
+                text += &format!(
+                    "== {} ({campaign}): {}\n",
+                    f.name,
+                    if ok { "PASS" } else { "FAIL" }
+                );
+                for x in &p {
+                    text += &format!("  FAIL: {x}\n");
+                }
+                verdict = serde_json::json!({"ok": ok, "problems": p});
+            }
+            Ok(f) => text += &format!("== {} ({campaign}): not judged (partial)\n", f.name),
+            Err(e) => text += &format!("== {campaign} (not judged: {e})\n"),
+        }
+    }
+    text += &table(&results, &keys, seeds, false);
+    let json = serde_json::json!({
+        "sweep": campaign,
+        "verdict": verdict,
+        "points": results.iter().map(|r| point_json(r, seeds)).collect::<Vec<_>>(),
+    });
+    (text, json, ok)
+}
