@@ -78,8 +78,14 @@ impl LockClient for Client {
     }
 
     async fn release(&self, grant: &Grant) -> Outcome<()> {
-        let owner = *grant.private.downcast_ref::<u64>().expect("our grants hold an owner");
-        let req = Req::Release { key: grant.key, owner };
+        let owner = *grant
+            .private
+            .downcast_ref::<u64>()
+            .expect("our grants hold an owner");
+        let req = Req::Release {
+            key: grant.key,
+            owner,
+        };
         match self.ctx.call::<Req, bool>(0, req, self.timeout).await {
             Ok(true) => Outcome::Ok(()),
             Ok(false) => Outcome::Fail("not the holder".into()),

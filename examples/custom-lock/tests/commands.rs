@@ -69,22 +69,39 @@ fn the_failure_message_commands_run_as_printed_and_reproduce_the_digest() {
         .to_string();
     let trace: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(trace_path).unwrap()).unwrap();
-    assert_eq!(trace["digest"], digest.as_str(), "the printed digest is the trace's");
+    assert_eq!(
+        trace["digest"],
+        digest.as_str(),
+        "the printed digest is the trace's"
+    );
     let rerun = line(&output, "rerun:").to_string();
     let render = line(&output, "render:").to_string();
     assert!(rerun.contains("LOCKSIM_SEED="), "{rerun}");
-    assert!(rerun.contains("-- careless_clients_never_double_grant --exact"), "{rerun}");
+    assert!(
+        rerun.contains("-- careless_clients_never_double_grant --exact"),
+        "{rerun}"
+    );
 
     // 2. The rerun command, copied: the same seed fails the same way, shrinking to the same
     //    trace (its name carries the digest).
     let (ok, again) = sh(&rerun, &traces);
     assert!(!ok, "the rerun passed:\n{again}");
-    let seed = headline.split("with seed ").nth(1).unwrap().split(' ').next().unwrap();
+    let seed = headline
+        .split("with seed ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
     assert!(
         again.contains(&format!("with seed {seed} (of {seed}..")),
         "the rerun ran another seed:\n{again}"
     );
-    assert_eq!(line(&again, "trace:"), trace_line, "the rerun's trace differs");
+    assert_eq!(
+        line(&again, "trace:"),
+        trace_line,
+        "the rerun's trace differs"
+    );
 
     // 3. The render command, copied: the trace re-runs with this crate's algorithm, with the
     //    recorded digest, and its page is written.

@@ -21,7 +21,12 @@ fn kept_trace() -> std::path::PathBuf {
 #[test]
 fn the_kept_trace_replays_with_the_same_digest_and_verdict() {
     let r = replay(kept_trace(), Arc::new(TinyLease::careless())).unwrap();
-    assert!(r.ok(), "digest {} verdict {:?}", r.digest, r.outcome.verdict);
+    assert!(
+        r.ok(),
+        "digest {} verdict {:?}",
+        r.digest,
+        r.outcome.verdict
+    );
     assert!(r.outcome.verdict.violates(Property::S1));
 }
 
