@@ -1,6 +1,6 @@
 # The locksim binary and the campaign files, for deploy/kubernetes/campaign-job.yaml.
 #   docker build -t locksim:latest .
-FROM rust:1.87-bookworm AS build
+FROM rust:1.88-bookworm AS build
 WORKDIR /src
 COPY . .
 # .cargo/config.toml turns on madsim's simulation mode (--cfg madsim) for the whole build.

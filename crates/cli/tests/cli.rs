@@ -669,3 +669,19 @@ fn export_tla_writes_a_module_and_a_config_and_refuses_bad_traces() {
     assert!(String::from_utf8_lossy(&help.stdout).contains("TraceNotAccepted"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn replay_of_a_custom_algorithms_trace_says_how_to_replay_it_from_the_users_crate() {
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/custom-lock/traces/tiny-lease-careless-s1-292c7c1b.json"
+    );
+    rejects(
+        &["replay", trace],
+        &[
+            "`tiny-lease-careless` is not one of locksim's algorithms",
+            "locksim_explore::testing::replay(",
+            "LOCKSIM_REPLAY=",
+        ],
+    );
+}

@@ -420,20 +420,16 @@ impl Campaign {
     /// it; panics unless the run reproduces the trace's digest and verdict.
     fn replay_trace(&self, trace: &Path, render: Option<&Path>) {
         let algo = self.setup.algo.clone();
-        let r = match render {
-            Some(out) => crate::page::render(trace, algo.clone(), out).map(|d| {
-                eprintln!(
+        if let Some(out) = render {
+            match crate::page::render(trace, algo.clone(), out) {
+                Ok(d) => eprintln!(
                     "locksim: drew {} ({} events, {} messages)",
                     out.display(),
                     d.events,
                     d.messages
-                );
-                d
-            }),
-            None => Ok(Drawn::default()),
-        };
-        if let Err(e) = r {
-            panic!("locksim: LOCKSIM_RENDER: {e}");
+                ),
+                Err(e) => panic!("locksim: LOCKSIM_RENDER: {e}"),
+            }
         }
         let replayed =
             replay(trace, algo).unwrap_or_else(|e| panic!("locksim: LOCKSIM_REPLAY: {e}"));
