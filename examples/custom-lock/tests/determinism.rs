@@ -24,7 +24,7 @@ struct LeakyClient(Rc<dyn LockClient>);
 #[async_trait(?Send)]
 impl LockClient for LeakyClient {
     async fn acquire(&self, key: u32, ttl: u64) -> Outcome<Grant> {
-        if ACQUIRES.fetch_add(1, Ordering::Relaxed) % 3 == 0 {
+        if ACQUIRES.fetch_add(1, Ordering::Relaxed).is_multiple_of(3) {
             return Outcome::Fail("leaky".into());
         }
         self.0.acquire(key, ttl).await
