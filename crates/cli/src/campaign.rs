@@ -135,6 +135,18 @@ pub struct MergeArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// Also write the merged matrix (one per campaign file) as an HTML page to FILE, as
+    /// `campaign --report` does: each violated cell's first failing seed shrunk here (from the
+    /// scenario its shard's record carries, or the campaign file) and linked with its trace
+    /// and timeline in FILE-files/.
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+    /// Worker threads for shrinking the report's seeds [default: every core].
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Replace a --report page that locksim did not write.
+    #[arg(long)]
+    force: bool,
 }
 
 /// The most seeds per cell one invocation runs; bigger campaigns are sharded.
@@ -355,6 +367,9 @@ fn run(job: &mut Job, shard: Shard, out: Option<&Out>) -> Result<u64, String> {
     let summary = Mutex::new(std::mem::take(&mut job.summary));
     let ran = std::sync::atomic::AtomicU64::new(0);
     let done = &job.done;
+    // Per cell, the smallest failing seed written so far: its record carries its scenario
+    // (for `merge --report`), so each shard's first failing seed of each cell has one.
+    let first_failing: Mutex<BTreeMap<usize, u64>> = Mutex::new(BTreeMap::new());
     let result = run_each(
         spec,
         shard,
@@ -362,6 +377,14 @@ fn run(job: &mut Job, shard: Shard, out: Option<&Out>) -> Result<u64, String> {
         &|mut r| {
             r.campaign = job.label.clone();
             if let Some(o) = out {
+                if !r.violated.is_empty() {
+                    let mut first = first_failing.lock().expect("no panics while held");
+                    if first.get(&r.cell).is_none_or(|&s| r.seed < s) {
+                        first.insert(r.cell, r.seed);
+                        let setup = &spec.setups[r.cell / spec.kinds.len()];
+                        r.scenario = Some(setup.scenario(r.seed, &[r.faults]));
+                    }
+                }
                 o.write(&r)?;
             }
             summary.lock().expect("no panics while held").add(&r);
@@ -489,7 +512,7 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         let section = crate::report::Section {
             heading: None,
             notes: vec![],
-            spec: &spec,
+            starts: crate::report::starts_of(&spec, &cells),
             cells: cells.clone(),
         };
         write_report(path, &[section], jobs, notes, a.force)?;
@@ -648,7 +671,7 @@ fn files(
             sections.push(crate::report::Section {
                 heading: Some(format!("{} ({}): {verdict}", f.name, f.path.display())),
                 notes: vec![],
-                spec: job.spec,
+                starts: crate::report::starts_of(job.spec, &cells),
                 cells: cells.clone(),
             });
         }
@@ -713,6 +736,8 @@ struct Merged {
     shards: BTreeSet<String>,
     /// A sweep's records name their point: by cell.
     points: BTreeMap<usize, String>,
+    /// Per cell, the smallest failing seed whose record carries its scenario.
+    carried: BTreeMap<usize, (u64, locksim_core::Scenario)>,
 }
 
 /// Seeds a campaign's merged records lack: per cell label, how many, and the first few.
@@ -756,6 +781,9 @@ fn missing(m: &Merged) -> Vec<String> {
 }
 
 pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
+    if let Some(r) = &a.report {
+        crate::render::check_page_target(r, a.force)?;
+    }
     let mut by_campaign: BTreeMap<String, Merged> = BTreeMap::new();
     for path in &a.files {
         let file = std::fs::File::open(path)
@@ -805,6 +833,11 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
             if !r.point.is_empty() {
                 m.points.insert(r.cell, r.point.clone());
             }
+            if let Some(sc) = &r.scenario {
+                if m.carried.get(&r.cell).is_none_or(|c| r.seed < c.0) {
+                    m.carried.insert(r.cell, (r.seed, sc.clone()));
+                }
+            }
             if m.seen.insert((r.cell, r.seed)) {
                 m.summary.add(&r);
             } else {
@@ -816,6 +849,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
     let mut sweeps: Vec<serde_json::Value> = Vec::new();
     let mut text = String::new();
     let mut failed = 0;
+    let mut sections = Vec::new();
     for (campaign, m) in &by_campaign {
         let label = if campaign.is_empty() {
             "the matrix".to_string()
@@ -907,16 +941,59 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                 Err(e) => verdict = format!(" (not judged: {e})"),
             }
         }
+        // A campaign file still where it ran is headed as `campaign` heads it (its name and
+        // path), so that the merged summary is byte for byte the unsharded run's.
+        let file = (!campaign.is_empty())
+            .then(|| CampaignFile::read(Path::new(campaign)).ok())
+            .flatten();
+        let heading = match &file {
+            Some(f) => format!("{} ({campaign})", f.name),
+            None => label.clone(),
+        };
         if !campaign.is_empty() || !lacking.is_empty() {
-            text += &format!("== {label}{verdict}\n");
+            text += &format!("== {heading}{verdict}\n");
         }
-        let asks = !campaign.is_empty()
-            && CampaignFile::read(Path::new(campaign)).is_ok_and(|f| f.asks_liveness());
+        let asks = file.as_ref().is_some_and(|f| f.asks_liveness());
         text += &table(&cells, asks);
         if !asks {
             text += &hidden_liveness(&cells);
         }
+        if !campaign.is_empty() {
+            text += "\n";
+        }
+        if a.report.is_some() {
+            sections.push(crate::report::Section {
+                heading: (!campaign.is_empty() || !lacking.is_empty())
+                    .then(|| format!("{heading}{verdict}")),
+                notes: vec![],
+                starts: merged_starts(campaign, m, &cells),
+                cells: cells.clone(),
+            });
+        }
         json.push((campaign.clone(), cells, verdict, lacking));
+    }
+    if let Some(path) = &a.report {
+        let files: Vec<String> = a.files.iter().map(|p| p.display().to_string()).collect();
+        let notes = vec![
+            format!(
+                "Merged from {}{}.",
+                plural(a.files.len() as u64, "shard file"),
+                if a.partial {
+                    " (--partial: shards or seeds may be missing)"
+                } else {
+                    ""
+                }
+            ),
+            format!(
+                "Made by: locksim merge --report {} {}",
+                path.display(),
+                files.join(" ")
+            ),
+        ];
+        let jobs = a
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        write_report(path, &sections, jobs, notes, a.force)?;
     }
     if a.json && !sweeps.is_empty() {
         let mut v = serde_json::json!({ "sweeps": sweeps });
@@ -961,6 +1038,49 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Where `merge --report` gets each violated cell's first failing seed: the scenario its
+/// record carries (`campaign --out` stores it), else the campaign file, if it is still where
+/// it ran and its settings fingerprint matches the records'.
+fn merged_starts(
+    campaign: &str,
+    m: &Merged,
+    cells: &[CellSummary],
+) -> Vec<Option<crate::report::Start>> {
+    let file = (!campaign.is_empty())
+        .then(|| CampaignFile::read(Path::new(campaign)).and_then(|f| f.spec(1)));
+    // The summary's cells come in cell-index order, as `m.cells` holds them.
+    m.cells
+        .iter()
+        .zip(cells)
+        .map(|((&cell, (_, _, settings)), c)| {
+            let seed = c.first_failing_seed?;
+            if let Some((s, scenario)) = m.carried.get(&cell).filter(|x| x.0 == seed) {
+                debug_assert_eq!(*s, seed);
+                return Some(
+                    locksim_explore::Setup::from_scenario(scenario)
+                        .map(|setup| (scenario.clone(), setup.algo))
+                        .map_err(|e| format!("seed {seed}: {e}")),
+                );
+            }
+            let from_file = match &file {
+                Some(Ok(spec)) => {
+                    let setup = &spec.setups[(cell / spec.kinds.len().max(1)).min(spec.setups.len() - 1)];
+                    if fingerprint(setup) == *settings {
+                        Ok((setup.scenario(seed, &[c.faults]), setup.algo.clone()))
+                    } else {
+                        Err(format!("{campaign} changed since its shards ran (its settings fingerprint differs)"))
+                    }
+                }
+                Some(Err(e)) => Err(e.clone()),
+                None => Err("the command-line matrix's settings are not in its records".into()),
+            };
+            Some(from_file.map_err(|e| {
+                format!("the shards' records do not carry seed {seed}'s scenario, and {e}: run `locksim shrink` on it with the campaign's settings")
+            }))
+        })
+        .collect()
 }
 
 /// `{"cells": [...]}` (and `"missing"` for a partial merge), cells in their field order.

@@ -4,10 +4,12 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use locksim_core::time::fmt_nanos;
+use locksim_core::Scenario;
 use locksim_explore::shrink::{shrink_with, trace_file_name};
+use locksim_explore::sim::LockAlgorithm;
 use locksim_explore::{check_scenario, CampaignSpec, CellSummary, Setup};
 use locksim_render::report::{campaign_report, ReportCell, ReportSection};
 use locksim_render::{render_html, Run};
@@ -35,25 +37,58 @@ pub(crate) struct Made {
     pub(crate) note: Option<String>,
 }
 
-/// Shrinks the first failing seed of the cell, writes its trace (never replacing a different
-/// one) and its page into `dir`; links are relative to the report's folder.
-fn make(spec: &CampaignSpec, c: &CellSummary, dir: &Path) -> Made {
-    let Some(setup) = spec.setups.iter().find(|s| s.algorithm == c.algorithm) else {
-        return Made {
-            note: Some("no setup for this algorithm".into()),
-            ..Made::default()
-        };
-    };
-    make_with(setup, c, dir, "the campaign")
+/// Where a violated cell's first failing seed comes from: its scenario and the algorithm that
+/// runs it, or why neither is known.
+pub type Start = Result<(Scenario, Arc<dyn LockAlgorithm>), String>;
+
+/// The starts of a campaign's violated cells (`None` for the others): each first failing
+/// seed's scenario, rebuilt from the spec that ran it.
+pub fn starts_of(spec: &CampaignSpec, cells: &[CellSummary]) -> Vec<Option<Start>> {
+    cells
+        .iter()
+        .map(|c| {
+            c.first_failing_seed.map(|seed| {
+                spec.setups
+                    .iter()
+                    .find(|s| s.algorithm == c.algorithm)
+                    .map(|s| (s.scenario(seed, &[c.faults]), s.algo.clone()))
+                    .ok_or_else(|| "no setup for this algorithm".to_string())
+            })
+        })
+        .collect()
 }
 
 /// As [`make`], for the cell `c` run with `setup` (`what`: "the campaign", "the sweep at …").
 pub(crate) fn make_with(setup: &Setup, c: &CellSummary, dir: &Path, what: &str) -> Made {
+    let start = c
+        .first_failing_seed
+        .map(|seed| Ok((setup.scenario(seed, &[c.faults]), setup.algo.clone())));
+    make(c, start.as_ref(), dir, what)
+}
+
+/// Shrinks the first failing seed of the cell (from `start`), writes its trace (never
+/// replacing a different one) and its page into `dir`; links are relative to the report's
+/// folder. `what` names where the seed ran, for the page's notes.
+fn make(c: &CellSummary, start: Option<&Start>, dir: &Path, what: &str) -> Made {
     let Some(seed) = c.first_failing_seed else {
         return Made::default();
     };
-    let scenario = setup.scenario(seed, &[c.faults]);
-    let first = check_scenario(&scenario, setup.algo.clone());
+    let (scenario, algo) = match start {
+        Some(Ok((s, a))) => (s.clone(), a.clone()),
+        Some(Err(e)) => {
+            return Made {
+                note: Some(e.clone()),
+                ..Made::default()
+            }
+        }
+        None => {
+            return Made {
+                note: Some(format!("seed {seed}'s scenario is not known")),
+                ..Made::default()
+            }
+        }
+    };
+    let first = check_scenario(&scenario, algo.clone());
     let plot = first.history.as_ref().map(|h| {
         locksim_render::latency_plot(&Run {
             scenario: &scenario,
@@ -69,7 +104,7 @@ pub(crate) fn make_with(setup: &Setup, c: &CellSummary, dir: &Path, what: &str) 
             ..Made::default()
         };
     };
-    let shrunk = match shrink_with(&scenario, setup.algo.clone(), property, &|_| {}) {
+    let shrunk = match shrink_with(&scenario, algo, property, &|_| {}) {
         Ok(s) => s,
         Err(e) => {
             return Made {
@@ -160,13 +195,13 @@ pub fn metric_pairs(c: &CellSummary) -> Vec<(String, String)> {
 }
 
 /// One campaign's part of the report: its heading and notes, what it ran, its cells.
-pub struct Section<'a> {
+pub struct Section {
     /// A heading (a campaign file and its verdict), or none for the command-line matrix.
     pub heading: Option<String>,
     /// Lines under the heading.
     pub notes: Vec<String>,
-    /// What ran.
-    pub spec: &'a CampaignSpec,
+    /// Per cell, where its first failing seed comes from (`None` for a cell without one).
+    pub starts: Vec<Option<Start>>,
     /// Its cells.
     pub cells: Vec<CellSummary>,
 }
@@ -207,7 +242,13 @@ pub fn write(
                     let Some(&(s, i)) = violated.get(next.fetch_add(1, Ordering::Relaxed)) else {
                         return;
                     };
-                    let m = make(sections[s].spec, &sections[s].cells[i], &dir);
+                    let sec = &sections[s];
+                    let m = make(
+                        &sec.cells[i],
+                        sec.starts.get(i).and_then(Option::as_ref),
+                        &dir,
+                        "the campaign",
+                    );
                     made.lock()
                         .expect("no panic while holding it")
                         .push(((s, i), m));

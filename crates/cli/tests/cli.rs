@@ -718,3 +718,64 @@ fn all_algorithms_markdown_has_a_row_per_registered_algorithm() {
         "--all-algorithms conflicts with --algo"
     );
 }
+
+#[test]
+fn replay_of_a_custom_algorithms_trace_says_how_to_replay_it_from_the_users_crate() {
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/custom-lock/traces/tiny-lease-careless-s1-292c7c1b.json"
+    );
+    rejects(
+        &["replay", trace],
+        &[
+            "`tiny-lease-careless` is not one of locksim's algorithms",
+            "locksim_explore::testing::replay(",
+            "LOCKSIM_REPLAY=",
+        ],
+    );
+}
+
+#[test]
+fn merge_report_shrinks_the_first_failing_seed_from_the_scenario_a_shard_carries() {
+    let dir = std::env::temp_dir().join(format!("locksim-merge-report-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |f: &str| dir.join(f).to_string_lossy().into_owned();
+    let matrix = ["--algo", "central", "--faults", "pause", "--seeds", "20"];
+    for i in 0..2 {
+        let shard = format!("{i}/2");
+        let out = p(&format!("s{i}.jsonl"));
+        let o = locksim(
+            &[
+                &["campaign"][..],
+                &matrix,
+                &["--shard", &shard, "--out", &out],
+            ]
+            .concat(),
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let whole = locksim(&[&["campaign"][..], &matrix].concat());
+    let merged = locksim(&[
+        "merge",
+        &p("s0.jsonl"),
+        &p("s1.jsonl"),
+        "--report",
+        &p("r.html"),
+    ]);
+    assert!(merged.status.success(), "{}", stderr(&merged));
+    assert_eq!(merged.stdout, whole.stdout, "merged summary != unsharded");
+    // The matrix's settings are in no file: the trace came from the record's scenario.
+    let traces: Vec<String> = std::fs::read_dir(dir.join("r-files"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    let report = std::fs::read_to_string(dir.join("r.html")).unwrap();
+    assert!(
+        report.contains(&format!("r-files/{}", traces[0])),
+        "the report links the trace"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -192,6 +192,11 @@ pub struct SeedRecord {
     /// simulation failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<Aggregate>,
+    /// The run's whole scenario, carried by a violating record that was the smallest failing
+    /// seed of its cell when it was written (`campaign --out` sets it), so that `merge
+    /// --report` can shrink each cell's first failing seed without the campaign's settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<locksim_core::Scenario>,
 }
 
 impl SeedRecord {
@@ -474,6 +479,7 @@ fn run_one(spec: &CampaignSpec, cell: usize, kind: FaultKind, a: usize, seed: u6
         settings: fingerprint(setup),
         shard: String::new(),
         metrics: out.history.as_ref().map(|h| Metrics::of(h).aggregate()),
+        scenario: None,
     }
 }
 

@@ -4,7 +4,7 @@
 //! [`faultgen`] draws a fault plan from each seed, [`outcome`] runs one scenario through the
 //! simulation and the checkers, and [`campaign`] runs an algorithm × fault-kind matrix over a
 //! seed range on every core; [`shrink`] makes a failing scenario small, [`replay`] re-runs a
-//! trace and compares; [`tla`] exports a trace for validation against the TLA+ specifications;
+//! trace and compares (your own algorithm's too), [`page`] draws it; [`tla`] exports a trace for validation against the TLA+ specifications;
 //! [`budget`] refuses scenarios whose estimated memory is over a limit.
 
 pub mod budget;
@@ -13,6 +13,7 @@ pub mod campaign_file;
 pub mod faultgen;
 pub mod frontier;
 pub mod outcome;
+pub mod page;
 pub mod replay;
 pub mod setup;
 pub mod shrink;
@@ -26,3 +27,9 @@ pub use campaign::{
 };
 pub use outcome::{check_scenario, SeedOutcome};
 pub use setup::{parse_setting, setups_for, Setup};
+
+/// The crates a user's own algorithm and tests need, so that one dependency is enough:
+/// `locksim_explore::core` (scenarios, faults, properties), `locksim_explore::sim` (the
+/// [`sim::LockAlgorithm`] and [`sim::LockClient`] traits).
+pub use locksim_core as core;
+pub use locksim_sim as sim;

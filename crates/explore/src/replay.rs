@@ -1,7 +1,10 @@
 //! Replaying traces: run the trace's scenario again and compare the event digest and the
 //! verdict with what the trace recorded.
 
+use std::sync::Arc;
+
 use locksim_core::{Event, Trace, Verdict};
+use locksim_sim::LockAlgorithm;
 
 use crate::outcome::{check_scenario, SeedOutcome};
 use crate::setup::Setup;
@@ -49,13 +52,51 @@ fn first_difference(recorded: &[Event], replayed: &[Event]) -> String {
         })
 }
 
-/// Replays `trace`.
+/// Replays `trace` with the registered algorithm its scenario names.
 ///
 /// # Errors
-/// When the trace's algorithm cannot be rebuilt, or the simulation fails.
+/// When the trace's algorithm cannot be rebuilt (an algorithm of your own: the error says how
+/// to replay it with [`replay_with`] from your crate), or the simulation fails.
 pub fn replay(trace: &Trace) -> Result<Replay, String> {
+    let name = &trace.scenario.algorithm;
+    if locksim_algos::knobs(name).is_none() {
+        return Err(format!(
+            "`{name}` is not one of locksim's algorithms ({}); a trace of your own algorithm \
+             replays from your crate, which has the algorithm: \
+             `locksim_explore::testing::replay(\"TRACE.json\", Arc::new(MyLock))`, or re-run the \
+             test that wrote it with LOCKSIM_REPLAY=TRACE.json (its failure message prints the \
+             whole command)",
+            locksim_algos::names()
+        ));
+    }
     let setup = Setup::from_scenario(&trace.scenario)?;
-    let outcome = check_scenario(&trace.scenario, setup.algo.clone());
+    replay_with(trace, setup.algo)
+}
+
+/// Replays `trace` with `algo`, e.g. your own algorithm (the registered ones replay with
+/// [`replay`]): runs the trace's scenario again and compares the event digest, the embedded
+/// events (if any) and the verdict.
+///
+/// # Errors
+/// When `algo` is not the algorithm the scenario names (its [`LockAlgorithm::name`] differs)
+/// or runs another number of servers than the scenario's cluster has, or the simulation fails.
+pub fn replay_with(trace: &Trace, algo: Arc<dyn LockAlgorithm>) -> Result<Replay, String> {
+    if algo.name() != trace.scenario.algorithm {
+        return Err(format!(
+            "the trace is a run of `{}`, not of `{}`",
+            trace.scenario.algorithm,
+            algo.name()
+        ));
+    }
+    if algo.servers() != trace.scenario.cluster.servers {
+        return Err(format!(
+            "{} runs {} servers, but the trace's cluster has {} (another configuration?)",
+            algo.name(),
+            algo.servers(),
+            trace.scenario.cluster.servers
+        ));
+    }
+    let outcome = check_scenario(&trace.scenario, algo);
     if let Some(e) = &outcome.error {
         return Err(format!("the simulation failed: {e}"));
     }

@@ -528,6 +528,7 @@ mod tests {
             grants,
             settings: String::new(),
             shard: "0/1".into(),
+            scenario: None,
             metrics: None,
         }
     }

@@ -89,8 +89,16 @@ fn the_test_api_passes_safe_campaigns_and_explains_failures() {
         .cloned()
         .unwrap_or_default();
     assert!(msg.contains("violates S1 under pause with seed 5"), "{msg}");
+    // The real test name, and commands that re-run this seed and draw the trace.
     assert!(
-        msg.contains("LOCKSIM_SEED=5") && msg.contains("locksim replay"),
+        msg.contains("test:     the_test_api_passes_safe_campaigns_and_explains_failures"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("LOCKSIM_SEED=5")
+            && msg.contains("-- the_test_api_passes_safe_campaigns_and_explains_failures --exact")
+            && msg.contains("LOCKSIM_REPLAY=")
+            && msg.contains("locksim render"),
         "{msg}"
     );
     let traces: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();

@@ -1,0 +1,498 @@
+//! Fault seeds in your own `cargo test`:
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use locksim_core::{FaultKind, Property};
+//! use locksim_explore::testing::Campaign;
+//!
+//! #[test]
+//! fn my_lock_survives_pauses_and_partitions() {
+//!     Campaign::registered("central-fencing", &["ttl=2s"])
+//!         .seeds(0..500)
+//!         .faults(&[FaultKind::Partition, FaultKind::Loss])
+//!         .expect_safe();
+//! }
+//!
+//! #[test]
+//! fn a_paused_holder_double_grants_but_fencing_keeps_the_data() {
+//!     Campaign::registered("central-fencing", &[])
+//!         .faults(&[FaultKind::Pause])
+//!         .expect(&[Property::S1])       // some seed must violate S1
+//!         .forbid(&[Property::S2])       // none may violate S2
+//!         .allow(&[Property::S3])        // S3 may go either way
+//!         .check();                      // and S4, unlisted, is forbidden
+//! }
+//! ```
+//!
+//! Every property the run checks counts ([`locksim_check::CheckOptions::properties`]: S1–S4,
+//! and the liveness properties when their checkers judge the run): a property that is neither
+//! expected nor allowed is forbidden. A forbidden property that a check left undecided (its
+//! budget ran out) fails too: it cannot count as clean. On a forbidden violation
+//! [`Campaign::check`] shrinks the first failing seed, writes its trace (to
+//! `$LOCKSIM_TRACES`, or `traces/` under the current folder) and panics with the test's name,
+//! the seed, the trace's path and two commands that work as printed: one re-runs this test on
+//! that seed alone (`cd PACKAGE && LOCKSIM_SEED=N cargo test --test T -- the::test --exact
+//! --include-ignored`), one replays the trace with this test's algorithm and draws its page
+//! (`… LOCKSIM_REPLAY=TRACE LOCKSIM_RENDER=PAGE cargo test …`): a trace of your own algorithm
+//! can only re-run where the algorithm is, in your crate. [`replay`] and [`render`] do the
+//! same from code.
+//!
+//! Environment variables (read by [`Campaign::check`]; see [`Knobs`]):
+//!
+//! | variable | effect |
+//! |---|---|
+//! | `LOCKSIM_SEED=N` | run seed `N` alone |
+//! | `LOCKSIM_SEEDS=COUNT` or `A..B` | replace the test's seed range (nightly CI: `LOCKSIM_SEEDS=20000`) |
+//! | `LOCKSIM_JOBS=N` | worker threads |
+//! | `LOCKSIM_CHECK_DETERMINISM=1` | run every seed twice more and compare event digests |
+//! | `LOCKSIM_TRACES=DIR` | where shrunk traces go |
+//! | `LOCKSIM_REPLAY=TRACE.json` | replay that trace with the test's algorithm instead of the campaign |
+//! | `LOCKSIM_RENDER=PAGE.html` | with `LOCKSIM_REPLAY`: draw the replayed run there |
+
+mod command;
+mod knobs;
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use locksim_core::text::plural;
+use locksim_core::{FaultKind, Property, Trace, Workload};
+use locksim_sim::LockAlgorithm;
+
+pub use command::{shell_quote, TestInvocation};
+pub use knobs::{Knobs, SeedsKnob};
+
+use crate::campaign::{run_campaign, CampaignSpec};
+use crate::outcome::check_scenario;
+pub use crate::page::Drawn;
+pub use crate::replay::Replay;
+use crate::replay::{replay_with, verdict_kinds};
+use crate::setup::{parse_setting, Setup};
+use crate::shrink::{shrink_with, trace_file_name};
+
+/// Replays the trace in `trace_file` with `algo` (your own algorithm, which `locksim replay`
+/// cannot build): the same scenario run again, its event digest and verdict compared with
+/// the trace's ([`Replay::ok`]).
+///
+/// # Errors
+/// An unreadable trace (naming the file, line and column), a trace of another algorithm, or a
+/// simulation that fails.
+pub fn replay(
+    trace_file: impl AsRef<Path>,
+    algo: Arc<dyn LockAlgorithm>,
+) -> Result<Replay, String> {
+    let path = trace_file.as_ref();
+    let trace = Trace::read(path).map_err(|e| e.to_string())?;
+    replay_with(&trace, algo).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Re-runs the trace in `trace_file` with `algo` and writes the run's page (the timeline
+/// `locksim render` draws) to `out`; never replaces a file that is not a locksim page.
+///
+/// # Errors
+/// As [`replay`], and when `out` cannot be written.
+pub fn render(
+    trace_file: impl AsRef<Path>,
+    algo: Arc<dyn LockAlgorithm>,
+    out: impl AsRef<Path>,
+) -> Result<Drawn, String> {
+    crate::page::render(trace_file.as_ref(), algo, out.as_ref())
+}
+
+/// A campaign in a test.
+pub struct Campaign {
+    setup: Setup,
+    registered: bool,
+    seeds: Range<u64>,
+    kinds: Vec<FaultKind>,
+    jobs: Option<usize>,
+    expect: Vec<Property>,
+    forbid: Vec<Property>,
+    allow: Vec<Property>,
+}
+
+impl Campaign {
+    /// Your own algorithm, with 3 clients and the default workload.
+    pub fn new(algo: Arc<dyn LockAlgorithm>) -> Campaign {
+        Campaign::of(
+            Setup::custom(algo, Default::default(), 3, Workload::default()),
+            false,
+        )
+    }
+
+    /// A registered algorithm with `key=value` settings.
+    ///
+    /// # Panics
+    /// On an unknown algorithm or a bad setting (a test's configuration error).
+    pub fn registered(name: &str, settings: &[&str]) -> Campaign {
+        let pairs: Vec<(String, String)> = settings
+            .iter()
+            .map(|s| parse_setting(s).unwrap_or_else(|e| panic!("{e}")))
+            .collect();
+        Campaign::of(
+            Setup::registered(name, &pairs).unwrap_or_else(|e| panic!("{e}")),
+            true,
+        )
+    }
+
+    fn of(setup: Setup, registered: bool) -> Campaign {
+        Campaign {
+            setup,
+            registered,
+            seeds: 0..100,
+            kinds: vec![FaultKind::Mixed],
+            jobs: None,
+            expect: Vec::new(),
+            forbid: Vec::new(),
+            allow: Vec::new(),
+        }
+    }
+
+    /// Number of client processes (default 3).
+    pub fn clients(mut self, n: u32) -> Self {
+        self.setup.cluster.clients = n;
+        self
+    }
+
+    /// The workload (default [`Workload::default`]).
+    pub fn workload(mut self, w: Workload) -> Self {
+        self.setup.workload = w;
+        self
+    }
+
+    /// The seeds to run (default `0..100`); `LOCKSIM_SEED=N` overrides it with `N..N+1`,
+    /// `LOCKSIM_SEEDS` with a count from the same first seed or a range.
+    pub fn seeds(mut self, seeds: Range<u64>) -> Self {
+        self.seeds = seeds;
+        self
+    }
+
+    /// Fault kinds, each a cell of its own (default `mixed`).
+    pub fn faults(mut self, kinds: &[FaultKind]) -> Self {
+        self.kinds = kinds.to_vec();
+        self
+    }
+
+    /// Worker threads (default: every core; `LOCKSIM_JOBS` overrides both).
+    pub fn jobs(mut self, n: usize) -> Self {
+        self.jobs = Some(n.max(1));
+        self
+    }
+
+    /// Properties some seed must violate (each of them; added to earlier calls).
+    pub fn expect(mut self, properties: &[Property]) -> Self {
+        self.expect.extend_from_slice(properties);
+        self
+    }
+
+    /// Properties no seed may violate (everything neither expected nor allowed is forbidden
+    /// anyway; naming them documents the test and is checked against `expect`).
+    pub fn forbid(mut self, properties: &[Property]) -> Self {
+        self.forbid.extend_from_slice(properties);
+        self
+    }
+
+    /// Properties seeds may or may not violate.
+    pub fn allow(mut self, properties: &[Property]) -> Self {
+        self.allow.extend_from_slice(properties);
+        self
+    }
+
+    /// Runs the campaign and panics unless no property outside [`Campaign::allow`] and
+    /// [`Campaign::expect`] is violated (S1–S4 and any other property the run checks): the
+    /// same as [`Campaign::check`], named for the common case.
+    ///
+    /// # Panics
+    /// As [`Campaign::check`].
+    pub fn expect_safe(self) {
+        self.check();
+    }
+
+    /// Runs the campaign and judges it: every expected property is violated by some seed,
+    /// no other property the run checks is violated (unless allowed) or left undecided (unless
+    /// allowed or expected), no seed fails to run, and some client is granted the lock. On a
+    /// forbidden violation it shrinks the first failing seed and writes its trace first. With
+    /// `LOCKSIM_REPLAY` it replays that trace instead (see the module's table).
+    ///
+    /// # Panics
+    /// When the judgment fails, as described; on a property both expected (or allowed) and
+    /// forbidden, an expected property the run does not check, or a malformed variable.
+    pub fn check(self) {
+        let knobs =
+            Knobs::read(&|k| std::env::var(k).ok()).unwrap_or_else(|e| panic!("locksim: {e}"));
+        for p in &self.forbid {
+            assert!(
+                !self.expect.contains(p) && !self.allow.contains(p),
+                "locksim: {p} is both forbidden and expected or allowed"
+            );
+        }
+        if let Some(trace) = &knobs.replay {
+            self.replay_trace(trace, knobs.render.as_deref());
+            return;
+        }
+        let seeds = knobs.seeds_for(&self.seeds);
+        assert!(
+            !seeds.is_empty(),
+            "locksim: the seed range {seeds:?} is empty"
+        );
+        assert!(!self.kinds.is_empty(), "locksim: no fault kinds to run");
+        assert!(
+            self.setup.cluster.clients > 0,
+            "locksim: a campaign needs at least one client"
+        );
+        let jobs = knobs
+            .jobs
+            .or(self.jobs)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let spec = CampaignSpec {
+            setups: vec![self.setup.clone()],
+            kinds: self.kinds.clone(),
+            first_seed: seeds.start,
+            seeds: seeds.end - seeds.start,
+            jobs,
+        };
+        let algo = &self.setup.algorithm;
+        let range = format!("{}..{}", seeds.start, seeds.end);
+        let invocation = TestInvocation::current();
+        if knobs.check_determinism {
+            if let Some((seed, kind, a, b)) = self.nondeterministic(&seeds, jobs) {
+                let rerun = invocation.command(
+                    &[
+                        ("LOCKSIM_SEED", seed.to_string()),
+                        ("LOCKSIM_CHECK_DETERMINISM", "1".into()),
+                    ],
+                    &[],
+                );
+                panic!(
+                    "locksim: {algo} is not deterministic: seed {seed} under {kind} ran twice with digests {a} and {b} (the same seed must give the same run: no wall-clock time, no thread_rng, no HashMap order in the algorithm)\n  test:     {}\n  rerun:    {rerun}",
+                    invocation.name.as_deref().unwrap_or("?")
+                );
+            }
+        }
+        let cells = run_campaign(&spec, &|_, _| {});
+        if let Some(c) = cells
+            .iter()
+            .filter(|c| c.errors > 0)
+            .min_by_key(|c| c.first_error_seed)
+        {
+            let seed = c.first_error_seed.unwrap_or(0);
+            panic!(
+                "locksim: {algo} seed {seed} under {} failed to run: {}\n  rerun:    {}",
+                c.faults,
+                c.first_error.as_deref().unwrap_or(""),
+                invocation.command(&[("LOCKSIM_SEED", seed.to_string())], &[])
+            );
+        }
+        let grants: u64 = cells.iter().map(|c| c.grants).sum();
+        assert!(
+            grants > 0,
+            "locksim: {algo} never granted the lock in {} seeds: nothing was tested",
+            cells.iter().map(|c| c.seeds).sum::<u64>()
+        );
+        let checked: Vec<Property> = Property::ALL
+            .into_iter()
+            .filter(|p| cells.iter().any(|c| c.checked.contains(p)))
+            .collect();
+        let mut problems = Vec::new();
+        for &p in &self.expect {
+            if !checked.contains(&p) {
+                problems.push(format!("{p} is expected, but this run does not check it"));
+            } else if cells.iter().all(|c| c.violated(p) == 0) {
+                problems.push(format!(
+                    "expected {p} to be violated by some seed of {range}; it never was"
+                ));
+            }
+        }
+        let forbidden: Vec<Property> = checked
+            .iter()
+            .copied()
+            .filter(|p| !self.allow.contains(p) && !self.expect.contains(p))
+            .collect();
+        for &p in &forbidden {
+            let undecided: u64 = cells.iter().map(|c| c.undecided_on(p)).sum();
+            if undecided > 0 {
+                problems.push(format!(
+                    "{p} was left undecided on {} (a check ran out of budget), so {range} is not a clean result",
+                    plural(undecided, "seed")
+                ));
+            }
+        }
+        // Every checked property, counted: what the test's output shows under --nocapture.
+        let counts: Vec<String> = checked
+            .iter()
+            .map(|&p| {
+                let n: u64 = cells.iter().map(|c| c.violated(p)).sum();
+                let role = if self.expect.contains(&p) {
+                    "expected"
+                } else if self.allow.contains(&p) {
+                    "allowed"
+                } else {
+                    "forbidden"
+                };
+                format!("{p} {n} ({role})")
+            })
+            .collect();
+        eprintln!(
+            "locksim: {algo}, seeds {range} × {}: {grants} grants; violations by seed: {}",
+            plural(self.kinds.len() as u64, "fault kind"),
+            counts.join(", ")
+        );
+        // The first forbidden violation: smallest seed, then property, then cell.
+        let first = cells
+            .iter()
+            .flat_map(|c| {
+                forbidden
+                    .iter()
+                    .filter_map(move |p| c.first_violation.get(p).map(|&s| (s, *p, c.faults)))
+            })
+            .min();
+        let Some((seed, property, kind)) = first else {
+            assert!(
+                problems.is_empty(),
+                "locksim: {algo}: {}",
+                problems.join("; ")
+            );
+            return;
+        };
+        for &p in &forbidden {
+            let n: u64 = cells.iter().map(|c| c.violated(p)).sum();
+            if n > 0 {
+                problems.push(format!("{p} violated by {}", plural(n, "seed")));
+            }
+        }
+        let scenario = self.setup.scenario(seed, &[kind]);
+        let dir = knobs
+            .traces
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("traces"));
+        let written =
+            shrink_with(&scenario, self.setup.algo.clone(), property, &|_| {}).and_then(|s| {
+                let trace = s.trace(true);
+                let path = dir.join(trace_file_name(&trace, property));
+                let path = std::path::absolute(&path).unwrap_or(path);
+                match trace.write_new(&path) {
+                    Ok(()) => Ok((path, s.scenario.faults.len(), trace.digest)),
+                    Err(e) => Err(format!("the shrunk trace could not be written: {e}")),
+                }
+            });
+        let mut vars = vec![("LOCKSIM_SEED", seed.to_string())];
+        if let Some(t) = &knobs.traces {
+            vars.push(("LOCKSIM_TRACES", t.to_string_lossy().into_owned()));
+        }
+        let rerun = invocation.command(&vars, &[]);
+        let trace_lines = match &written {
+            Ok((path, n, digest)) => {
+                let page = path.with_extension("html");
+                let render = invocation.command(
+                    &[
+                        ("LOCKSIM_REPLAY", path.to_string_lossy().into_owned()),
+                        ("LOCKSIM_RENDER", page.to_string_lossy().into_owned()),
+                    ],
+                    &["--nocapture"],
+                );
+                let cli = if self.registered {
+                    format!(
+                        "\n  or:       locksim render {} -o {}",
+                        shell_quote(&path.to_string_lossy()),
+                        shell_quote(&page.to_string_lossy())
+                    )
+                } else {
+                    String::new()
+                };
+                format!(
+                    "\n  trace:    {} (shrunk to {}; digest {digest})\n  rerun:    {rerun}\n  render:   {render}{cli}",
+                    path.display(),
+                    plural(*n as u64, "fault")
+                )
+            }
+            Err(e) => format!("\n  (shrinking failed: {e})\n  rerun:    {rerun}"),
+        };
+        panic!(
+            "locksim: {algo} violates {property} under {kind} with seed {seed} (of {range}); in all: {}\n  test:     {}{trace_lines}",
+            problems.join("; "),
+            invocation.name.as_deref().unwrap_or("?")
+        );
+    }
+
+    /// `LOCKSIM_REPLAY`: replays `trace` with this test's algorithm and, with `render`, draws
+    /// it; panics unless the run reproduces the trace's digest and verdict.
+    fn replay_trace(&self, trace: &Path, render: Option<&Path>) {
+        let algo = self.setup.algo.clone();
+        if let Some(out) = render {
+            match crate::page::render(trace, algo.clone(), out) {
+                Ok(d) => eprintln!(
+                    "locksim: drew {} ({} events, {} messages)",
+                    out.display(),
+                    d.events,
+                    d.messages
+                ),
+                Err(e) => panic!("locksim: LOCKSIM_RENDER: {e}"),
+            }
+        }
+        let replayed =
+            replay(trace, algo).unwrap_or_else(|e| panic!("locksim: LOCKSIM_REPLAY: {e}"));
+        let recorded = Trace::read(trace).map(|t| (t.digest, verdict_kinds(&t.verdict)));
+        let (digest, verdict) = recorded.unwrap_or_default();
+        assert!(
+            replayed.ok(),
+            "locksim: {} does not reproduce: digest {} where the trace recorded {digest}, verdict {} where it recorded {verdict}{}",
+            trace.display(),
+            replayed.digest,
+            verdict_kinds(&replayed.outcome.verdict),
+            replayed.first_difference.as_deref().map_or(String::new(), |d| format!("; first difference: {d}"))
+        );
+        eprintln!(
+            "locksim: replayed {}: digest {} as recorded, verdict {}",
+            trace.display(),
+            replayed.digest,
+            verdict_kinds(&replayed.outcome.verdict)
+        );
+    }
+
+    /// `LOCKSIM_CHECK_DETERMINISM`: runs every (fault kind, seed) twice on `jobs` threads and
+    /// returns the first (smallest seed) whose digests differ, with both digests.
+    fn nondeterministic(
+        &self,
+        seeds: &Range<u64>,
+        jobs: usize,
+    ) -> Option<(u64, FaultKind, String, String)> {
+        let runs: Vec<(u64, FaultKind)> = self
+            .kinds
+            .iter()
+            .flat_map(|&k| seeds.clone().map(move |s| (s, k)))
+            .collect();
+        let digest = |s: u64, k: FaultKind| {
+            let out = check_scenario(&self.setup.scenario(s, &[k]), self.setup.algo.clone());
+            match (&out.history, &out.error) {
+                (Some(h), _) => h.digest(),
+                (None, e) => format!("(failed: {})", e.as_deref().unwrap_or("?")),
+            }
+        };
+        let next = AtomicU64::new(0);
+        let found: Mutex<Vec<(u64, FaultKind, String, String)>> = Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            for _ in 0..jobs.max(1) {
+                scope.spawn(|| loop {
+                    let Some(&(s, k)) = runs.get(next.fetch_add(1, Ordering::Relaxed) as usize)
+                    else {
+                        return;
+                    };
+                    let (a, b) = (digest(s, k), digest(s, k));
+                    if a != b {
+                        found
+                            .lock()
+                            .expect("no panic while held")
+                            .push((s, k, a, b));
+                    }
+                });
+            }
+        });
+        found
+            .into_inner()
+            .expect("workers finished")
+            .into_iter()
+            .min_by_key(|f| (f.0, f.1))
+    }
+}
