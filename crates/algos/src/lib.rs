@@ -10,6 +10,7 @@
 //! | `redlock` | N independent masters, majority, validity = TTL − elapsed − drift |
 //! | `raft-lease` | etcd-style lease lock on a Raft log (raft-rs), revision = fencing token |
 //! | `ap-lock` | members with their own lock tables, replicated in the background (case K6) |
+//! | `redis-failover` | a Redis primary, async replicas, a Sentinel-like monitor; `WAIT` optional |
 //!
 //! [`build`] turns a name and `key=value` knobs into an algorithm; [`ALGORITHMS`] and
 //! [`knobs`] describe what exists, for `--help` and error messages. Your own algorithm does not
@@ -28,6 +29,8 @@ pub mod knobs;
 pub mod lockserver;
 pub mod raftlease;
 pub mod redlock;
+// Replicated lock services (issue #13).
+pub mod redisfailover;
 
 pub use knobs::Knob;
 
@@ -53,6 +56,11 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
         "ap-lock",
         "members with their own lock tables, replicated in the background: available, not safe (K6)",
     ),
+    // Replicated lock services (issue #13); not in the default matrix.
+    (
+        "redis-failover",
+        "a Redis primary with async replicas and a Sentinel-like monitor that promotes one (WAIT optional)",
+    ),
 ];
 
 /// The algorithms of the default campaign matrix: the ones a user chooses between.
@@ -75,6 +83,7 @@ pub fn knobs(name: &str) -> Option<&'static [Knob]> {
         "redlock" => Some(redlock::KNOBS),
         "raft-lease" => Some(raftlease::KNOBS),
         "ap-lock" => Some(aplock::KNOBS),
+        "redis-failover" => Some(redisfailover::KNOBS),
         _ => None,
     }
 }
@@ -100,6 +109,9 @@ pub fn build(
             config, workload,
         )?)),
         "ap-lock" => Ok(Arc::new(aplock::ApLock::from_config(config, workload)?)),
+        "redis-failover" => Ok(Arc::new(redisfailover::RedisFailover::from_config(
+            config, workload,
+        )?)),
         other => Err(format!("unknown algorithm `{other}` (valid: {})", names())),
     }
 }

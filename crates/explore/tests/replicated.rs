@@ -1,0 +1,147 @@
+//! The replicated lock services of issue #13 (`redis-failover`, …): what each one's real
+//! system is known for happens, the documented remedy removes it, and runs replay exactly.
+
+mod common;
+
+use common::{node, ns, scenario, setup};
+use locksim_core::history::{EventKind, OpF, Phase};
+use locksim_core::{Fault, FaultKind, Property};
+use locksim_explore::check_scenario;
+use locksim_explore::testing::Campaign;
+
+/// Same seed twice ⇒ the same digest and verdict; another seed ⇒ another run.
+fn replays_exactly(algo: &str, settings: &[&str]) {
+    let st = setup(algo, settings);
+    let digest = |seed| {
+        let out = check_scenario(&st.scenario(seed, &[FaultKind::Mixed]), st.algo.clone());
+        let h = out.history.expect("simulation ran");
+        assert!(h.events.len() > 100, "{algo} seed {seed}: few events");
+        (h.digest(), out.verdict)
+    };
+    let (a1, v1) = digest(5);
+    let (a2, v2) = digest(5);
+    assert_eq!(a1, a2, "{algo}: seed 5 ran twice with different digests");
+    assert_eq!(v1, v2);
+    assert_ne!(a1, digest(6).0, "{algo}: seeds 5 and 6 gave the same run");
+}
+
+/// Events of kind acquire-ok on `client` and service grants by `server` in [from, to).
+fn oks_and_grants(
+    h: &locksim_core::History,
+    client: u32,
+    server: u32,
+    from: u64,
+    to: u64,
+) -> (usize, usize) {
+    let during = h.events.iter().filter(|e| e.time >= from && e.time < to);
+    let mut oks = 0;
+    let mut grants = 0;
+    for e in during {
+        match e.kind {
+            EventKind::Op {
+                f: OpF::Acquire,
+                phase: Phase::Ok,
+                ..
+            } if e.node == client => oks += 1,
+            EventKind::Grant { .. } if e.node == server => grants += 1,
+            _ => {}
+        }
+    }
+    (oks, grants)
+}
+
+fn split_brain(settings: &[&str]) -> (locksim_core::Scenario, locksim_explore::Setup) {
+    let mut all = vec!["duration=15s"];
+    all.extend_from_slice(settings);
+    let st = setup("redis-failover", &all);
+    let p = st.scenario(1, &[]);
+    let (n1, c1) = (node(&p, "n1"), node(&p, "c1"));
+    let rest: Vec<u32> = (0..p.cluster.nodes())
+        .filter(|n| ![n1, c1, p.cluster.resource_id()].contains(n))
+        .collect();
+    let s = scenario(
+        &st,
+        vec![(
+            "2s",
+            Fault::Partition {
+                a: vec![n1, c1],
+                b: rest,
+                duration: ns("10s"),
+                mode: locksim_core::fault::CutMode::Drop,
+            },
+        )],
+    );
+    (s, st)
+}
+
+#[test]
+fn redis_failover_replays_exactly() {
+    replays_exactly("redis-failover", &[]);
+    replays_exactly("redis-failover", &["wait_replicas=2", "fencing=true"]);
+}
+
+#[test]
+fn redis_failover_promotes_a_replica_and_the_cut_off_primary_keeps_granting() {
+    let (s, st) = split_brain(&[]);
+    let out = check_scenario(&s, st.algo.clone());
+    let h = out.history.expect("ran");
+    let (n1, n2, n3, c1) = (
+        node(&s, "n1"),
+        node(&s, "n2"),
+        node(&s, "n3"),
+        node(&s, "c1"),
+    );
+    // After down_after (5 s from 2 s, plus a ping period) a replica grants...
+    let promoted: usize = [n2, n3]
+        .iter()
+        .map(|&n| oks_and_grants(&h, c1, n, ns("7s"), ns("12s")).1)
+        .sum();
+    assert!(promoted > 0, "no replica was promoted and granted");
+    // ...while c1 keeps being granted by the old primary it still talks to.
+    let (oks, grants) = oks_and_grants(&h, c1, n1, ns("7.5s"), ns("12s"));
+    assert!(oks > 0 && grants > 0, "c1 {oks} oks, n1 {grants} grants");
+    assert!(out.verdict.violates(Property::S1), "{:#?}", out.verdict);
+}
+
+#[test]
+fn redis_failover_with_wait_grants_nothing_on_the_cut_off_primary() {
+    let (s, st) = split_brain(&["wait_replicas=1"]);
+    let out = check_scenario(&s, st.algo.clone());
+    let h = out.history.expect("ran");
+    let (n1, c1) = (node(&s, "n1"), node(&s, "c1"));
+    // n1 still executes c1's SETs (a grant record each), but WAIT 1 falls short: no ok.
+    let (oks, grants) = oks_and_grants(&h, c1, n1, ns("2.3s"), ns("12s"));
+    assert_eq!(
+        oks, 0,
+        "c1 was told it holds the lock on the cut-off primary"
+    );
+    assert!(grants > 0, "c1 never tried the cut-off primary");
+    let unsafe_ = [Property::S1, Property::S2, Property::S3, Property::S4];
+    assert!(
+        !unsafe_.iter().any(|&p| out.verdict.violates(p)),
+        "{:#?}",
+        out.verdict
+    );
+}
+
+#[test]
+fn redis_failover_without_faults_is_safe() {
+    Campaign::registered("redis-failover", &[])
+        .seeds(0..200)
+        .faults(&[FaultKind::None])
+        .expect_safe();
+}
+
+#[test]
+fn redis_failover_restarting_empty_loses_locks_and_fsync_keeps_them() {
+    Campaign::registered("redis-failover", &[])
+        .seeds(0..200)
+        .faults(&[FaultKind::CrashRestart])
+        .expect(&[Property::S1])
+        .allow(&[Property::S2, Property::S3])
+        .check();
+    Campaign::registered("redis-failover", &["fsync=always"])
+        .seeds(0..200)
+        .faults(&[FaultKind::CrashRestart])
+        .expect_safe();
+}
