@@ -11,6 +11,7 @@
 //! | `raft-lease` | etcd-style lease lock on a Raft log (raft-rs), revision = fencing token |
 //! | `ap-lock` | members with their own lock tables, replicated in the background (case K6) |
 //! | `redis-failover` | a Redis primary, async replicas, a Sentinel-like monitor; `WAIT` optional |
+//! | `consul-session` | Consul sessions, `?acquire=` and lock-delay on the `raft-lease` server core |
 //!
 //! [`build`] turns a name and `key=value` knobs into an algorithm; [`ALGORITHMS`] and
 //! [`knobs`] describe what exists, for `--help` and error messages. Your own algorithm does not
@@ -30,6 +31,7 @@ pub mod lockserver;
 pub mod raftlease;
 pub mod redlock;
 // Replicated lock services (issue #13).
+pub mod consul;
 pub mod redisfailover;
 
 pub use knobs::Knob;
@@ -61,6 +63,10 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
         "redis-failover",
         "a Redis primary with async replicas and a Sentinel-like monitor that promotes one (WAIT optional)",
     ),
+    (
+        "consul-session",
+        "Consul sessions and ?acquire= locks with lock-delay, on the raft-lease server core",
+    ),
 ];
 
 /// The algorithms of the default campaign matrix: the ones a user chooses between.
@@ -84,6 +90,7 @@ pub fn knobs(name: &str) -> Option<&'static [Knob]> {
         "raft-lease" => Some(raftlease::KNOBS),
         "ap-lock" => Some(aplock::KNOBS),
         "redis-failover" => Some(redisfailover::KNOBS),
+        "consul-session" => Some(consul::KNOBS),
         _ => None,
     }
 }
@@ -110,6 +117,9 @@ pub fn build(
         )?)),
         "ap-lock" => Ok(Arc::new(aplock::ApLock::from_config(config, workload)?)),
         "redis-failover" => Ok(Arc::new(redisfailover::RedisFailover::from_config(
+            config, workload,
+        )?)),
+        "consul-session" => Ok(Arc::new(consul::ConsulSession::from_config(
             config, workload,
         )?)),
         other => Err(format!("unknown algorithm `{other}` (valid: {})", names())),
