@@ -12,6 +12,7 @@
 //! | `ap-lock` | members with their own lock tables, replicated in the background (case K6) |
 //! | `redis-failover` | a Redis primary, async replicas, a Sentinel-like monitor; `WAIT` optional |
 //! | `consul-session` | Consul sessions, `?acquire=` and lock-delay on the `raft-lease` server core |
+//! | `zookeeper` | a Zab-like ensemble with sessions; Curator's `InterProcessMutex` recipe |
 //!
 //! [`build`] turns a name and `key=value` knobs into an algorithm; [`ALGORITHMS`] and
 //! [`knobs`] describe what exists, for `--help` and error messages. Your own algorithm does not
@@ -33,6 +34,7 @@ pub mod redlock;
 // Replicated lock services (issue #13).
 pub mod consul;
 pub mod redisfailover;
+pub mod zookeeper;
 
 pub use knobs::Knob;
 
@@ -67,6 +69,10 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
         "consul-session",
         "Consul sessions and ?acquire= locks with lock-delay, on the raft-lease server core",
     ),
+    (
+        "zookeeper",
+        "a ZooKeeper-style ensemble (Zab-like broadcast, sessions) and Curator's InterProcessMutex",
+    ),
 ];
 
 /// The algorithms of the default campaign matrix: the ones a user chooses between.
@@ -91,6 +97,7 @@ pub fn knobs(name: &str) -> Option<&'static [Knob]> {
         "ap-lock" => Some(aplock::KNOBS),
         "redis-failover" => Some(redisfailover::KNOBS),
         "consul-session" => Some(consul::KNOBS),
+        "zookeeper" => Some(zookeeper::KNOBS),
         _ => None,
     }
 }
@@ -120,6 +127,9 @@ pub fn build(
             config, workload,
         )?)),
         "consul-session" => Ok(Arc::new(consul::ConsulSession::from_config(
+            config, workload,
+        )?)),
+        "zookeeper" => Ok(Arc::new(zookeeper::Zookeeper::from_config(
             config, workload,
         )?)),
         other => Err(format!("unknown algorithm `{other}` (valid: {})", names())),

@@ -291,6 +291,22 @@ fn help_teaches() {
     }
 }
 
+#[test]
+fn list_names_the_replicated_services_and_their_knobs() {
+    let o = locksim(&["list"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "redis-failover",
+        "wait_replicas",
+        "consul-session",
+        "lock_delay",
+        "zookeeper",
+        "guid+session",
+    ] {
+        assert!(out.contains(needle), "list lacks {needle}");
+    }
+}
+
 fn histories() -> Option<std::path::PathBuf> {
     let d =
         std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/histories");

@@ -54,7 +54,7 @@ use madsim::net::Endpoint;
 use madsim::runtime::Runtime;
 
 /// The replicated lock services measured like `raft-lease` (`harness/NAME-mixed`).
-const REPLICATED: &[&str] = &["redis-failover"];
+const REPLICATED: &[&str] = &["redis-failover", "consul-session", "zookeeper"];
 /// The seeds one iteration runs.
 const SEEDS: std::ops::Range<u64> = 0..16;
 /// Lock servers of the standard redlock scenario (its 5 masters) plus the resource.

@@ -265,3 +265,109 @@ fn consul_session_loses_the_lock_at_the_first_renewal_error_unless_it_retries() 
     // The error count only grows with retries when every retry fails too: fewer holds end.
     assert!(extend_fails(&["monitor_retries=3"]) < extend_fails(&[]));
 }
+
+#[test]
+fn zookeeper_replays_exactly() {
+    replays_exactly("zookeeper", &[]);
+    replays_exactly(
+        "zookeeper",
+        &["protected=guid+session", "sync_before_read=true"],
+    );
+}
+
+#[test]
+fn zookeeper_without_faults_is_safe() {
+    Campaign::registered("zookeeper", &[])
+        .seeds(0..200)
+        .faults(&[FaultKind::None])
+        .expect_safe();
+}
+
+/// c1 hears nothing from 2 s to 3.8 s while its requests still arrive.
+fn lost_replies(settings: &[&str]) -> (locksim_explore::Setup, Vec<locksim_core::Scenario>) {
+    let st = setup("zookeeper", settings);
+    let p = st.scenario(0, &[]);
+    let c1 = node(&p, "c1");
+    let servers: Vec<u32> = p.cluster.server_ids().collect();
+    let runs = (0..40)
+        .map(|seed| {
+            let mut s = scenario(
+                &st,
+                vec![(
+                    "2s",
+                    Fault::DropReplies {
+                        clients: vec![c1],
+                        servers: servers.clone(),
+                        duration: ns("1.8s"),
+                    },
+                )],
+            );
+            s.seed = seed;
+            s
+        })
+        .collect();
+    (st, runs)
+}
+
+#[test]
+fn zookeeper_protected_mode_by_guid_adopts_the_abandoned_sessions_node() {
+    let (st, runs) = lost_replies(&[]);
+    let double = runs
+        .iter()
+        .filter(|s| {
+            check_scenario(s, st.algo.clone())
+                .verdict
+                .violates(Property::S1)
+        })
+        .count();
+    assert!(double > 0, "CURATOR-498 never showed in 40 seeds");
+    let (st, runs) = lost_replies(&["protected=guid+session", "sync_before_read=true"]);
+    for s in &runs {
+        let out = check_scenario(s, st.algo.clone());
+        assert!(
+            !out.verdict.violates(Property::S1) && !out.verdict.violates(Property::S3),
+            "seed {}: {:#?}",
+            s.seed,
+            out.verdict
+        );
+    }
+}
+
+#[test]
+fn zookeeper_sessions_expire_on_the_leader_and_take_their_nodes() {
+    // c1 crashes at 3 s for good: the leader closes its session one timeout after its last
+    // touch, and its node (if it had one) stops blocking the others.
+    let st = setup("zookeeper", &["duration=8s"]);
+    let p = st.scenario(0, &[]);
+    let c1 = node(&p, "c1");
+    let mut granted_after = 0;
+    for seed in 0..10 {
+        let mut s = scenario(
+            &st,
+            vec![(
+                "3s",
+                Fault::Crash {
+                    node: c1,
+                    restart_after: None,
+                },
+            )],
+        );
+        s.seed = seed;
+        let out = check_scenario(&s, st.algo.clone());
+        let h = out.history.expect("ran");
+        granted_after += h
+            .events
+            .iter()
+            .filter(|e| e.time > ns("5s") && matches!(e.kind, EventKind::Grant { .. }))
+            .count();
+        assert!(
+            !out.verdict.violates(Property::L1),
+            "seed {seed}: {:#?}",
+            out.verdict
+        );
+    }
+    assert!(
+        granted_after > 0,
+        "nobody was granted the lock after c1 died"
+    );
+}

@@ -129,7 +129,7 @@ pub struct RedisFailover {
 }
 
 /// Parses `MIN..MAX` (or one duration) into ns bounds.
-fn parse_range(name: &str, key: &str, v: &str) -> Result<(Nanos, Nanos), String> {
+pub(crate) fn parse_range(name: &str, key: &str, v: &str) -> Result<(Nanos, Nanos), String> {
     let one = |s: &str| match locksim_core::time::parse_duration(s) {
         Ok(d) if d >= 0 => Ok(d as Nanos),
         Ok(_) => Err(format!("{name}: `{key}={v}`: durations are never negative")),
