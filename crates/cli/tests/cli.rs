@@ -40,8 +40,8 @@ fn bad_input_gets_one_line_naming_the_problem_and_the_choices() {
         ],
     );
     rejects(
-        &["campaign", "--algo", "central,zookeeper"],
-        &["`zookeeper`", "redlock"],
+        &["campaign", "--algo", "central,chubby"],
+        &["`chubby`", "redlock"],
     );
     rejects(
         &[
