@@ -13,6 +13,9 @@
 //! | `k8s-lease` | client-go leader election on a Lease record (resourceVersion CAS) |
 //! | `pg-advisory` | PostgreSQL session advisory locks behind a PgBouncer-style pooler (no expiry) |
 //! | `db-lease` | a ShedLock-style row with `lock_until`, on the client's or the database's clock |
+//! | `redis-failover` | a Redis primary, async replicas, a Sentinel-like monitor; `WAIT` optional |
+//! | `consul-session` | Consul sessions, `?acquire=` and lock-delay on the `raft-lease` server core |
+//! | `zookeeper` | a Zab-like ensemble with sessions; Curator's `InterProcessMutex` recipe |
 //!
 //! [`build`] turns a name and `key=value` knobs into an algorithm; [`ALGORITHMS`] and
 //! [`knobs`] describe what exists, for `--help` and error messages. Your own algorithm does not
@@ -34,6 +37,10 @@ pub mod lockserver;
 pub mod pgadvisory;
 pub mod raftlease;
 pub mod redlock;
+// Replicated lock services (issue #13).
+pub mod consul;
+pub mod redisfailover;
+pub mod zookeeper;
 
 pub use knobs::Knob;
 
@@ -72,6 +79,19 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
         "pg-advisory",
         "PostgreSQL session advisory locks (reentrant, owned by the backend) behind a PgBouncer-style pooler; no expiry",
     ),
+    // Replicated lock services (issue #13); not in the default matrix.
+    (
+        "redis-failover",
+        "a Redis primary with async replicas and a Sentinel-like monitor that promotes one (WAIT optional)",
+    ),
+    (
+        "consul-session",
+        "Consul sessions and ?acquire= locks with lock-delay, on the raft-lease server core",
+    ),
+    (
+        "zookeeper",
+        "a ZooKeeper-style ensemble (Zab-like broadcast, sessions) and Curator's InterProcessMutex",
+    ),
 ];
 
 /// The algorithms of the default campaign matrix: the ones a user chooses between.
@@ -97,6 +117,9 @@ pub fn knobs(name: &str) -> Option<&'static [Knob]> {
         "db-lease" => Some(dblease::KNOBS),
         "k8s-lease" => Some(k8slease::KNOBS),
         "pg-advisory" => Some(pgadvisory::KNOBS),
+        "redis-failover" => Some(redisfailover::KNOBS),
+        "consul-session" => Some(consul::KNOBS),
+        "zookeeper" => Some(zookeeper::KNOBS),
         _ => None,
     }
 }
@@ -125,6 +148,15 @@ pub fn build(
         "db-lease" => Ok(Arc::new(dblease::DbLease::from_config(config, workload)?)),
         "k8s-lease" => Ok(Arc::new(k8slease::K8sLease::from_config(config, workload)?)),
         "pg-advisory" => Ok(Arc::new(pgadvisory::PgAdvisory::from_config(
+            config, workload,
+        )?)),
+        "redis-failover" => Ok(Arc::new(redisfailover::RedisFailover::from_config(
+            config, workload,
+        )?)),
+        "consul-session" => Ok(Arc::new(consul::ConsulSession::from_config(
+            config, workload,
+        )?)),
+        "zookeeper" => Ok(Arc::new(zookeeper::Zookeeper::from_config(
             config, workload,
         )?)),
         other => Err(format!("unknown algorithm `{other}` (valid: {})", names())),

@@ -40,8 +40,8 @@ fn bad_input_gets_one_line_naming_the_problem_and_the_choices() {
         ],
     );
     rejects(
-        &["campaign", "--algo", "central,zookeeper"],
-        &["`zookeeper`", "redlock"],
+        &["campaign", "--algo", "central,chubby"],
+        &["`chubby`", "redlock"],
     );
     rejects(
         &[
@@ -287,6 +287,22 @@ fn help_teaches() {
     let o = locksim(&["list"]);
     let out = String::from_utf8_lossy(&o.stdout);
     for needle in ["redlock", "delayed_restart", "renew_every", "crash-restart"] {
+        assert!(out.contains(needle), "list lacks {needle}");
+    }
+}
+
+#[test]
+fn list_names_the_replicated_services_and_their_knobs() {
+    let o = locksim(&["list"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    for needle in [
+        "redis-failover",
+        "wait_replicas",
+        "consul-session",
+        "lock_delay",
+        "zookeeper",
+        "guid+session",
+    ] {
         assert!(out.contains(needle), "list lacks {needle}");
     }
 }

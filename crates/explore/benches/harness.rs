@@ -13,6 +13,10 @@
 //!   3 Raft replicas, 3 clients, 10 s of simulated workload, fault kind `mixed`, the same
 //!   seeds. Throughput: seeds/s. (Raft's heartbeats every 20 ms tick make it send several
 //!   times the messages of Redlock.)
+//! * `harness/redis-failover-mixed` (and each name of [`REPLICATED`]) — the same pipeline for
+//!   a replicated lock service at its defaults, 3 clients, 10 s, fault kind `mixed`, the same
+//!   seeds. Throughput: seeds/s. (`cargo bench -p locksim-explore --bench harness -- NAME`
+//!   measures one.)
 //! * `bare-madsim/same-messages` — madsim alone moving the same messages: per seed a fresh OS
 //!   thread and a fresh runtime, 9 nodes (5 masters, 3 clients and the resource, as in the
 //!   scenario), and the clients doing request/response pairs with the servers over
@@ -49,6 +53,8 @@ use locksim_explore::{check_scenario, Setup};
 use madsim::net::Endpoint;
 use madsim::runtime::Runtime;
 
+/// The replicated lock services measured like `raft-lease` (`harness/NAME-mixed`).
+const REPLICATED: &[&str] = &["redis-failover", "consul-session", "zookeeper"];
 /// The seeds one iteration runs.
 const SEEDS: std::ops::Range<u64> = 0..16;
 /// Lock servers of the standard redlock scenario (its 5 masters) plus the resource.
@@ -201,6 +207,16 @@ fn benches(c: &mut Criterion) {
     group.throughput(Throughput::Elements(seeds));
     group.bench_function("raft-lease-mixed", |b| b.iter(|| run_harness(&raft)));
     group.finish();
+
+    // The replicated lock services of issue #13, each at its defaults.
+    for name in REPLICATED {
+        let st = Setup::registered(name, &[]).expect("a registered algorithm");
+        let mut group = c.benchmark_group("harness");
+        configure(&mut group);
+        group.throughput(Throughput::Elements(seeds));
+        group.bench_function(format!("{name}-mixed"), |b| b.iter(|| run_harness(&st)));
+        group.finish();
+    }
 
     let mut group = c.benchmark_group("harness-messages");
     configure(&mut group);

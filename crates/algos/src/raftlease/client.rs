@@ -159,10 +159,10 @@ impl Inner {
         Ok(s)
     }
 
-    /// Renews the session every TTL/3 until the lease is gone or its deadline passed.
+    /// Renews the session every TTL/`keepalive_div` until the lease is gone or its deadline passed.
     async fn keep_alive(self: Rc<Self>, s: Rc<Session>, ttl: Nanos) {
         loop {
-            self.ctx.sleep((ttl / 3).max(1)).await;
+            self.ctx.sleep((ttl / self.cfg.keepalive_div).max(1)).await;
             if s.holding.get() {
                 continue;
             }
@@ -201,7 +201,7 @@ impl Inner {
         s.holding.set(true);
         Grant {
             key,
-            token: Some(rev),
+            token: self.cfg.fencing.then_some(rev),
             valid_until: Some(Validity {
                 clock: self.cfg.client_clock,
                 until,
@@ -371,7 +371,22 @@ impl Inner {
             .private
             .downcast_ref::<(u64, u64)>()
             .expect("a raft-lease grant");
-        let (answer, until) = self.renew(lease, ttl).await;
+        let (mut answer, mut until) = self.renew(lease, ttl).await;
+        if let Some(retries) = self.cfg.monitor_retries {
+            // Consul's api.Lock: an error is retried `retries` times, then the lock is lost.
+            for _ in 0..retries {
+                if answer.is_ok() {
+                    break;
+                }
+                (answer, until) = self.renew(lease, ttl).await;
+            }
+            if answer.is_err() {
+                return Outcome::Fail(format!(
+                    "renewal failed {} times (monitor_retries = {retries}): lock lost",
+                    retries + 1
+                ));
+            }
+        }
         match answer {
             Ok(Resp::Alive) => {
                 if let Some(s) = self.session.borrow().as_ref().filter(|s| s.lease == lease) {

@@ -137,17 +137,27 @@ pub enum Resp {
     Revoked,
 }
 
-/// The `raft-lease` algorithm.
+/// The `raft-lease` algorithm (and the core of `consul-session`, which builds it with its own
+/// name, keep-alive period, lock-delay and renewal-error policy).
 #[derive(Debug, Clone)]
 pub struct RaftLease {
-    servers: u32,
-    server: server::ServerConfig,
-    timeout: Nanos,
-    lock_wait: Nanos,
-    drift_ppm: u64,
-    client_clock: LocalClock,
+    pub(crate) name: &'static str,
+    pub(crate) servers: u32,
+    pub(crate) server: server::ServerConfig,
+    pub(crate) timeout: Nanos,
+    pub(crate) lock_wait: Nanos,
+    pub(crate) drift_ppm: u64,
+    pub(crate) client_clock: LocalClock,
     /// Retry an unlock without an answer in the background (else: the orphan bug).
-    unlock_retry: bool,
+    pub(crate) unlock_retry: bool,
+    /// The session is kept alive every TTL / this between holds (etcd: 3, Consul: 2).
+    pub(crate) keepalive_div: u64,
+    /// A renewal without an answer: `None` reports it unknown (etcd; the holder's renewal
+    /// policy decides); `Some(n)` retries it `n` times, then reports the lock lost (Consul's
+    /// `api.Lock` with `MonitorRetries = n`).
+    pub(crate) monitor_retries: Option<u32>,
+    /// Hand the lock key's creation revision to the resource as the fencing token.
+    pub(crate) fencing: bool,
 }
 
 impl RaftLease {
@@ -183,6 +193,10 @@ impl RaftLease {
             ));
         }
         Ok(RaftLease {
+            name,
+            keepalive_div: 3,
+            monitor_retries: None,
+            fencing: true,
             servers: k.int("servers", 1..=9)?,
             server: server::ServerConfig {
                 tick,
@@ -191,6 +205,7 @@ impl RaftLease {
                 clock: crate::knobs::local_clock(&k, "clock")?,
                 grant_on_expired_lease: k.flag("grant_on_expired_lease")?,
                 unlock_by_name: k.flag("unlock_by_name")?,
+                lock_delay: 0,
             },
             timeout: k.duration("timeout")?,
             lock_wait: k.duration("lock_wait")?,
@@ -204,7 +219,7 @@ impl RaftLease {
 #[async_trait(?Send)]
 impl LockAlgorithm for RaftLease {
     fn name(&self) -> &str {
-        "raft-lease"
+        self.name
     }
     fn servers(&self) -> u32 {
         self.servers
@@ -216,7 +231,7 @@ impl LockAlgorithm for RaftLease {
         // A request may go to a follower first and be redirected; a waiter is answered after
         // the leader revokes the expired lease through the log and confirms it still leads.
         locksim_sim::LivenessHints {
-            lock_delay: 0,
+            lock_delay: self.server.lock_delay,
             attempt: Some(2 * self.timeout + 2 * self.server.tick),
         }
     }

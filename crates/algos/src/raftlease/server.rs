@@ -48,6 +48,11 @@ pub struct ServerConfig {
     pub grant_on_expired_lease: bool,
     /// K3 bug: an unlock deletes the session's key by name, whatever its revision.
     pub unlock_by_name: bool,
+    /// Consul's lock-delay, ns of `clock`: after a revocation deletes the key that held lock
+    /// `k`, nobody is told they hold `k` for this long (a clean unlock sets no delay). Each
+    /// node sets it when it applies the revocation, on its own clock, as Consul's state store
+    /// does; 0 (etcd, `raft-lease`) disables it.
+    pub lock_delay: Nanos,
 }
 
 /// A Raft message between service nodes.
@@ -107,6 +112,8 @@ struct Server {
     /// Leader only: lease → expiry as a reading of `cfg.clock`.
     expiry: BTreeMap<u64, i64>,
     revoking: BTreeSet<u64>,
+    /// Lock key → end of its lock-delay, as a reading of `cfg.clock`.
+    delayed: BTreeMap<u32, i64>,
     /// Highest log index written to disk.
     last_on_disk: u64,
 }
@@ -160,6 +167,7 @@ pub async fn serve(ctx: NodeCtx, cfg: ServerConfig) {
         parked: Vec::new(),
         expiry: BTreeMap::new(),
         revoking: BTreeSet::new(),
+        delayed: BTreeMap::new(),
         last_on_disk,
     };
     s.roles_changed();
@@ -190,6 +198,7 @@ pub async fn serve(ctx: NodeCtx, cfg: ServerConfig) {
                 s.node.tick();
                 s.roles_changed();
                 s.expire_leases();
+                s.end_lock_delays();
             }
             Input::Net(m) => s.on_message(m).await,
         }
@@ -354,6 +363,40 @@ impl Server {
         }
     }
 
+    /// `true` while lock `key` is in its lock-delay.
+    fn in_lock_delay(&self, key: u32) -> bool {
+        self.delayed
+            .get(&key)
+            .is_some_and(|&until| self.now() < until)
+    }
+
+    /// Forgets lock-delays that ended and, on the leader, looks again at the waiters parked
+    /// behind them.
+    fn end_lock_delays(&mut self) {
+        let now = self.now();
+        let ended: Vec<u32> = self
+            .delayed
+            .iter()
+            .filter(|(_, &until)| now >= until)
+            .map(|(&k, _)| k)
+            .collect();
+        if ended.is_empty() {
+            return;
+        }
+        for k in &ended {
+            self.delayed.remove(k);
+        }
+        if self.leader() {
+            let (wake, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.parked)
+                .into_iter()
+                .partition(|p| ended.contains(&p.0));
+            self.parked = keep;
+            for (key, lease, rev, msg) in wake {
+                self.read(ReadFor::Wait { key, lease, rev }, msg);
+            }
+        }
+    }
+
     /// A grant renews the holder's lease for a full TTL from now, so a lock lasts at least one
     /// TTL from the moment it is granted (the lease-lock contract).
     fn renew_on_grant(&mut self, lease: u64) {
@@ -446,7 +489,20 @@ impl Server {
             let Ok(p) = serde_json::from_slice::<Proposal>(&e.data) else {
                 continue;
             };
+            // The locks a revoked lease holds get their lock-delay (Consul), not its waiters.
+            let held: Vec<u32> = match p.cmd {
+                Cmd::Revoke { lease } if self.cfg.lock_delay > 0 => self
+                    .state
+                    .leases_keys(lease)
+                    .filter(|&k| self.state.owner(k).is_some_and(|o| o.1 == lease))
+                    .collect(),
+                _ => Vec::new(),
+            };
             let result = self.state.apply(&p.cmd);
+            for k in held {
+                let until = self.now().saturating_add(self.cfg.lock_delay as i64);
+                self.delayed.insert(k, until);
+            }
             let leader = self.leader();
             let mut touched: Vec<u32> = Vec::new();
             match (&p.cmd, &result) {
@@ -476,6 +532,10 @@ impl Server {
                 let resp = match result {
                     Applied::Granted { lease } => Resp::Granted { lease },
                     Applied::Locked { rev, owner } => {
+                        // In a lock-delay the head of the queue is not told it holds the lock
+                        // yet: it waits, and is answered when the delay ends.
+                        let owner = owner
+                            && !matches!(p.cmd, Cmd::Lock { key, .. } if self.in_lock_delay(key));
                         if let (true, &Cmd::Lock { key, lease }) = (owner, &p.cmd) {
                             self.renew_on_grant(lease);
                             self.ctx.record(EventKind::Grant {
@@ -540,6 +600,8 @@ impl Server {
                     let recheck = !self.cfg.grant_on_expired_lease;
                     let status = if recheck && !live(self, lease) {
                         WaitStatus::Gone
+                    } else if self.in_lock_delay(key) {
+                        WaitStatus::Waiting
                     } else {
                         self.state.wait_status(key, lease, rev, recheck)
                     };

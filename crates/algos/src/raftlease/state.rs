@@ -155,6 +155,14 @@ impl LockState {
         }
     }
 
+    /// The lock keys `lease` has queued (none for an unknown lease).
+    pub fn leases_keys(&self, lease: u64) -> impl Iterator<Item = u32> + '_ {
+        self.leases
+            .get(&lease)
+            .into_iter()
+            .flat_map(|l| l.keys.iter().copied())
+    }
+
     /// The holder of lock `key`: (creation revision, lease) of the head of its queue.
     pub fn owner(&self, key: u32) -> Option<(u64, u64)> {
         self.queues

@@ -656,6 +656,16 @@ impl<'a, M: Model> PartSearch<'a, M> {
         true
     }
 
+    /// `true` when every operation that returned at or before `k`'s call is linearized, so the
+    /// state already reflects all that must precede `k` (the model's [`Model::inert`] judges
+    /// from it). Entries at equal times put calls first, so an operation that returned at
+    /// the very instant `k` was called may still be open: a release invoked at the instant
+    /// its own acquire returned must not be judged before that acquire is placed.
+    fn settled_before(&self, k: usize) -> bool {
+        let first = self.rets.first();
+        first == NIL || self.ops[first].ret.is_none_or(|r| r > self.ops[k].call)
+    }
+
     /// The search. In each configuration the candidates are tried in stages: with the
     /// just-in-time order ([`PartSearch::new`]'s `jit`), first the operation whose return
     /// comes first (it must go before that return: as late as possible); then the candidates
@@ -695,7 +705,10 @@ impl<'a, M: Model> PartSearch<'a, M> {
             let entry = self.entry;
             if is_call(entry) {
                 let k = entry / 2;
-                if self.ops[k].ret.is_none() && self.model.inert(&self.state, self.ops[k]) {
+                if self.ops[k].ret.is_none()
+                    && self.settled_before(k)
+                    && self.model.inert(&self.state, self.ops[k])
+                {
                     // Never to take effect: drop it (its configuration is this one).
                     self.lin.insert(k);
                     self.stack.push((k, self.state.clone(), Stage::Dropped));

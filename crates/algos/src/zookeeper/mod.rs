@@ -1,0 +1,271 @@
+//! `zookeeper`: a ZooKeeper-style ensemble and Curator's `InterProcessMutex` on it.
+//!
+//! The service, with its public sources (ZooKeeper Programmer's Guide and Internals,
+//! zookeeper.apache.org; Curator's recipe pages, curator.apache.org):
+//! - **Zab-like broadcast**: every write goes to the leader (`n1`), which gives it the next
+//!   zxid, sends it to the followers and commits it when a majority (itself included) has
+//!   logged it; every server applies commits in zxid order. The leader is fixed: leader
+//!   election is not modelled (a crashed leader stops writes until it restarts with its
+//!   committed state from disk; a restarted follower serves nobody until it has the leader's
+//!   snapshot).
+//! - **Reads** (children listings, watches) are answered by the server the client is
+//!   connected to from its own state; a follower applies each commit `follower_lag` after it
+//!   arrives ("ZooKeeper does not guarantee that at every instance in time, two different
+//!   clients will have identical views", Programmer's Guide, Consistency Guarantees).
+//!   `sync_before_read` issues `sync` first: the server answers once it has applied
+//!   everything the leader had committed.
+//! - **Sessions** with a timeout (each client's TTL); any request touches the session; a
+//!   follower passes touches to the leader every `tick`; the leader alone expires sessions
+//!   and closes them through the broadcast, which deletes their ephemeral nodes.
+//! - **The lock** is Curator's `InterProcessMutex`: create an `EPHEMERAL_SEQUENTIAL` node
+//!   under the lock's path in protected mode, list the children, the lowest holds, the others
+//!   watch their predecessor. The fencing token is the node's sequence number (its czxid
+//!   order; `fencing = false` hands the resource none).
+//! - **`protected`**: after a create whose reply was lost, Curator looks for its node by the
+//!   GUID in its name before creating again. `guid` is the historical behaviour: a node of an
+//!   earlier session the client has given up on (Curator starts a new session after the
+//!   connection was LOST for a session timeout) is taken as its own, and dies with that
+//!   session while the client believes it holds the lock (CURATOR-498, "Protected Mode
+//!   creation can mistake closing session's node"). `guid+session`, the fix of Curator
+//!   4.2.0, puts the session id into the protected name and ignores nodes of other sessions.
+//! - **`reconnect`**: a client whose request got no answer reconnects to the `same` server or
+//!   to `any` other.
+
+mod client;
+pub mod server;
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use locksim_core::{Nanos, Workload};
+use locksim_sim::{async_trait, LocalClock, LockAlgorithm, LockClient, NodeCtx};
+
+use crate::knobs::{Knob, Knobs};
+
+/// Knobs of `zookeeper`.
+pub const KNOBS: &[Knob] = &[
+    Knob {
+        key: "servers",
+        default: "3",
+        help: "ensemble size: the leader n1 and followers (1 to 9)",
+    },
+    Knob {
+        key: "protected",
+        default: "guid",
+        help: "how a create retry finds its own node: guid (before Curator 4.2.0, CURATOR-498) | guid+session (the fix)",
+    },
+    Knob {
+        key: "reconnect",
+        default: "same",
+        help: "after a request without an answer the client reconnects to: same (server) | any (other)",
+    },
+    Knob {
+        key: "sync_before_read",
+        default: "false",
+        help: "issue sync before each children listing",
+    },
+    Knob {
+        key: "follower_lag",
+        default: "0ms..20ms",
+        help: "delay before a follower applies a commit, drawn uniformly per commit: MIN..MAX (or one duration)",
+    },
+    Knob {
+        key: "tick",
+        default: "50ms",
+        help: "how often followers pass session touches to the leader and the leader checks expiry and re-sends proposals",
+    },
+    Knob {
+        key: "fencing",
+        default: "true",
+        help: "hand the lock node's sequence number to the resource as the fencing token",
+    },
+    Knob {
+        key: "timeout",
+        default: "100ms",
+        help: "client's per-request timeout",
+    },
+    Knob {
+        key: "lock_wait",
+        default: "3s",
+        help: "how long an acquire may take (Curator's acquire(time)); then the client deletes its node",
+    },
+    Knob {
+        key: "client_clock",
+        default: "mono",
+        help: "clock the client measures its validity with: mono | wall",
+    },
+    crate::knobs::DRIFT_FACTOR,
+];
+
+/// How a retried create finds its node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protected {
+    /// By GUID alone (CURATOR-498).
+    Guid,
+    /// By GUID and the current session id.
+    GuidSession,
+}
+
+/// Where a client reconnects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reconnect {
+    Same,
+    Any,
+}
+
+/// The `zookeeper` algorithm.
+#[derive(Debug, Clone)]
+pub struct Zookeeper {
+    pub(crate) servers: u32,
+    pub(crate) protected: Protected,
+    pub(crate) reconnect: Reconnect,
+    pub(crate) sync_before_read: bool,
+    pub(crate) follower_lag: (Nanos, Nanos),
+    pub(crate) tick: Nanos,
+    pub(crate) fencing: bool,
+    pub(crate) timeout: Nanos,
+    pub(crate) lock_wait: Nanos,
+    /// The session timeout a client asks for before its first acquire (the workload's TTL).
+    pub(crate) session_timeout: Nanos,
+    pub(crate) drift_ppm: u64,
+    pub(crate) client_clock: LocalClock,
+}
+
+impl Zookeeper {
+    /// Builds `zookeeper` from its knobs; sessions time out after each client's TTL.
+    ///
+    /// # Errors
+    /// A message naming a bad or unknown knob.
+    pub fn from_config(
+        config: &BTreeMap<String, String>,
+        workload: &Workload,
+    ) -> Result<Self, String> {
+        let name = "zookeeper";
+        let k = Knobs::new(name, config, KNOBS)?;
+        let drift_ppm = k.fraction_ppm("drift_factor")?;
+        crate::knobs::check_ttl(name, workload.min_ttl(), drift_ppm)?;
+        let lag = config
+            .get("follower_lag")
+            .map_or(KNOBS[4].default, String::as_str);
+        Ok(Zookeeper {
+            servers: k.int("servers", 1..=9)?,
+            protected: match k.choice("protected", &["guid", "guid+session"])? {
+                "guid" => Protected::Guid,
+                _ => Protected::GuidSession,
+            },
+            reconnect: match k.choice("reconnect", &["same", "any"])? {
+                "same" => Reconnect::Same,
+                _ => Reconnect::Any,
+            },
+            sync_before_read: k.flag("sync_before_read")?,
+            follower_lag: crate::redisfailover::parse_range(name, "follower_lag", lag)?,
+            tick: k.duration("tick")?,
+            fencing: k.flag("fencing")?,
+            timeout: k.duration("timeout")?,
+            lock_wait: k.duration("lock_wait")?,
+            session_timeout: workload.ttl,
+            drift_ppm,
+            client_clock: crate::knobs::local_clock(&k, "client_clock")?,
+        })
+    }
+}
+
+#[async_trait(?Send)]
+impl LockAlgorithm for Zookeeper {
+    fn name(&self) -> &str {
+        "zookeeper"
+    }
+    fn servers(&self) -> u32 {
+        self.servers
+    }
+    async fn serve(&self, ctx: NodeCtx) {
+        server::serve(ctx, self.clone()).await;
+    }
+    fn liveness(&self) -> locksim_sim::LivenessHints {
+        // A waiter learns of a freed lock through its watch (or its next poll), then lists
+        // the children: a sync, a listing, and the leader's expiry tick.
+        locksim_sim::LivenessHints {
+            lock_delay: 0,
+            attempt: Some(3 * self.timeout + self.tick),
+        }
+    }
+    fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {
+        let mut cfg = self.clone();
+        cfg.client_clock = ctx.client_clock(cfg.client_clock);
+        Rc::new(client::Client::new(ctx, cfg))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::server::{Applied, Tree, Txn};
+    use super::*;
+
+    fn build(pairs: &[(&str, &str)]) -> Result<Zookeeper, String> {
+        let config: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Zookeeper::from_config(&config, &Workload::default())
+    }
+
+    #[test]
+    fn defaults_and_bad_knobs() {
+        let z = build(&[]).unwrap();
+        assert_eq!(z.servers, 3);
+        assert_eq!(z.protected, Protected::Guid);
+        assert_eq!(z.reconnect, Reconnect::Same);
+        assert!(!z.sync_before_read && z.fencing);
+        assert_eq!(z.follower_lag, (0, 20_000_000));
+        assert_eq!(z.session_timeout, Workload::default().ttl);
+        let z = build(&[("protected", "guid+session"), ("reconnect", "any")]).unwrap();
+        assert_eq!(
+            (z.protected, z.reconnect),
+            (Protected::GuidSession, Reconnect::Any)
+        );
+        let e = build(&[("protected", "session")]).unwrap_err();
+        assert!(e.contains("protected=session"), "{e}");
+        let e = build(&[("follower_lag", "9ms..1ms")]).unwrap_err();
+        assert!(
+            e.contains("follower_lag") && e.contains("MIN is above MAX"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn sequence_numbers_grow_and_closing_a_session_deletes_its_nodes() {
+        let mut t = Tree::default();
+        assert_eq!(
+            t.apply(1, &Txn::CreateSession { timeout: 5 }),
+            Applied::Session(1)
+        );
+        assert_eq!(
+            t.apply(2, &Txn::CreateSession { timeout: 5 }),
+            Applied::Session(2)
+        );
+        let create = |session| Txn::Create {
+            key: 0,
+            guid: 7,
+            session,
+        };
+        assert_eq!(t.apply(3, &create(1)), Applied::Created(1));
+        assert_eq!(t.apply(4, &create(2)), Applied::Created(2));
+        assert_eq!(
+            t.apply(5, &Txn::CloseSession { session: 1 }),
+            Applied::Closed
+        );
+        let left: Vec<u64> = t.locks[&0].keys().copied().collect();
+        assert_eq!(left, vec![2]);
+        // A closed session creates nothing; sequence numbers are never reused.
+        assert_eq!(t.apply(6, &create(1)), Applied::NoSession);
+        assert_eq!(t.apply(7, &create(2)), Applied::Created(3));
+        assert_eq!(
+            t.apply(8, &Txn::Delete { key: 0, seq: 3 }),
+            Applied::Deleted(true)
+        );
+        assert_eq!(
+            t.apply(9, &Txn::Delete { key: 0, seq: 3 }),
+            Applied::Deleted(false)
+        );
+    }
+}
