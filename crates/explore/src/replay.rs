@@ -52,8 +52,14 @@ fn first_difference(recorded: &[Event], replayed: &[Event]) -> String {
 /// Replays `trace`.
 ///
 /// # Errors
-/// When the trace's algorithm cannot be rebuilt, or the simulation fails.
+/// When the trace records a real run, its algorithm cannot be rebuilt, or the simulation
+/// fails.
 pub fn replay(trace: &Trace) -> Result<Replay, String> {
+    if let Some(what) = &trace.real {
+        return Err(format!(
+            "it records a real run ({what}): real runs cannot be replayed, only re-run with `locksim real`"
+        ));
+    }
     let setup = Setup::from_scenario(&trace.scenario)?;
     let outcome = check_scenario(&trace.scenario, setup.algo.clone());
     if let Some(e) = &outcome.error {
