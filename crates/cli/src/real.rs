@@ -306,7 +306,7 @@ fn compare(
             a.runs,
             a.runs
         );
-        t += "property   real   sim   agree\n";
+        t += "property    real     sim  agree\n";
         for (k, p) in props.iter().enumerate() {
             t += &format!(
                 "{:<8} {:>3}/{:<3} {:>3}/{:<3} {}\n",
