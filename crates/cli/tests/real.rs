@@ -1,6 +1,7 @@
 //! `locksim real` against real servers on loopback. Each test that needs a real service
-//! prints why it skips when the binary is missing (CI installs redis-server and nftables, so
-//! there they run); the tests run one at a time (real runs share the 127.0.0.N addresses).
+//! prints why it skips when the binary is missing; CI installs redis-server and nftables and
+//! sets `LOCKSIM_REAL_REQUIRED`, which turns a skip into a failure. The tests run one at a
+//! time (real runs share the 127.0.0.N addresses).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -31,6 +32,9 @@ fn have(tool: &str, why: &str) -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
+    if !ok && std::env::var_os("LOCKSIM_REAL_REQUIRED").is_some() {
+        panic!("`{tool}` is missing but LOCKSIM_REAL_REQUIRED is set (CI installs it)");
+    }
     if !ok {
         eprintln!("SKIPPED: `{tool}` is not installed ({why}); `apt-get install redis-server nftables` runs it");
     }

@@ -84,7 +84,7 @@ impl LockClient {
 
     fn call(&mut self, server: usize, args: &[&[u8]]) -> Result<Reply, CallError> {
         let t = Duration::from_nanos(self.backend.timeout);
-        self.conns[server].call(&request(args), t, |r| read_reply(r))
+        self.conns[server].call(&request(args), t, read_reply)
     }
 
     fn deadline(&self, host: &dyn Host, start: i64, ttl: Nanos) -> (i128, (LocalClock, i64)) {
