@@ -87,8 +87,10 @@ pub fn node_main(a: NodeArgs) -> Result<ExitCode, String> {
 }
 
 fn options(redis: &str) -> Result<RealOptions, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
     Ok(RealOptions {
-        exe: std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?,
+        clockshim: locksim_real::clockfile::find_shim(&exe),
+        exe,
         node_args: vec!["real-node".into()],
         redis: redis.to_string(),
     })
@@ -154,9 +156,10 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
     let file = locksim_explore::campaign_file::CampaignFile::read(&a.file)?;
     let seed = a.seed.unwrap_or(file.first_seed);
     let scenario = chosen.scenario(seed);
+    let opts = options(&a.redis)?;
     // Refuse what real mode cannot run before anything starts (one line, exit 2).
     locksim_real::support::backend(&scenario)
-        .and_then(|_| locksim_real::support::check_plan(&scenario))
+        .and_then(|_| locksim_real::support::check_plan(&scenario, opts.clockshim.is_some()))
         .map_err(|e| format!("{}: real mode: {e}", a.file.display()))?;
     if let Some(t) = &a.trace {
         if t.exists() && !a.force {
@@ -166,7 +169,6 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
             ));
         }
     }
-    let opts = options(&a.redis)?;
     if a.compare {
         return compare(&a, &chosen, seed, &opts);
     }

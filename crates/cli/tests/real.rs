@@ -76,7 +76,12 @@ fn what_real_mode_cannot_run_is_one_line_and_exit_2() {
     ];
     for (name, head, faults, needle) in cases {
         let f = temp(name, &format!("{head}{BASE}{faults}"));
-        let o = locksim(&["real", f.to_str().unwrap()]);
+        // Without the clock shim a server's clock cannot be faulted.
+        let o = Command::new(env!("CARGO_BIN_EXE_locksim"))
+            .args(["real", f.to_str().unwrap()])
+            .env("LOCKSIM_CLOCKSHIM", "/nonexistent/liblocksim_clockshim.so")
+            .output()
+            .unwrap();
         let err = text(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{name}: {err}");
         assert_eq!(err.lines().count(), 1, "{name}: {err}");
@@ -97,6 +102,22 @@ fn shipped_redis_scenarios_agree_with_the_simulator() {
         ("central-fencing-pause.toml", &["S1"][..], &["S2", "S4"][..]),
         ("central-crash.toml", &["S1", "S2"][..], &["S4"][..]),
     ];
+    let shim = Path::new(env!("CARGO_BIN_EXE_locksim")).with_file_name("liblocksim_clockshim.so");
+    let clock_step = ("redlock-clock-step.toml", &["S1", "S2"][..], &["S4"][..]);
+    let cases: Vec<_> = if shim.is_file() {
+        cases.into_iter().chain([clock_step]).collect()
+    } else if std::env::var_os("LOCKSIM_REAL_REQUIRED").is_some() {
+        panic!(
+            "{} is missing (cargo build -p locksim-clockshim)",
+            shim.display()
+        );
+    } else {
+        eprintln!(
+            "SKIPPED: redlock-clock-step.toml needs {} (cargo build -p locksim-clockshim)",
+            shim.display()
+        );
+        cases.to_vec()
+    };
     for (file, both, neither) in cases {
         let f = sims().join(file);
         let o = locksim(&[

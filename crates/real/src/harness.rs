@@ -104,6 +104,8 @@ struct Run<'a> {
     incarnation: BTreeMap<NodeId, u32>,
     events: Vec<Event>,
     clocks: BTreeMap<NodeId, VClock>,
+    /// The clock files of servers whose clocks the plan faults.
+    server_clocks: BTreeMap<NodeId, crate::clockfile::ClockFile>,
 }
 
 /// `redis-server --version`'s first line.
@@ -176,6 +178,10 @@ impl Run<'_> {
             c.args(["--appendonly", "yes", "--appendfsync", "always"]);
         } else {
             c.args(["--appendonly", "no"]);
+        }
+        if let (Some(file), Some(shim)) = (self.server_clocks.get(&n), &self.opts.clockshim) {
+            c.env("LD_PRELOAD", shim)
+                .env("LOCKSIM_CLOCK_FILE", &file.path);
         }
         c.stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -289,8 +295,18 @@ impl Run<'_> {
                         self.down.insert(*node, true);
                         self.paused.remove(node);
                     }
-                    // Client clocks are virtual: the client applies the plan's clock faults
-                    // itself at their time (support::check_plan refuses the others).
+                    // A server's clock: through its shim file. Client clocks are virtual: the
+                    // client applies the plan's clock faults itself at their time.
+                    Fault::ClockStep { node, delta } => {
+                        if let Some(f) = self.server_clocks.get(node) {
+                            f.step(*delta);
+                        }
+                    }
+                    Fault::ClockDrift { node, ppm } => {
+                        if let Some(f) = self.server_clocks.get(node) {
+                            f.drift(*ppm);
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -443,7 +459,8 @@ fn first_error_lines(dir: &Path) -> String {
 /// [`RealError`]: unsupported input (exit 2), missing tools, a failed or interrupted run.
 pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError> {
     let backend = crate::support::backend(scenario).map_err(RealError::Unsupported)?;
-    crate::support::check_plan(scenario).map_err(RealError::Unsupported)?;
+    crate::support::check_plan(scenario, opts.clockshim.is_some())
+        .map_err(RealError::Unsupported)?;
     if backend.servers != scenario.cluster.servers {
         return Err(RealError::Unsupported(format!(
             "the cluster has {} servers where {} needs {}",
@@ -488,11 +505,21 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         down: BTreeMap::new(),
         incarnation: BTreeMap::new(),
         events: Vec::new(),
-        clocks: c
-            .client_ids()
+        clocks: (0..c.nodes())
+            .filter(|&n| c.role(n) != Role::Resource)
             .map(|n| (n, VClock::of(scenario, n)))
             .collect(),
+        server_clocks: BTreeMap::new(),
     };
+    for tf in &scenario.faults.faults {
+        if let Fault::ClockStep { node, .. } | Fault::ClockDrift { node, .. } = tf.fault {
+            if c.role(node) == Role::Server && !run.server_clocks.contains_key(&node) {
+                let path = run.dir.join(format!("{}.clock", c.name(node)));
+                let f = crate::clockfile::ClockFile::create(&path).map_err(RealError::Setup)?;
+                run.server_clocks.insert(node, f);
+            }
+        }
+    }
     let result = (|| {
         for n in c.server_ids() {
             run.start(n)?;

@@ -13,7 +13,8 @@
 //! - every node has its own loopback address ([`addr`]); `partition`, `isolate` and `loss`
 //!   are nftables rules on those addresses ([`nft`]); `pause` is `SIGSTOP`/`SIGCONT`, `crash`
 //!   is `SIGKILL` and a restart on the same data directory; client clock faults are virtual
-//!   ([`vclock`]);
+//!   ([`vclock`]); a lock server's wall clock is shifted by our `LD_PRELOAD` shim
+//!   (`crates/clockshim`, driven through [`clockfile`]);
 //! - true time is the host's `CLOCK_MONOTONIC` from the run's start ([`node`]); the logs of
 //!   all processes merge into one history ([`merge`]).
 //!
@@ -22,6 +23,7 @@
 
 pub mod addr;
 pub mod client;
+pub mod clockfile;
 pub mod conn;
 pub mod harness;
 pub mod lock;
@@ -47,6 +49,9 @@ pub struct RealOptions {
     pub node_args: Vec<String>,
     /// The Redis server to start (`redis-server` from `PATH` by default).
     pub redis: String,
+    /// The clock shim (`liblocksim_clockshim.so`) for clock faults on lock servers; `None`:
+    /// such faults are refused.
+    pub clockshim: Option<PathBuf>,
 }
 
 /// A finished real run.

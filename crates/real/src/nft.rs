@@ -66,6 +66,11 @@ pub fn script(name: &str, rules: &[String]) -> String {
     let mut s = format!(
         "table inet {name}\ndelete table inet {name}\ntable inet {name} {{\n  chain out {{\n    type filter hook output priority 0; policy accept;\n"
     );
+    // A reset rule's own RST travels the reverse link, which the same cut rejects: let RSTs
+    // through, or the sender would wait for its timeout as in a black hole.
+    if rules.iter().any(|r| r.contains("reject")) {
+        s += "    tcp flags & rst == rst accept\n";
+    }
     for r in rules {
         s += &format!("    {r}\n");
     }
@@ -207,5 +212,21 @@ mod tests {
         );
         assert!(s.contains("hook output priority 0; policy accept;"));
         assert!(s.contains("    ip saddr 127.0.0.10 ip daddr 127.0.0.11 drop\n"));
+        assert!(
+            !s.contains("rst == rst"),
+            "no reset rule, no RST exception: {s}"
+        );
+        let r = script(
+            "t",
+            &[
+                "ip saddr 127.0.0.10 ip daddr 127.0.0.11 meta l4proto tcp reject with tcp reset"
+                    .into(),
+            ],
+        );
+        let (exception, rule) = (
+            r.find("rst == rst accept").unwrap(),
+            r.find("reject").unwrap(),
+        );
+        assert!(exception < rule, "{r}");
     }
 }

@@ -191,7 +191,10 @@ pub fn fault_type(f: &Fault) -> String {
 ///
 /// # Errors
 /// One line naming the fault (its number from 1 and type) or the setting.
-pub fn check_plan(scenario: &Scenario) -> Result<(), String> {
+///
+/// `server_clocks`: whether the clock shim is available, so clock faults on lock servers
+/// can be applied.
+pub fn check_plan(scenario: &Scenario, server_clocks: bool) -> Result<(), String> {
     let c = &scenario.cluster;
     if c.nodes() > crate::addr::MAX_NODES {
         return Err(format!(
@@ -242,10 +245,14 @@ pub fn check_plan(scenario: &Scenario) -> Result<(), String> {
                 }
             }
             Fault::ClockStep { node, .. } | Fault::ClockDrift { node, .. } => {
-                if c.role(*node) != Role::Client {
+                if c.role(*node) == Role::Resource {
+                    return refuse("the resource's clock plays no part in a run");
+                }
+                if c.role(*node) == Role::Server && !server_clocks {
                     return refuse(&format!(
-                        "clock faults on {} need a clock shim for redis-server, which real mode \
-                         does not have yet (client clocks are virtualised and work)",
+                        "clock faults on {} need the clock shim for redis-server \
+                         (liblocksim_clockshim.so beside the locksim binary: cargo build -p \
+                         locksim-clockshim; or LOCKSIM_CLOCKSHIM=PATH); client clocks are virtual",
                         c.name(*node)
                     ));
                 }
@@ -335,7 +342,7 @@ mod tests {
                 delta: 1_000,
             },
         ];
-        check_plan(&scenario("redlock", &[], ok.clone())).unwrap();
+        check_plan(&scenario("redlock", &[], ok.clone()), false).unwrap();
         let mut bad = ok.clone();
         bad.push(Fault::Delay {
             from: vec![5],
@@ -344,17 +351,22 @@ mod tests {
             max: MS,
             duration: SEC,
         });
-        let e = check_plan(&scenario("redlock", &[], bad)).unwrap_err();
+        let e = check_plan(&scenario("redlock", &[], bad), true).unwrap_err();
         assert!(
             e.starts_with("fault 4 (delay)") && e.contains("netem"),
             "{e}"
         );
         let mut bad = ok;
         bad[2] = Fault::ClockStep { node: 2, delta: 1 };
-        let e = check_plan(&scenario("redlock", &[], bad)).unwrap_err();
+        let e = check_plan(&scenario("redlock", &[], bad.clone()), false).unwrap_err();
         assert!(
-            e.contains("fault 3 (clock_step)") && e.contains("n3"),
+            e.contains("fault 3 (clock_step)") && e.contains("n3") && e.contains("clock shim"),
             "{e}"
         );
+        // With the shim, a server's clock step runs; the resource's clock is never faulted.
+        check_plan(&scenario("redlock", &[], bad.clone()), true).unwrap();
+        bad[2] = Fault::ClockStep { node: 7, delta: 1 };
+        let e = check_plan(&scenario("redlock", &[], bad), true).unwrap_err();
+        assert!(e.contains("resource"), "{e}");
     }
 }

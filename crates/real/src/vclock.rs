@@ -42,19 +42,20 @@ pub struct VClock {
 }
 
 impl VClock {
-    /// The clock of client node `node` of `scenario`: its settings' offset and drift, then the
-    /// plan's clock faults on it in time order.
+    /// The clock of node `node` of `scenario`: a client's settings' offset and drift (none for
+    /// servers), then the plan's clock faults on it in time order.
     pub fn of(scenario: &Scenario, node: NodeId) -> VClock {
-        let p = scenario
-            .workload
-            .client(node - scenario.cluster.servers + 1);
+        let (offset, ppm) = if scenario.cluster.role(node) == locksim_core::Role::Client {
+            let p = scenario
+                .workload
+                .client(node - scenario.cluster.servers + 1);
+            (p.clock_offset, p.clock_drift_ppm)
+        } else {
+            (0, 0)
+        };
         let mut c = VClock {
-            pieces: vec![Piece {
-                t0: 0,
-                m0: 0,
-                ppm: p.clock_drift_ppm,
-            }],
-            offset: p.clock_offset,
+            pieces: vec![Piece { t0: 0, m0: 0, ppm }],
+            offset,
             steps: vec![(0, 0)],
         };
         for tf in &scenario.faults.faults {
