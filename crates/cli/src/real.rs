@@ -19,11 +19,14 @@ directory (persistence from the `fsync` setting), the resource as a small server
 every client as its own process (this binary, in a hidden mode). The file's explicit
 [[fault]] plan runs in real time: partition / isolate / loss are nftables rules on those
 addresses (needs root), pause is SIGSTOP/SIGCONT, crash is SIGKILL and a restart on the same
-data directory, client clock faults are virtualised in the clients. True time is the host's
+data directory, client clock faults are virtualised in the clients, and a lock server's wall
+clock is shifted by our LD_PRELOAD shim (liblocksim_clockshim.so beside this binary, from
+`cargo build -p locksim-clockshim`, or LOCKSIM_CLOCKSHIM=PATH). True time is the host's
 CLOCK_MONOTONIC. The processes' events merge into one history for the same S1-S4 checks.
 
 Refused with exit 2: algorithms without a real backend (raft-lease comes next), delay and
-duplicate (no netem), drop_replies, task pauses, clock faults on lock servers, renewal.
+duplicate (no netem), drop_replies, task pauses, renewal, and clock faults on lock servers
+when the shim is not found.
 Every process is stopped and every temporary file removed at the end, on failure and on
 Ctrl-C (exit 130). A real run cannot be replayed; --trace keeps a record `locksim render`
 draws from its embedded events.
