@@ -271,6 +271,9 @@ fn compare(
         }
     }
     for i in 0..a.runs {
+        if locksim_real::interrupted() {
+            return Ok(ExitCode::from(130));
+        }
         let s = chosen.scenario(first + i);
         let o = locksim_explore::check_scenario(&s, chosen.setup.algo.clone());
         if let Some(e) = o.error {

@@ -348,8 +348,16 @@ fn interrupting_the_harness_leaves_no_process_and_no_folder() {
     let before = real_dirs();
     let (_, kids, dirs) = interrupt(9, &before);
     assert_eq!(settle(&kids), Vec::<u32>::new(), "SIGKILL: processes left");
-    // A killed harness cannot remove its folder; the next test runs must not trip on it.
+    // A killed harness cannot remove its folder: the next run sweeps it away.
+    assert!(dirs.iter().all(|d| d.exists()), "{dirs:?}");
+    let f = sims().join("central-fencing-pause.toml");
+    let o = locksim(&["real", f.to_str().unwrap(), "--json"]);
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        text(&o.stderr)
+    );
     for d in dirs {
-        let _ = std::fs::remove_dir_all(d);
+        assert!(!d.exists(), "{} was not swept", d.display());
     }
 }

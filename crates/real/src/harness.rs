@@ -431,6 +431,41 @@ impl Run<'_> {
     }
 }
 
+/// The pid in a run folder's name (`locksim-real-<pid>-XXXXXX`).
+fn dir_pid(name: &str) -> Option<u32> {
+    name.strip_prefix("locksim-real-")?
+        .split_once('-')?
+        .0
+        .parse()
+        .ok()
+}
+
+/// Removes the run folders that harnesses killed by `SIGKILL` left behind (their pid is gone;
+/// the processes went with them, by `PR_SET_PDEATHSIG`).
+fn sweep_stale_dirs() {
+    let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = dir_pid(&name) {
+            if !Path::new(&format!("/proc/{pid}")).exists() && e.path().is_dir() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn run_folders_name_their_harness() {
+        assert_eq!(super::dir_pid("locksim-real-812-Ab3dEf"), Some(812));
+        assert_eq!(super::dir_pid("locksim-real-test-812"), None);
+        assert_eq!(super::dir_pid("locksim-real.lock"), None);
+    }
+}
+
 fn first_error_lines(dir: &Path) -> String {
     let mut out = String::new();
     if let Ok(rd) = std::fs::read_dir(dir) {
@@ -480,8 +515,12 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
     }
     install_signal_handler();
     let _host = HostLock::take()?;
+    sweep_stale_dirs();
+    if has_network_faults(scenario) {
+        nft::sweep_stale();
+    }
     let dir = tempfile::Builder::new()
-        .prefix("locksim-real-")
+        .prefix(&format!("locksim-real-{}-", std::process::id()))
         .tempdir()
         .map_err(|e| RealError::Setup(format!("cannot make a temporary folder: {e}")))?;
     let c = &scenario.cluster;

@@ -103,6 +103,28 @@ fn nft(script: &str) -> Result<(), String> {
     }
 }
 
+/// The pid in a table name of ours (`locksim_<pid>`) from a line of `nft list tables`.
+pub fn stale_pid(line: &str) -> Option<u32> {
+    line.trim()
+        .strip_prefix("table inet locksim_")
+        .and_then(|p| p.parse().ok())
+}
+
+/// Deletes the tables that harnesses killed by `SIGKILL` left behind (their pid is gone).
+pub fn sweep_stale() {
+    let Ok(out) = Command::new("nft").args(["list", "tables"]).output() else {
+        return;
+    };
+    for pid in String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(stale_pid)
+    {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = nft(&format!("delete table inet locksim_{pid}\n"));
+        }
+    }
+}
+
 /// The run's nftables table; deleted when dropped.
 pub struct Table {
     name: String,
@@ -198,6 +220,13 @@ mod tests {
             ["ip saddr 127.0.0.12 ip daddr 127.0.0.10 numgen random mod 100 < 30 drop"]
         );
         assert!(rules(&Fault::Heal, &c).is_empty());
+    }
+
+    #[test]
+    fn only_our_tables_count_as_stale() {
+        assert_eq!(stale_pid("table inet locksim_4242"), Some(4242));
+        assert_eq!(stale_pid("table inet filter"), None);
+        assert_eq!(stale_pid("table ip locksim_1"), None);
     }
 
     #[test]
