@@ -456,16 +456,6 @@ fn sweep_stale_dirs() {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn run_folders_name_their_harness() {
-        assert_eq!(super::dir_pid("locksim-real-812-Ab3dEf"), Some(812));
-        assert_eq!(super::dir_pid("locksim-real-test-812"), None);
-        assert_eq!(super::dir_pid("locksim-real.lock"), None);
-    }
-}
-
 fn first_error_lines(dir: &Path) -> String {
     let mut out = String::new();
     if let Ok(rd) = std::fs::read_dir(dir) {
@@ -606,4 +596,14 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         history,
         service: format!("{} on {version}", scenario.algorithm),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn run_folders_name_their_harness() {
+        assert_eq!(super::dir_pid("locksim-real-812-Ab3dEf"), Some(812));
+        assert_eq!(super::dir_pid("locksim-real-test-812"), None);
+        assert_eq!(super::dir_pid("locksim-real.lock"), None);
+    }
 }
