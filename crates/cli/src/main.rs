@@ -5,6 +5,7 @@ mod campaign;
 mod check;
 mod markdown;
 mod progress;
+mod real;
 mod render;
 mod report;
 mod run;
@@ -140,6 +141,11 @@ enum Command {
     ExportTla(tla::ExportArgs),
     /// List the algorithms with their settings, the workload settings and the fault kinds.
     List(ListArgs),
+    /// Run a scenario file against real redis-server processes on loopback, with real faults.
+    #[command(after_help = real::REAL_HELP)]
+    Real(real::RealArgs),
+    #[command(name = "real-node", hide = true)]
+    RealNode(real::NodeArgs),
 }
 
 fn main() -> ExitCode {
@@ -154,6 +160,8 @@ fn main() -> ExitCode {
         Command::Replay(a) => traces::replay_main(a),
         Command::Render(a) => render::main(a),
         Command::ExportTla(a) => tla::export_main(a),
+        Command::Real(a) => real::main(a),
+        Command::RealNode(a) => real::node_main(a),
         Command::List(a) => {
             list(a.json);
             Ok(ExitCode::SUCCESS)

@@ -43,6 +43,11 @@ pub struct Trace {
     /// The events themselves, when embedded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<Event>>,
+    /// Set for the record of a real run (`locksim real --trace`): what ran, e.g. `redlock on
+    /// Redis server v=7.0.15`. Such a record cannot be replayed (real servers and real time
+    /// are not deterministic), only re-run; its events are embedded and drawn as recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real: Option<String>,
 }
 
 /// A trace file that could not be read.
@@ -116,6 +121,7 @@ impl Trace {
             digest,
             verdict,
             events,
+            real: None,
         }
     }
 

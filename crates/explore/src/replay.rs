@@ -52,12 +52,24 @@ fn first_difference(recorded: &[Event], replayed: &[Event]) -> String {
         })
 }
 
+/// A trace of a real run (`locksim real`) records processes, not a seed: it cannot be replayed.
+fn refuse_real(trace: &Trace) -> Result<(), String> {
+    match &trace.real {
+        Some(what) => Err(format!(
+            "it records a real run ({what}): real runs cannot be replayed, only re-run with `locksim real`"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Replays `trace` with the registered algorithm its scenario names.
 ///
 /// # Errors
-/// When the trace's algorithm cannot be rebuilt (an algorithm of your own: the error says how
-/// to replay it with [`replay_with`] from your crate), or the simulation fails.
+/// When the trace records a real run, its algorithm cannot be rebuilt (an algorithm of your
+/// own: the error says how to replay it with [`replay_with`] from your crate), or the
+/// simulation fails.
 pub fn replay(trace: &Trace) -> Result<Replay, String> {
+    refuse_real(trace)?;
     let name = &trace.scenario.algorithm;
     if locksim_algos::knobs(name).is_none() {
         return Err(format!(
@@ -81,6 +93,7 @@ pub fn replay(trace: &Trace) -> Result<Replay, String> {
 /// When `algo` is not the algorithm the scenario names (its [`LockAlgorithm::name`] differs)
 /// or runs another number of servers than the scenario's cluster has, or the simulation fails.
 pub fn replay_with(trace: &Trace, algo: Arc<dyn LockAlgorithm>) -> Result<Replay, String> {
+    refuse_real(trace)?;
     if algo.name() != trace.scenario.algorithm {
         return Err(format!(
             "the trace is a run of `{}`, not of `{}`",

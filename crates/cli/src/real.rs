@@ -1,0 +1,339 @@
+//! `locksim real`: a scenario file against real redis-server processes on loopback, with real
+//! faults, judged by the same checkers; `--compare` sets K real runs beside K simulated seeds.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use locksim_core::{History, Property, Scenario, Trace, Verdict};
+use locksim_real::{RealError, RealOptions};
+
+use crate::out;
+use crate::run::verdict_code;
+use crate::scenario_args::{choose, Chosen};
+
+pub const REAL_HELP: &str = "\
+Starts the lock service as real redis-server processes (central, central-fencing: one;
+redlock: five masters), each on its own loopback address 127.0.0.N with a temporary data
+directory (persistence from the `fsync` setting), the resource as a small server of ours and
+every client as its own process (this binary, in a hidden mode). The file's explicit
+[[fault]] plan runs in real time: partition / isolate / loss are nftables rules on those
+addresses (needs root), pause is SIGSTOP/SIGCONT, crash is SIGKILL and a restart on the same
+data directory, client clock faults are virtualised in the clients, and a lock server's wall
+clock is shifted by our LD_PRELOAD shim (liblocksim_clockshim.so beside this binary, from
+`cargo build -p locksim-clockshim`, or LOCKSIM_CLOCKSHIM=PATH). True time is the host's
+CLOCK_MONOTONIC. The processes' events merge into one history for the same S1-S4 checks.
+
+Refused with exit 2: algorithms without a real backend (raft-lease comes next), delay and
+duplicate (no netem), drop_replies, task pauses, renewal, and clock faults on lock servers
+when the shim is not found.
+Every process is stopped and every temporary file removed at the end, on failure and on
+Ctrl-C (exit 130). A real run cannot be replayed; --trace keeps a record `locksim render`
+draws from its embedded events.
+
+Exit codes: 0 safe, 1 violated (with --compare: the two sides disagree on a property),
+2 bad input or missing tools, 3 undecided, 4 the real run failed, 130 interrupted.
+
+Examples:
+  locksim real sims/real/redlock-pause.toml
+  locksim real sims/real/redlock-pause.toml --trace real.json && locksim render real.json
+  locksim real --compare sims/real/central-fencing-pause.toml --runs 3";
+
+#[derive(Args)]
+pub struct RealArgs {
+    /// A scenario file (a campaign file: algorithm, settings, [client.cN], [[fault]] plan).
+    #[arg(value_name = "SCENARIO.toml")]
+    file: PathBuf,
+    /// Seed of the clients' random choices (think and work times, owners) and of seeded fault
+    /// kinds [default: the file's first_seed]; with --compare, the first of the K seeds.
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// For a file with several fault kinds: the one to run.
+    #[arg(long, value_name = "KIND")]
+    faults: Option<String>,
+    /// Run K times for real and K seeds in the simulator and count, per property, how many
+    /// runs violated it on each side.
+    #[arg(long)]
+    compare: bool,
+    /// How many runs per side with --compare.
+    #[arg(long, value_name = "K", default_value_t = 3)]
+    runs: u64,
+    /// Also check liveness (L1-L3).
+    #[arg(long)]
+    liveness: bool,
+    /// Write the run's record (a trace marked as real, events embedded) to this file.
+    #[arg(long, value_name = "FILE.json")]
+    trace: Option<PathBuf>,
+    /// Replace an existing --trace file.
+    #[arg(long)]
+    force: bool,
+    /// Print every event, not only faults, losses, rejections and the witnesses.
+    #[arg(long)]
+    events: bool,
+    /// One JSON object instead of text.
+    #[arg(long)]
+    json: bool,
+    /// The redis-server executable.
+    #[arg(long, value_name = "PATH", default_value = "redis-server")]
+    redis: String,
+}
+
+/// `locksim real-node SPEC.json`: a client or the resource of a real run (hidden).
+#[derive(Args)]
+pub struct NodeArgs {
+    spec: PathBuf,
+}
+
+pub fn node_main(a: NodeArgs) -> Result<ExitCode, String> {
+    locksim_real::node_main(&a.spec)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn options(redis: &str) -> Result<RealOptions, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    Ok(RealOptions {
+        clockshim: locksim_real::clockfile::find_shim(&exe),
+        exe,
+        node_args: vec!["real-node".into()],
+        redis: redis.to_string(),
+    })
+}
+
+fn verdict(chosen: &Chosen, s: &Scenario, h: &History, liveness: bool) -> Verdict {
+    let mut opts = locksim_explore::outcome::check_options(s, chosen.setup.algo.liveness());
+    if !liveness {
+        opts.liveness = None;
+    }
+    locksim_check::check_all(h, &opts)
+}
+
+/// A real run, with the error mapped to an exit code and a message.
+fn real_run(s: &Scenario, o: &RealOptions) -> Result<locksim_real::RealRun, (u8, String)> {
+    locksim_real::run(s, o).map_err(|e| {
+        let code = match e {
+            RealError::Unsupported(_) | RealError::Setup(_) => 2,
+            RealError::Interrupted => 130,
+            RealError::Failed(_) => 4,
+        };
+        (code, e.to_string())
+    })
+}
+
+fn grants(h: &History) -> usize {
+    h.events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                locksim_core::EventKind::Op {
+                    f: locksim_core::OpF::Acquire,
+                    phase: locksim_core::Phase::Ok,
+                    ..
+                }
+            )
+        })
+        .count()
+}
+
+/// `S1, S2` or `safe`.
+fn props_text(p: &[Property]) -> String {
+    if p.is_empty() {
+        "safe".into()
+    } else {
+        p.iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+fn violated(v: &Verdict) -> Vec<Property> {
+    let mut p: Vec<Property> = v.violations.iter().map(|x| x.kind).collect();
+    p.sort_by_key(|p| p.to_string());
+    p.dedup();
+    p
+}
+
+pub fn main(a: RealArgs) -> Result<ExitCode, String> {
+    let chosen = choose(Some(&a.file), None, a.faults.as_deref(), &[], None)?;
+    let file = locksim_explore::campaign_file::CampaignFile::read(&a.file)?;
+    let seed = a.seed.unwrap_or(file.first_seed);
+    let scenario = chosen.scenario(seed);
+    let opts = options(&a.redis)?;
+    // Refuse what real mode cannot run before anything starts (one line, exit 2).
+    locksim_real::support::backend(&scenario)
+        .and_then(|_| locksim_real::support::check_plan(&scenario, opts.clockshim.is_some()))
+        .map_err(|e| format!("{}: real mode: {e}", a.file.display()))?;
+    if let Some(t) = &a.trace {
+        if t.exists() && !a.force {
+            return Err(format!(
+                "{}: exists; give --force to replace it",
+                t.display()
+            ));
+        }
+    }
+    if a.compare {
+        return compare(&a, &chosen, seed, &opts);
+    }
+    let run = match real_run(&scenario, &opts) {
+        Ok(r) => r,
+        Err((code, msg)) => {
+            crate::error_line(&format!("{}: {msg}", a.file.display()));
+            return Ok(ExitCode::from(code));
+        }
+    };
+    let v = verdict(&chosen, &scenario, &run.history, a.liveness);
+    if let Some(path) = &a.trace {
+        let mut t = Trace::new(
+            scenario.clone(),
+            run.history.digest(),
+            v.clone(),
+            Some(run.history.events.clone()),
+        );
+        t.real = Some(run.service.clone());
+        locksim_core::file::write_whole(
+            path,
+            t.to_json().as_bytes(),
+            locksim_core::file::Place::Replace,
+        )
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        eprintln!(
+            "wrote {} (a real run's record: `locksim render` draws it)",
+            path.display()
+        );
+    }
+    if a.json {
+        let mut j = serde_json::json!({
+            "real": true,
+            "service": run.service,
+            "scenario": scenario,
+            "events": run.history.events.len(),
+            "grants": grants(&run.history),
+            "verdict": v,
+        });
+        if a.events {
+            j["history"] = serde_json::to_value(&run.history).expect("serializable");
+        }
+        out(&format!("{j}\n"));
+    } else {
+        out(&format!(
+            "real run: {} (true time = host CLOCK_MONOTONIC; not replayable)\n",
+            run.service
+        ));
+        if grants(&run.history) == 0 {
+            out("WARNING: no client was granted the lock: this run proves nothing\n");
+        }
+        out(&crate::timeline::render(
+            &scenario,
+            &run.history,
+            &v,
+            a.events,
+        ));
+    }
+    Ok(ExitCode::from(verdict_code(&v)))
+}
+
+fn compare(
+    a: &RealArgs,
+    chosen: &Chosen,
+    first: u64,
+    opts: &RealOptions,
+) -> Result<ExitCode, String> {
+    if a.runs == 0 || a.runs > 1000 {
+        return Err("--runs: give 1 to 1000".into());
+    }
+    let mut props = vec![Property::S1, Property::S2, Property::S3, Property::S4];
+    if a.liveness {
+        props.extend(Property::LIVENESS);
+    }
+    let mut real_count = vec![0u64; props.len()];
+    let mut sim_count = vec![0u64; props.len()];
+    let (mut real_grants, mut sim_grants, mut undecided) = (0, 0, 0);
+    for i in 0..a.runs {
+        let s = chosen.scenario(first + i);
+        let run = match real_run(&s, opts) {
+            Ok(r) => r,
+            Err((code, msg)) => {
+                crate::error_line(&format!("{}: run {}: {msg}", a.file.display(), i + 1));
+                return Ok(ExitCode::from(code));
+            }
+        };
+        let v = verdict(chosen, &s, &run.history, a.liveness);
+        real_grants += grants(&run.history);
+        undecided += v.inconclusive.len();
+        let got = violated(&v);
+        for (k, p) in props.iter().enumerate() {
+            real_count[k] += got.contains(p) as u64;
+        }
+        eprintln!("real run {} of {}: {}", i + 1, a.runs, props_text(&got));
+        if locksim_real::interrupted() {
+            return Ok(ExitCode::from(130));
+        }
+    }
+    for i in 0..a.runs {
+        if locksim_real::interrupted() {
+            return Ok(ExitCode::from(130));
+        }
+        let s = chosen.scenario(first + i);
+        let o = locksim_explore::check_scenario(&s, chosen.setup.algo.clone());
+        if let Some(e) = o.error {
+            return Err(format!("the simulation of seed {} failed: {e}", first + i));
+        }
+        let h = o.history.expect("a history");
+        let v = verdict(chosen, &s, &h, a.liveness);
+        sim_grants += grants(&h);
+        undecided += v.inconclusive.len();
+        let got = violated(&v);
+        for (k, p) in props.iter().enumerate() {
+            sim_count[k] += got.contains(p) as u64;
+        }
+    }
+    let agree: Vec<bool> = (0..props.len())
+        .map(|k| (real_count[k] > 0) == (sim_count[k] > 0))
+        .collect();
+    let all_agree = agree.iter().all(|&x| x);
+    if a.json {
+        let rows: Vec<serde_json::Value> = props
+            .iter()
+            .enumerate()
+            .map(|(k, p)| {
+                serde_json::json!({"property": p.to_string(), "real": real_count[k],
+                    "sim": sim_count[k], "agree": agree[k]})
+            })
+            .collect();
+        out(&format!(
+            "{}\n",
+            serde_json::json!({"file": a.file.display().to_string(), "runs": a.runs,
+                "first_seed": first, "properties": rows, "real_grants": real_grants,
+                "sim_grants": sim_grants, "undecided": undecided, "agree": all_agree})
+        ));
+    } else {
+        let mut t = format!(
+            "{}: {} real runs and {} simulated seeds (from seed {first})\n",
+            a.file.display(),
+            a.runs,
+            a.runs
+        );
+        t += "property    real     sim  agree\n";
+        for (k, p) in props.iter().enumerate() {
+            t += &format!(
+                "{:<8} {:>3}/{:<3} {:>3}/{:<3} {}\n",
+                p.to_string(),
+                real_count[k],
+                a.runs,
+                sim_count[k],
+                a.runs,
+                if agree[k] { "yes" } else { "NO" }
+            );
+        }
+        t += &format!("grants: {real_grants} real, {sim_grants} simulated\n");
+        if real_grants == 0 || sim_grants == 0 {
+            t += "WARNING: a side granted nothing: its column proves nothing\n";
+        }
+        if undecided > 0 {
+            t += &format!("UNDECIDED: {undecided} checks ran out of budget\n");
+        }
+        out(&t);
+    }
+    Ok(ExitCode::from(if all_agree { 0 } else { 1 }))
+}

@@ -1,0 +1,363 @@
+//! `locksim real` against real servers on loopback. Each test that needs a real service
+//! prints why it skips when the binary is missing; CI installs redis-server and nftables and
+//! sets `LOCKSIM_REAL_REQUIRED`, which turns a skip into a failure. The tests run one at a
+//! time (real runs share the 127.0.0.N addresses).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn locksim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_locksim"))
+        .args(args)
+        .output()
+        .expect("locksim runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn have(tool: &str, why: &str) -> bool {
+    let ok = Command::new(tool)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok && std::env::var_os("LOCKSIM_REAL_REQUIRED").is_some() {
+        panic!("`{tool}` is missing but LOCKSIM_REAL_REQUIRED is set (CI installs it)");
+    }
+    if !ok {
+        eprintln!("SKIPPED: `{tool}` is not installed ({why}); `apt-get install redis-server nftables` runs it");
+    }
+    ok
+}
+
+fn sims() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../sims/real")
+}
+
+fn temp(name: &str, body: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("locksim-real-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let p = d.join(name);
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+const BASE: &str =
+    "seeds = 1\nexpect = \"safe\"\n[settings]\nclients = 2\nttl = \"1s\"\nduration = \"1s\"\n";
+
+/// Bad input is one line and exit 2, before anything starts (no server needed).
+#[test]
+fn what_real_mode_cannot_run_is_one_line_and_exit_2() {
+    let cases = [
+        ("raft.toml", "algorithm = \"raft-lease\"\nfaults = [\"none\"]\n", "", "raft-lease"),
+        (
+            "delay.toml",
+            "algorithm = \"redlock\"\n",
+            "[[fault]]\nat = \"0s\"\ntype = \"delay\"\nfrom = \"c1\"\nto = \"servers\"\nmin = \"1ms\"\nmax = \"2ms\"\nduration = \"1s\"\n",
+            "fault 1 (delay)",
+        ),
+        (
+            "step.toml",
+            "algorithm = \"redlock\"\n",
+            "[[fault]]\nat = \"0s\"\ntype = \"clock_step\"\nnode = \"n1\"\ndelta = \"20s\"\n",
+            "clock shim",
+        ),
+    ];
+    for (name, head, faults, needle) in cases {
+        let f = temp(name, &format!("{head}{BASE}{faults}"));
+        // Without the clock shim a server's clock cannot be faulted.
+        let o = Command::new(env!("CARGO_BIN_EXE_locksim"))
+            .args(["real", f.to_str().unwrap()])
+            .env("LOCKSIM_CLOCKSHIM", "/nonexistent/liblocksim_clockshim.so")
+            .output()
+            .unwrap();
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        assert!(err.contains(needle), "{name}: {err}");
+    }
+}
+
+/// The shipped scenarios: real runs and simulated seeds violate the same properties.
+#[test]
+fn shipped_redis_scenarios_agree_with_the_simulator() {
+    let _g = serial();
+    if !have("redis-server", "real Redis scenarios") {
+        return;
+    }
+    // (file, violated on both sides, violated on neither)
+    let cases = [
+        ("redlock-pause.toml", &["S1", "S2"][..], &["S4"][..]),
+        ("central-fencing-pause.toml", &["S1"][..], &["S2", "S4"][..]),
+        ("central-crash.toml", &["S1", "S2"][..], &["S4"][..]),
+    ];
+    let shim = Path::new(env!("CARGO_BIN_EXE_locksim")).with_file_name("liblocksim_clockshim.so");
+    let clock_step = ("redlock-clock-step.toml", &["S1", "S2"][..], &["S4"][..]);
+    let cases: Vec<_> = if shim.is_file() {
+        cases.into_iter().chain([clock_step]).collect()
+    } else if std::env::var_os("LOCKSIM_REAL_REQUIRED").is_some() {
+        panic!(
+            "{} is missing (cargo build -p locksim-clockshim)",
+            shim.display()
+        );
+    } else {
+        eprintln!(
+            "SKIPPED: redlock-clock-step.toml needs {} (cargo build -p locksim-clockshim)",
+            shim.display()
+        );
+        cases.to_vec()
+    };
+    for (file, both, neither) in cases {
+        let f = sims().join(file);
+        let o = locksim(&[
+            "real",
+            "--compare",
+            f.to_str().unwrap(),
+            "--runs",
+            "2",
+            "--json",
+        ]);
+        let out = text(&o.stdout);
+        assert_eq!(o.status.code(), Some(0), "{file}: {out}{}", text(&o.stderr));
+        let v: serde_json::Value = serde_json::from_str(&out).expect(&out);
+        assert_eq!(v["agree"], true, "{file}: {v}");
+        assert!(v["real_grants"].as_u64().unwrap() > 0, "{file}: {v}");
+        for row in v["properties"].as_array().unwrap() {
+            let p = row["property"].as_str().unwrap();
+            let (real, sim) = (row["real"].as_u64().unwrap(), row["sim"].as_u64().unwrap());
+            if both.contains(&p) {
+                assert!(
+                    real > 0 && sim > 0,
+                    "{file}: {p} should be violated on both sides: {v}"
+                );
+            }
+            if neither.contains(&p) {
+                assert!(
+                    real == 0 && sim == 0,
+                    "{file}: {p} should hold on both sides: {v}"
+                );
+            }
+        }
+    }
+}
+
+fn nft_tables() -> String {
+    text(
+        &Command::new("nft")
+            .args(["list", "tables"])
+            .output()
+            .map(|o| o.stdout)
+            .unwrap_or_default(),
+    )
+}
+
+/// Partitions, resets and loss are nftables rules that exist only during the run.
+#[test]
+fn network_faults_are_applied_and_removed() {
+    let _g = serial();
+    if !have("redis-server", "real Redis") || !have("nft", "nftables network faults") {
+        return;
+    }
+    let body = format!(
+        "algorithm = \"redlock\"\n{BASE}\
+         [[fault]]\nat = \"200ms\"\ntype = \"isolate\"\nnode = \"n1\"\nduration = \"1s\"\nmode = \"reset\"\n\
+         [[fault]]\nat = \"300ms\"\ntype = \"partition\"\na = \"c1\"\nb = [\"n2\", \"n3\"]\nduration = \"500ms\"\n\
+         [[fault]]\nat = \"300ms\"\ntype = \"loss\"\nfrom = \"c2\"\nto = \"servers\"\nrate_pct = 30\nduration = \"500ms\"\n"
+    );
+    let f = temp("net.toml", &body);
+    let trace = f.with_extension("json");
+    let _ = std::fs::remove_file(&trace);
+    let o = locksim(&[
+        "real",
+        f.to_str().unwrap(),
+        "--json",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    let out = text(&o.stdout);
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{out}{}",
+        text(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    assert_eq!(v["real"], true);
+    assert!(v["grants"].as_u64().unwrap() > 0, "nobody was granted: {v}");
+    assert!(
+        !nft_tables().contains("locksim_"),
+        "a table is left: {}",
+        nft_tables()
+    );
+    // The record is marked real: replay refuses it, render draws its events.
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    assert!(t["real"].as_str().unwrap().contains("Redis server"), "{t}");
+    let faults = t["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "fault")
+        .count();
+    assert_eq!(faults, 3, "{t}");
+    let r = locksim(&["replay", trace.to_str().unwrap()]);
+    assert_eq!(r.status.code(), Some(2));
+    assert!(text(&r.stderr).contains("real run"), "{}", text(&r.stderr));
+    let page = trace.with_extension("html");
+    let _ = std::fs::remove_file(&page);
+    let r = locksim(&[
+        "render",
+        trace.to_str().unwrap(),
+        "-o",
+        page.to_str().unwrap(),
+    ]);
+    assert_eq!(r.status.code(), Some(0), "{}", text(&r.stderr));
+    assert!(std::fs::metadata(&page).unwrap().len() > 1000);
+}
+
+/// The processes whose parent is `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    let mut v = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
+            // pid (comm) state ppid …: comm may hold spaces, so split after the last ')'.
+            let rest = stat.rsplit_once(')').map_or("", |r| r.1);
+            if rest.split_whitespace().nth(1) == Some(&pid.to_string()) {
+                v.push(p);
+            }
+        }
+    }
+    v
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit_once(')')
+            .is_some_and(|r| r.1.trim_start().starts_with('Z'))
+    })
+}
+
+fn real_dirs() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("locksim-real-")
+                && p.is_dir()
+        })
+        .filter(|p| !p.to_string_lossy().contains("-test-"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Starts a real run, waits until its servers and clients are up, sends `sig`; returns the
+/// harness's exit status and the processes it had started.
+fn interrupt(
+    sig: i32,
+    dirs_before: &[PathBuf],
+) -> (std::process::ExitStatus, Vec<u32>, Vec<PathBuf>) {
+    let f = sims().join("redlock-pause.toml");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_locksim"))
+        .args(["real", f.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let mut kids = Vec::new();
+    // Five masters, the resource and two clients.
+    while kids.len() < 8 && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+        kids = children(child.id());
+    }
+    assert!(
+        kids.len() >= 8,
+        "the run never started its processes: {kids:?}"
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let new_dirs: Vec<PathBuf> = real_dirs()
+        .into_iter()
+        .filter(|d| !dirs_before.contains(d))
+        .collect();
+    assert!(!new_dirs.is_empty(), "no temporary folder seen");
+    // SAFETY: signalling our own child.
+    unsafe { libc_kill(child.id() as i32, sig) };
+    let status = child.wait().unwrap();
+    (status, kids, new_dirs)
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+fn settle(pids: &[u32]) -> Vec<u32> {
+    let t = Instant::now();
+    loop {
+        let left: Vec<u32> = pids.iter().copied().filter(|&p| alive(p)).collect();
+        if left.is_empty() || t.elapsed() > Duration::from_secs(5) {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Ctrl-C (and SIGTERM) mid-run: exit 130, no server or client left, no temporary folder.
+/// A SIGKILL of the harness still takes every process it started with it.
+#[test]
+fn interrupting_the_harness_leaves_no_process_and_no_folder() {
+    let _g = serial();
+    if !have("redis-server", "real Redis") {
+        return;
+    }
+    for sig in [2, 15] {
+        let before = real_dirs();
+        let (status, kids, dirs) = interrupt(sig, &before);
+        assert_eq!(status.code(), Some(130), "signal {sig}: {status}");
+        assert_eq!(
+            settle(&kids),
+            Vec::<u32>::new(),
+            "signal {sig}: processes left"
+        );
+        for d in dirs {
+            assert!(
+                !Path::new(&d).exists(),
+                "signal {sig}: {} left",
+                d.display()
+            );
+        }
+    }
+    let before = real_dirs();
+    let (_, kids, dirs) = interrupt(9, &before);
+    assert_eq!(settle(&kids), Vec::<u32>::new(), "SIGKILL: processes left");
+    // A killed harness cannot remove its folder: the next run sweeps it away.
+    assert!(dirs.iter().all(|d| d.exists()), "{dirs:?}");
+    let f = sims().join("central-fencing-pause.toml");
+    let o = locksim(&["real", f.to_str().unwrap(), "--json"]);
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        text(&o.stderr)
+    );
+    for d in dirs {
+        assert!(!d.exists(), "{} was not swept", d.display());
+    }
+}

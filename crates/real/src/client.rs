@@ -1,0 +1,357 @@
+//! A client process of a real run: the simulator's workload (`crates/sim/src/workload.rs` and
+//! `holder.rs`, without renewal) on real time and real sockets. It loops acquire → (validity
+//! check → local work → resource write)… → release, and records every operation. Its clocks
+//! are virtual ([`crate::vclock`]), so offsets, drift and clock faults work as in the
+//! simulator; a `SIGSTOP` pause of the process stops it anywhere, a GC pause included.
+
+use std::io::{BufReader, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use locksim_core::history::{Deadline, EventKind, LocalClock, LostCause, OpF, Phase};
+use locksim_core::time::fmt_nanos;
+use locksim_core::{ClientParams, Nanos, Workload};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::conn::{read_line, CallError, Conn};
+use crate::lock::{Grant, Host, LockClient, Outcome};
+use crate::node::{sleep_until, true_now, Log, NodeSpec};
+use crate::resource::{read_answer, write_line, WriteResp};
+use crate::vclock::VClock;
+
+struct Client {
+    spec: NodeSpec,
+    clock: VClock,
+    log: Log,
+    /// Next operation / handle number of this incarnation.
+    next: std::cell::Cell<u64>,
+}
+
+impl Host for Client {
+    fn now(&self, clock: LocalClock) -> i64 {
+        self.clock.now(clock, true_now(self.spec.t0))
+    }
+    fn granted(&self, server: u32, key: u32, token: Option<u64>) {
+        let t = true_now(self.spec.t0);
+        self.log.record(
+            t,
+            server,
+            t as i64,
+            t,
+            EventKind::Grant {
+                key,
+                client: self.spec.node,
+                token,
+            },
+        );
+    }
+}
+
+impl Client {
+    fn t(&self) -> Nanos {
+        true_now(self.spec.t0)
+    }
+    fn mono(&self) -> u64 {
+        self.clock.mono(self.t())
+    }
+    fn record(&self, kind: EventKind) {
+        let t = self.t();
+        self.log.record(
+            t,
+            self.spec.node,
+            self.clock.wall(t),
+            self.clock.mono(t),
+            kind,
+        );
+    }
+    /// A number unique in the run: node, incarnation, counter (below 2^44, so a write's value
+    /// `handle << 16 | n` fits in 64 bits).
+    fn fresh(&self) -> u64 {
+        let n = self.next.get();
+        self.next.set(n + 1);
+        ((self.spec.node as u64) << 36) | ((self.spec.incarnation as u64 & 0xff) << 28) | n
+    }
+    /// Sleeps `d` ns of the local monotonic clock.
+    fn sleep(&self, d: Nanos) {
+        let until = self.clock.true_time_of_mono(self.mono().saturating_add(d));
+        sleep_until(self.spec.t0, until);
+    }
+    #[allow(clippy::too_many_arguments)]
+    fn op(
+        &self,
+        op: u64,
+        phase: Phase,
+        f: OpF,
+        key: u32,
+        handle: Option<u64>,
+        token: Option<u64>,
+        deadline: Option<(LocalClock, i64)>,
+        error: Option<String>,
+        value: Option<u64>,
+    ) {
+        self.record(EventKind::Op {
+            op,
+            phase,
+            f,
+            key,
+            handle,
+            token,
+            deadline: deadline.map(|(clock, local)| Deadline {
+                clock,
+                local,
+                at: 0,
+            }),
+            error,
+            value,
+        });
+    }
+}
+
+fn outcome_phase<T>(o: &Outcome<T>) -> (Phase, Option<String>) {
+    match o {
+        Outcome::Ok(_) => (Phase::Ok, None),
+        Outcome::Fail(e) => (Phase::Fail, Some(e.clone())),
+        Outcome::Unknown(e) => (Phase::Info, Some(e.clone())),
+    }
+}
+
+/// One write to the resource.
+fn write(
+    res: &mut Conn,
+    w: &Workload,
+    key: u32,
+    handle: u64,
+    token: Option<u64>,
+    value: u64,
+) -> Result<WriteResp, CallError> {
+    let req = write_line(key, handle, token, value);
+    res.call(
+        req.as_bytes(),
+        Duration::from_nanos(w.rpc_timeout),
+        |r: &mut BufReader<TcpStream>| read_answer(&read_line(r)?),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn hold(
+    c: &Client,
+    lock: &mut LockClient,
+    res: &mut Conn,
+    grant: &Grant,
+    key: u32,
+    handle: u64,
+    rng: &mut ChaCha8Rng,
+    me: &ClientParams,
+    w: &Workload,
+) {
+    let token = grant.token;
+    let mut lost_at: Option<u64> = None;
+    let stopped =
+        |lost_at: Option<u64>| lost_at.is_some_and(|t| c.mono() >= t.saturating_add(me.step_down));
+    let lose = |lost_at: &mut Option<u64>, reason: String| {
+        if lost_at.is_none() {
+            *lost_at = Some(c.mono());
+            c.record(EventKind::Lost {
+                key,
+                handle,
+                reason,
+            });
+        }
+    };
+    for i in 0..me.writes_per_hold {
+        if stopped(lost_at) {
+            break;
+        }
+        let work = rng.gen_range(me.work_min..=me.work_max.max(me.work_min));
+        if w.check_validity && lost_at.is_none() {
+            let (clock, until) = grant.deadline;
+            let now = c.now(clock);
+            if now.saturating_add(work as i64) >= until {
+                let left = until as i128 - now as i128;
+                lose(
+                    &mut lost_at,
+                    format!(
+                        "{}: {} left, {} of work planned",
+                        LostCause::ValidityCheck.prefix(),
+                        fmt_nanos(left),
+                        fmt_nanos(work as i128)
+                    ),
+                );
+                if stopped(lost_at) {
+                    break;
+                }
+            }
+        }
+        // The work between the validity check and the write: a pause here is a GC pause.
+        c.sleep(work);
+        if stopped(lost_at) {
+            break;
+        }
+        let value = (handle << 16) | (i as u64 + 1);
+        let op = c.fresh();
+        c.op(
+            op,
+            Phase::Invoke,
+            OpF::Write,
+            key,
+            Some(handle),
+            token,
+            None,
+            None,
+            Some(value),
+        );
+        match write(res, w, key, handle, token, value) {
+            Ok(WriteResp::Accepted { previous }) => c.op(
+                op,
+                Phase::Ok,
+                OpF::Write,
+                key,
+                Some(handle),
+                token,
+                None,
+                None,
+                Some(previous),
+            ),
+            Ok(WriteResp::Fenced { highest }) => {
+                let why = format!("{}: token below {highest}", LostCause::Fenced.prefix());
+                c.op(
+                    op,
+                    Phase::Fail,
+                    OpF::Write,
+                    key,
+                    Some(handle),
+                    token,
+                    None,
+                    Some(why.clone()),
+                    None,
+                );
+                lose(&mut lost_at, why);
+            }
+            Err(e @ CallError::Unknown(_)) => c.op(
+                op,
+                Phase::Info,
+                OpF::Write,
+                key,
+                Some(handle),
+                token,
+                None,
+                Some(e.to_string()),
+                None,
+            ),
+            Err(e) => c.op(
+                op,
+                Phase::Fail,
+                OpF::Write,
+                key,
+                Some(handle),
+                token,
+                None,
+                Some(e.to_string()),
+                None,
+            ),
+        }
+    }
+    let op = c.fresh();
+    c.op(
+        op,
+        Phase::Invoke,
+        OpF::Release,
+        key,
+        Some(handle),
+        token,
+        None,
+        None,
+        None,
+    );
+    let o = lock.release(key, grant);
+    let (phase, error) = outcome_phase(&o);
+    c.op(
+        op,
+        phase,
+        OpF::Release,
+        key,
+        Some(handle),
+        token,
+        None,
+        error,
+        None,
+    );
+}
+
+/// Runs the client of `spec` until the run's end.
+///
+/// # Errors
+/// When its log cannot be opened.
+pub fn main(spec: NodeSpec) -> Result<(), String> {
+    let log = Log::open(&spec.log).map_err(|e| format!("{}: {e}", spec.log.display()))?;
+    let s = &spec.scenario;
+    let me = s.workload.client(spec.node - s.cluster.servers + 1);
+    let w = s.workload.clone();
+    let mut lock = LockClient::new(spec.backend, spec.me, &spec.servers);
+    let mut res = Conn::new(spec.me, spec.resource);
+    let mut rng = ChaCha8Rng::seed_from_u64(
+        s.seed ^ ((spec.node as u64) << 48) ^ ((spec.incarnation as u64) << 32),
+    );
+    let end = s.end();
+    let c = Client {
+        clock: VClock::of(s, spec.node),
+        log,
+        next: std::cell::Cell::new(1),
+        spec: spec.clone(),
+    };
+    sleep_until(spec.t0, 0);
+    let mut think = true;
+    let mut key = 0;
+    while c.t() < me.duration {
+        if think {
+            c.sleep(rng.gen_range(0..=w.think_max));
+        }
+        let drawn = rng.gen_range(0..w.keys.max(1));
+        if think {
+            key = drawn;
+        }
+        let op = c.fresh();
+        c.op(
+            op,
+            Phase::Invoke,
+            OpF::Acquire,
+            key,
+            None,
+            None,
+            None,
+            None,
+            None,
+        );
+        let owner: u64 = rng.gen();
+        match lock.acquire(&c, key, owner, me.ttl) {
+            Outcome::Ok(grant) => {
+                let handle = c.fresh();
+                c.op(
+                    op,
+                    Phase::Ok,
+                    OpF::Acquire,
+                    key,
+                    Some(handle),
+                    grant.token,
+                    Some(grant.deadline),
+                    None,
+                    None,
+                );
+                hold(
+                    &c, &mut lock, &mut res, &grant, key, handle, &mut rng, &me, &w,
+                );
+                think = true;
+            }
+            other => {
+                let (phase, error) = outcome_phase(&other);
+                c.op(op, phase, OpF::Acquire, key, None, None, None, error, None);
+                c.sleep(rng.gen_range(0..=w.retry_delay_max));
+                think = false;
+            }
+        }
+    }
+    let _ = std::io::stdout().flush();
+    sleep_until(spec.t0, end);
+    Ok(())
+}

@@ -1,0 +1,609 @@
+//! One real run: start the servers, the resource and the clients as processes on their own
+//! loopback addresses, apply the plan in real time, stop everything, merge the history.
+//!
+//! Every process is killed and reaped, the nftables table deleted and the temporary folder
+//! removed whatever happens: on success, on an error, on a panic (guards' `Drop`), on Ctrl-C
+//! or SIGTERM (a flag the run loop polls, then the same guards) and — for the processes — on
+//! a `SIGKILL` of the harness (`PR_SET_PDEATHSIG`).
+
+use std::collections::BTreeMap;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use locksim_core::fault::Fault;
+use locksim_core::history::{Event, EventKind};
+use locksim_core::time::{MS, SEC};
+use locksim_core::{Nanos, NodeId, Role, Scenario};
+
+use crate::addr::{free_port, ip};
+use crate::conn::Conn;
+use crate::node::{host_mono, true_now, NodeSpec};
+use crate::procs::{spawn, Procs};
+use crate::resp::{read_reply, request, Reply};
+use crate::support::Backend;
+use crate::vclock::VClock;
+use crate::{nft, RealError, RealOptions, RealRun};
+
+/// Set by SIGINT / SIGTERM (a second one ends the process at once).
+fn stop_flag() -> &'static Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone());
+            let _ = signal_hook::flag::register(sig, flag.clone());
+        }
+        flag
+    })
+}
+
+/// Installs the Ctrl-C / SIGTERM handler (idempotent). From then on the first signal only
+/// sets a flag that real runs poll ([`interrupted`]); a second one exits with code 130.
+pub fn install_signal_handler() {
+    stop_flag();
+}
+
+/// `true` once SIGINT or SIGTERM arrived.
+pub fn interrupted() -> bool {
+    stop_flag().load(Ordering::SeqCst)
+}
+
+/// Serialises real runs on this host (they share the 127.0.0.N addresses): an exclusive
+/// `flock` held until dropped.
+struct HostLock {
+    _file: std::fs::File,
+}
+
+impl HostLock {
+    fn take() -> Result<HostLock, RealError> {
+        let path = std::env::temp_dir().join("locksim-real.lock");
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| RealError::Setup(format!("{}: {e}", path.display())))?;
+        use std::os::fd::AsRawFd;
+        // SAFETY: flock on an open descriptor we own.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(RealError::Setup(format!(
+                "cannot lock {}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            )));
+        }
+        Ok(HostLock { _file: f })
+    }
+}
+
+/// What the plan does at one moment.
+#[derive(Debug, Clone, Copy)]
+enum Action {
+    Inject(usize),
+    End(usize),
+    Restart(NodeId),
+}
+
+struct Run<'a> {
+    s: &'a Scenario,
+    backend: Backend,
+    opts: &'a RealOptions,
+    dir: PathBuf,
+    t0: u64,
+    servers: Vec<SocketAddrV4>,
+    resource: SocketAddrV4,
+    procs: Procs,
+    table: nft::Table,
+    net: BTreeMap<usize, Vec<String>>,
+    paused: BTreeMap<NodeId, u32>,
+    down: BTreeMap<NodeId, bool>,
+    incarnation: BTreeMap<NodeId, u32>,
+    events: Vec<Event>,
+    clocks: BTreeMap<NodeId, VClock>,
+    /// The clock files of servers whose clocks the plan faults.
+    server_clocks: BTreeMap<NodeId, crate::clockfile::ClockFile>,
+}
+
+/// `redis-server --version`'s first line.
+///
+/// # Errors
+/// When it cannot be run.
+pub fn redis_version(redis: &str) -> Result<String, String> {
+    let out = Command::new(redis).arg("--version").output().map_err(|e| {
+        format!(
+            "cannot run {redis} ({e}): real mode needs redis-server (Debian: apt-get install redis-server)"
+        )
+    })?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string())
+}
+
+fn has_network_faults(s: &Scenario) -> bool {
+    s.faults.faults.iter().any(|f| {
+        matches!(
+            f.fault,
+            Fault::Partition { .. }
+                | Fault::PartitionOneway { .. }
+                | Fault::Isolate { .. }
+                | Fault::Loss { .. }
+        )
+    })
+}
+
+impl Run<'_> {
+    fn name(&self, n: NodeId) -> String {
+        self.s.cluster.name(n)
+    }
+
+    fn record(&mut self, node: NodeId, kind: EventKind) {
+        let t = true_now(self.t0);
+        let (wall, mono) = match self.clocks.get(&node) {
+            Some(c) => (c.wall(t), c.mono(t)),
+            None => (t as i64, t),
+        };
+        self.events.push(Event {
+            id: 0,
+            time: t,
+            node,
+            wall,
+            mono,
+            kind,
+        });
+    }
+
+    fn redis_cmd(&self, n: NodeId) -> Result<Command, RealError> {
+        let data = self.dir.join(self.name(n));
+        std::fs::create_dir_all(&data)
+            .map_err(|e| RealError::Setup(format!("{}: {e}", data.display())))?;
+        let a = self.servers[n as usize];
+        let mut c = Command::new(&self.opts.redis);
+        c.arg("--bind")
+            .arg(a.ip().to_string())
+            .arg("--port")
+            .arg(a.port().to_string())
+            .arg("--dir")
+            .arg(&data)
+            .args(["--save", "", "--protected-mode", "no", "--daemonize", "no"])
+            .arg("--logfile")
+            .arg(data.join("redis.log"));
+        if self.backend.fsync_always {
+            c.args(["--appendonly", "yes", "--appendfsync", "always"]);
+        } else {
+            c.args(["--appendonly", "no"]);
+        }
+        if let (Some(file), Some(shim)) = (self.server_clocks.get(&n), &self.opts.clockshim) {
+            c.env("LD_PRELOAD", shim)
+                .env("LOCKSIM_CLOCK_FILE", &file.path);
+        }
+        c.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        Ok(c)
+    }
+
+    fn node_cmd(&mut self, n: NodeId) -> Result<Command, RealError> {
+        let inc = *self.incarnation.entry(n).or_default();
+        let name = self.name(n);
+        let spec = NodeSpec {
+            node: n,
+            incarnation: inc,
+            t0: self.t0,
+            scenario: self.s.clone(),
+            backend: self.backend,
+            servers: self.servers.clone(),
+            resource: self.resource,
+            me: ip(n),
+            log: self.dir.join(format!("{name}.{inc}.log")),
+        };
+        let path = self.dir.join(format!("{name}.{inc}.json"));
+        std::fs::write(&path, serde_json::to_vec(&spec).expect("specs serialize"))
+            .map_err(|e| RealError::Setup(format!("{}: {e}", path.display())))?;
+        let mut c = Command::new(&self.opts.exe);
+        c.args(&self.opts.node_args).arg(&path);
+        c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(
+            std::fs::File::create(self.dir.join(format!("{name}.{inc}.err")))
+                .map(Stdio::from)
+                .unwrap_or_else(|_| Stdio::null()),
+        );
+        Ok(c)
+    }
+
+    fn start(&mut self, n: NodeId) -> Result<(), RealError> {
+        let cmd = match self.s.cluster.role(n) {
+            Role::Server => self.redis_cmd(n)?,
+            _ => self.node_cmd(n)?,
+        };
+        let p = spawn(&self.name(n), cmd).map_err(RealError::Setup)?;
+        self.procs.by_node.insert(n, p);
+        self.down.insert(n, false);
+        Ok(())
+    }
+
+    /// Waits until `addr` answers (a PING for Redis, a connect for the resource).
+    fn wait_up(&self, n: NodeId, addr: SocketAddrV4, redis: bool) -> Result<(), RealError> {
+        let mut conn = Conn::new(Ipv4Addr::LOCALHOST, addr);
+        for _ in 0..500 {
+            if interrupted() {
+                return Err(RealError::Interrupted);
+            }
+            let ok = if redis {
+                conn.call(&request(&[b"PING"]), Duration::from_millis(200), |r| {
+                    read_reply(r)
+                })
+                .is_ok_and(|r| r == Reply::Status("PONG".into()))
+            } else {
+                std::net::TcpStream::connect_timeout(&addr.into(), Duration::from_millis(200))
+                    .is_ok()
+            };
+            if ok {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Err(RealError::Failed(format!(
+            "{} did not come up on {addr} within 5 s (logs in {})",
+            self.name(n),
+            self.dir.display()
+        )))
+    }
+
+    fn apply_net(&mut self) -> Result<(), RealError> {
+        let rules: Vec<String> = self.net.values().flatten().cloned().collect();
+        self.table.set(&rules).map_err(RealError::Failed)
+    }
+
+    fn act(&mut self, a: Action) -> Result<(), RealError> {
+        match a {
+            Action::Inject(i) => {
+                let fault = self.s.faults.faults[i].fault.clone();
+                self.record(
+                    fault.node().unwrap_or(0),
+                    EventKind::Fault {
+                        fault: fault.clone(),
+                    },
+                );
+                match &fault {
+                    Fault::Heal => {
+                        self.net.clear();
+                        self.apply_net()?;
+                    }
+                    Fault::Partition { .. }
+                    | Fault::PartitionOneway { .. }
+                    | Fault::Isolate { .. }
+                    | Fault::Loss { .. } => {
+                        self.net.insert(i, nft::rules(&fault, &self.s.cluster));
+                        self.apply_net()?;
+                    }
+                    Fault::Pause { node, .. } => {
+                        *self.paused.entry(*node).or_default() += 1;
+                        if let Some(p) = self.procs.by_node.get(node) {
+                            p.signal(libc::SIGSTOP);
+                        }
+                    }
+                    Fault::Crash { node, .. } => {
+                        if let Some(mut p) = self.procs.by_node.remove(node) {
+                            p.kill();
+                        }
+                        self.down.insert(*node, true);
+                        self.paused.remove(node);
+                    }
+                    // A server's clock: through its shim file. Client clocks are virtual: the
+                    // client applies the plan's clock faults itself at their time.
+                    Fault::ClockStep { node, delta } => {
+                        if let Some(f) = self.server_clocks.get(node) {
+                            f.step(*delta);
+                        }
+                    }
+                    Fault::ClockDrift { node, ppm } => {
+                        if let Some(f) = self.server_clocks.get(node) {
+                            f.drift(*ppm);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Action::End(i) => {
+                let fault = self.s.faults.faults[i].fault.clone();
+                let at = fault.node().unwrap_or(0);
+                match fault {
+                    Fault::Pause { node, .. } => {
+                        let n = self.paused.entry(node).or_default();
+                        *n = n.saturating_sub(1);
+                        if *n == 0 && self.down.get(&node) != Some(&true) {
+                            if let Some(p) = self.procs.by_node.get(&node) {
+                                p.signal(libc::SIGCONT);
+                            }
+                            let what = format!("{} resumed", self.name(node));
+                            self.record(node, EventKind::FaultEnd { what });
+                        }
+                    }
+                    _ => {
+                        if self.net.remove(&i).is_some() {
+                            self.apply_net()?;
+                            self.record(
+                                at,
+                                EventKind::FaultEnd {
+                                    what: "links healed".into(),
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+            Action::Restart(n) => {
+                if self.down.get(&n) == Some(&true) {
+                    *self.incarnation.entry(n).or_default() += 1;
+                    self.start(n)?;
+                    let what = format!("{} restarted", self.name(n));
+                    self.record(n, EventKind::FaultEnd { what });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn schedule(&self) -> Vec<(Nanos, Action)> {
+        let mut v = Vec::new();
+        for (i, tf) in self.s.faults.faults.iter().enumerate() {
+            v.push((tf.at, Action::Inject(i)));
+            match tf.fault {
+                Fault::Partition { duration, .. }
+                | Fault::PartitionOneway { duration, .. }
+                | Fault::Isolate { duration, .. }
+                | Fault::Loss { duration, .. }
+                | Fault::Pause { duration, .. } => {
+                    v.push((tf.at.saturating_add(duration), Action::End(i)))
+                }
+                Fault::Crash {
+                    node,
+                    restart_after: Some(d),
+                } => v.push((tf.at.saturating_add(d), Action::Restart(node))),
+                _ => {}
+            }
+        }
+        // Stable: at one instant, injections and ends keep the plan's order.
+        v.sort_by_key(|a| a.0);
+        v
+    }
+
+    /// A server or the resource that died without a crash fault fails the run.
+    fn check_alive(&mut self) -> Result<(), RealError> {
+        for (n, p) in self.procs.by_node.iter_mut() {
+            if self.s.cluster.role(*n) == Role::Client {
+                continue;
+            }
+            if let Some(status) = p.exited() {
+                return Err(RealError::Failed(format!(
+                    "{} exited unexpectedly ({status}); its log is in {}",
+                    p.name,
+                    self.dir.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn main_loop(&mut self) -> Result<(), RealError> {
+        let end = self.s.end();
+        let mut plan = self.schedule().into_iter().peekable();
+        loop {
+            if interrupted() {
+                return Err(RealError::Interrupted);
+            }
+            self.check_alive()?;
+            let now = true_now(self.t0);
+            while let Some(&(at, a)) = plan.peek() {
+                if at > now {
+                    break;
+                }
+                plan.next();
+                self.act(a)?;
+            }
+            if now >= end {
+                return Ok(());
+            }
+            let next = plan.peek().map_or(end, |a| a.0).min(end);
+            let wait = next.saturating_sub(now).clamp(MS / 10, 10 * MS);
+            std::thread::sleep(Duration::from_nanos(wait));
+        }
+    }
+
+    fn logs(&self) -> Result<Vec<Event>, RealError> {
+        let mut events = self.events.clone();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&self.dir)
+            .map_err(|e| RealError::Failed(format!("{}: {e}", self.dir.display())))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .collect();
+        files.sort();
+        for f in files {
+            events.extend(crate::merge::read_log(&f).map_err(RealError::Failed)?);
+        }
+        Ok(events)
+    }
+}
+
+/// The pid in a run folder's name (`locksim-real-<pid>-XXXXXX`).
+fn dir_pid(name: &str) -> Option<u32> {
+    name.strip_prefix("locksim-real-")?
+        .split_once('-')?
+        .0
+        .parse()
+        .ok()
+}
+
+/// Removes the run folders that harnesses killed by `SIGKILL` left behind (their pid is gone;
+/// the processes went with them, by `PR_SET_PDEATHSIG`).
+fn sweep_stale_dirs() {
+    let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = dir_pid(&name) {
+            if !Path::new(&format!("/proc/{pid}")).exists() && e.path().is_dir() {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+}
+
+fn first_error_lines(dir: &Path) -> String {
+    let mut out = String::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        let mut files: Vec<PathBuf> = rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "err"))
+            .collect();
+        files.sort();
+        for f in files {
+            if let Ok(t) = std::fs::read_to_string(&f) {
+                if let Some(l) = t.lines().find(|l| !l.trim().is_empty()) {
+                    out += &format!(
+                        " {}: {l};",
+                        f.file_name().unwrap_or_default().to_string_lossy()
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Runs `scenario` for real (see the crate docs).
+///
+/// # Errors
+/// [`RealError`]: unsupported input (exit 2), missing tools, a failed or interrupted run.
+pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError> {
+    let backend = crate::support::backend(scenario).map_err(RealError::Unsupported)?;
+    crate::support::check_plan(scenario, opts.clockshim.is_some())
+        .map_err(RealError::Unsupported)?;
+    if backend.servers != scenario.cluster.servers {
+        return Err(RealError::Unsupported(format!(
+            "the cluster has {} servers where {} needs {}",
+            scenario.cluster.servers, scenario.algorithm, backend.servers
+        )));
+    }
+    let version = redis_version(&opts.redis).map_err(RealError::Setup)?;
+    if has_network_faults(scenario) {
+        Command::new("nft")
+            .arg("--version")
+            .output()
+            .map_err(|e| {
+                RealError::Setup(format!(
+                    "cannot run nft ({e}): network faults in real mode need nftables (apt-get install nftables) and root"
+                ))
+            })?;
+    }
+    install_signal_handler();
+    let _host = HostLock::take()?;
+    sweep_stale_dirs();
+    if has_network_faults(scenario) {
+        nft::sweep_stale();
+    }
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("locksim-real-{}-", std::process::id()))
+        .tempdir()
+        .map_err(|e| RealError::Setup(format!("cannot make a temporary folder: {e}")))?;
+    let c = &scenario.cluster;
+    let port = |n: NodeId| {
+        free_port(ip(n)).map_err(|e| RealError::Setup(format!("cannot bind {}: {e}", ip(n))))
+    };
+    let servers = c.server_ids().map(port).collect::<Result<Vec<_>, _>>()?;
+    let resource = port(c.resource_id())?;
+    let mut run = Run {
+        s: scenario,
+        backend,
+        opts,
+        dir: dir.path().to_path_buf(),
+        t0: 0,
+        servers,
+        resource,
+        procs: Procs::default(),
+        table: nft::Table::new(),
+        net: BTreeMap::new(),
+        paused: BTreeMap::new(),
+        down: BTreeMap::new(),
+        incarnation: BTreeMap::new(),
+        events: Vec::new(),
+        clocks: (0..c.nodes())
+            .filter(|&n| c.role(n) != Role::Resource)
+            .map(|n| (n, VClock::of(scenario, n)))
+            .collect(),
+        server_clocks: BTreeMap::new(),
+    };
+    for tf in &scenario.faults.faults {
+        if let Fault::ClockStep { node, .. } | Fault::ClockDrift { node, .. } = tf.fault {
+            if c.role(node) == Role::Server && !run.server_clocks.contains_key(&node) {
+                let path = run.dir.join(format!("{}.clock", c.name(node)));
+                let f = crate::clockfile::ClockFile::create(&path).map_err(RealError::Setup)?;
+                run.server_clocks.insert(node, f);
+            }
+        }
+    }
+    let result = (|| {
+        for n in c.server_ids() {
+            run.start(n)?;
+        }
+        for n in c.server_ids() {
+            run.wait_up(n, run.servers[n as usize], true)?;
+        }
+        // True time 0 a little ahead, so every client process is up and waiting for it.
+        run.t0 = host_mono() + 200 * MS + 20 * MS * c.clients as u64;
+        run.start(c.resource_id())?;
+        run.wait_up(c.resource_id(), run.resource, false)?;
+        for n in c.client_ids() {
+            run.start(n)?;
+        }
+        run.main_loop()?;
+        // The end: resume what is paused, give clients a moment to finish their last line.
+        for p in run.procs.by_node.values() {
+            p.signal(libc::SIGCONT);
+        }
+        let grace = true_now(run.t0) + SEC;
+        while true_now(run.t0) < grace
+            && run
+                .procs
+                .by_node
+                .iter_mut()
+                .any(|(n, p)| c.role(*n) == Role::Client && p.exited().is_none())
+        {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(())
+    })();
+    run.procs.kill_all();
+    run.table = nft::Table::new(); // drops (deletes) the run's table now
+    if let Err(e) = result {
+        return Err(match e {
+            RealError::Failed(m) => {
+                RealError::Failed(format!("{m}{}", first_error_lines(&run.dir)))
+            }
+            e => e,
+        });
+    }
+    let events = run.logs()?;
+    let history = crate::merge::history(scenario, events);
+    Ok(RealRun {
+        history,
+        service: format!("{} on {version}", scenario.algorithm),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn run_folders_name_their_harness() {
+        assert_eq!(super::dir_pid("locksim-real-812-Ab3dEf"), Some(812));
+        assert_eq!(super::dir_pid("locksim-real-test-812"), None);
+        assert_eq!(super::dir_pid("locksim-real.lock"), None);
+    }
+}

@@ -1,0 +1,106 @@
+//! # locksim-real
+//!
+//! Sim-to-real: the scenario that runs in the simulator runs against real servers on this
+//! host, with real faults, and yields the same [`locksim_core::History`] for the same
+//! checkers.
+//!
+//! - the lock service is real `redis-server` processes (`central`, `central-fencing`: one;
+//!   `redlock`: five masters), each with a temporary data directory and its persistence set
+//!   from the scenario's `fsync` ([`support`] says what runs and refuses the rest);
+//! - the clients are separate OS processes (the `locksim` binary in a hidden mode, see
+//!   [`client`]) running the simulator's workload and client algorithms ([`lock`]) over
+//!   RESP; the protected resource is a small server of ours ([`resource`]);
+//! - every node has its own loopback address ([`addr`]); `partition`, `isolate` and `loss`
+//!   are nftables rules on those addresses ([`nft`]); `pause` is `SIGSTOP`/`SIGCONT`, `crash`
+//!   is `SIGKILL` and a restart on the same data directory; client clock faults are virtual
+//!   ([`vclock`]); a lock server's wall clock is shifted by our `LD_PRELOAD` shim
+//!   (`crates/clockshim`, driven through [`clockfile`]);
+//! - true time is the host's `CLOCK_MONOTONIC` from the run's start ([`node`]); the logs of
+//!   all processes merge into one history ([`merge`]).
+//!
+//! No madsim: this crate depends on `locksim-core` only (DESIGN §2). A real run cannot be
+//! replayed, only re-run: the traces it writes say so.
+
+pub mod addr;
+pub mod client;
+pub mod clockfile;
+pub mod conn;
+pub mod harness;
+pub mod lock;
+pub mod merge;
+pub mod nft;
+pub mod node;
+pub mod procs;
+pub mod resource;
+pub mod resp;
+pub mod support;
+pub mod vclock;
+
+use std::path::PathBuf;
+
+pub use harness::{install_signal_handler, interrupted, run};
+
+/// How to start the processes of a real run.
+#[derive(Debug, Clone)]
+pub struct RealOptions {
+    /// The executable that runs client and resource nodes (the `locksim` binary).
+    pub exe: PathBuf,
+    /// Arguments before the node spec file (`["real-node"]` for `locksim real-node SPEC`).
+    pub node_args: Vec<String>,
+    /// The Redis server to start (`redis-server` from `PATH` by default).
+    pub redis: String,
+    /// The clock shim (`liblocksim_clockshim.so`) for clock faults on lock servers; `None`:
+    /// such faults are refused.
+    pub clockshim: Option<PathBuf>,
+}
+
+/// A finished real run.
+#[derive(Debug, Clone)]
+pub struct RealRun {
+    /// The merged history.
+    pub history: locksim_core::History,
+    /// What ran, for notes: `redlock on Redis server v=7.0.15 …`.
+    pub service: String,
+}
+
+/// Why a real run did not give a history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RealError {
+    /// The scenario asks for something real mode cannot do (bad input: exit 2).
+    Unsupported(String),
+    /// A tool is missing or the host refused a resource (exit 2).
+    Setup(String),
+    /// Ctrl-C or SIGTERM: everything was stopped and removed.
+    Interrupted,
+    /// The run failed (a server died, nft refused a rule, ...).
+    Failed(String),
+}
+
+impl std::fmt::Display for RealError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RealError::Unsupported(m) => write!(f, "real mode: {m}"),
+            RealError::Setup(m) => write!(f, "real mode: {m}"),
+            RealError::Interrupted => {
+                write!(
+                    f,
+                    "interrupted: every process stopped, temporary files removed"
+                )
+            }
+            RealError::Failed(m) => write!(f, "the real run failed: {m}"),
+        }
+    }
+}
+
+/// The node-mode entry point: reads the spec file and runs a client or the resource.
+///
+/// # Errors
+/// A bad spec file, or a node that cannot start.
+pub fn node_main(spec: &std::path::Path) -> Result<(), String> {
+    let spec = node::read_spec(spec)?;
+    match spec.scenario.cluster.role(spec.node) {
+        locksim_core::Role::Client => client::main(spec),
+        locksim_core::Role::Resource => resource::main(spec),
+        locksim_core::Role::Server => Err("lock servers are redis-server processes".into()),
+    }
+}

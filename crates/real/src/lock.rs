@@ -1,0 +1,239 @@
+//! The lock clients of a real run, over RESP to real `redis-server`s, with the simulator's
+//! client algorithms (`crates/algos`: `central.rs`, `redlock.rs`):
+//!
+//! - `central` / `central-fencing`: `SET key owner NX PX ttl` on the one server (with
+//!   fencing, in one Lua script that also `INCR`s the key's fencing counter, so grant and
+//!   token are one atomic step); validity deadline `start + TTL − drift` on the client's clock;
+//! - `redlock` (redis.io, "Distributed Locks with Redis"): the same `SET` on every master in
+//!   turn, each with the per-master timeout; the lock is held when a majority said yes and the
+//!   validity `TTL − elapsed − drift` is positive, `drift = TTL·drift_factor + 2 ms`; otherwise
+//!   every master is unlocked;
+//! - release: Lua compare-and-delete (`GET` = owner ⇒ `DEL`), on every master for Redlock.
+
+use std::time::Duration;
+
+use locksim_core::history::LocalClock;
+use locksim_core::Nanos;
+
+use crate::conn::{CallError, Conn};
+use crate::resp::{read_reply, request, Reply};
+use crate::support::Backend;
+
+/// Grant and fencing token in one step: 0 = held by another owner, -1 = granted without a
+/// token, otherwise the token.
+const ACQUIRE_FENCED: &str = "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then \
+     if ARGV[3] == '1' then return redis.call('INCR', KEYS[2]) end return -1 end return 0";
+
+/// Compare-and-delete: frees the lock only for its owner (1), else 0.
+const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+     return redis.call('DEL', KEYS[1]) end return 0";
+
+/// An operation's outcome, in Jepsen's terms (ok / fail / info).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome<T> {
+    /// Done.
+    Ok(T),
+    /// Definitely not done.
+    Fail(String),
+    /// Unknown.
+    Unknown(String),
+}
+
+/// A granted lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    /// The owner value stored under the key.
+    pub owner: u64,
+    /// Fencing token, with `central-fencing`.
+    pub token: Option<u64>,
+    /// Validity deadline: the clock and its reading.
+    pub deadline: (LocalClock, i64),
+}
+
+/// What the client library needs from its host: its clock, and a place to record a lock
+/// server's grant (the moment its `OK` reply arrived: the latest the service can have decided).
+pub trait Host {
+    /// The reading of `clock` now.
+    fn now(&self, clock: LocalClock) -> i64;
+    /// Lock server `server` answered that it granted `key`.
+    fn granted(&self, server: u32, key: u32, token: Option<u64>);
+}
+
+/// The lock client of one client process.
+pub struct LockClient {
+    backend: Backend,
+    conns: Vec<Conn>,
+}
+
+fn key_name(key: u32) -> String {
+    format!("lock:{key}")
+}
+
+impl LockClient {
+    /// A client of `backend` whose connections to `servers` leave from `me`.
+    pub fn new(
+        backend: Backend,
+        me: std::net::Ipv4Addr,
+        servers: &[std::net::SocketAddrV4],
+    ) -> Self {
+        LockClient {
+            backend,
+            conns: servers.iter().map(|&s| Conn::new(me, s)).collect(),
+        }
+    }
+
+    fn call(&mut self, server: usize, args: &[&[u8]]) -> Result<Reply, CallError> {
+        let t = Duration::from_nanos(self.backend.timeout);
+        self.conns[server].call(&request(args), t, read_reply)
+    }
+
+    fn deadline(&self, host: &dyn Host, start: i64, ttl: Nanos) -> (i128, (LocalClock, i64)) {
+        let clock = self.backend.client_clock;
+        let now = host.now(clock);
+        let elapsed = now as i128 - start as i128;
+        let drift = (ttl as u128 * self.backend.drift_ppm as u128 / 1_000_000) as i128 + 2_000_000;
+        let validity = ttl as i128 - elapsed - drift;
+        let until = (now as i128 + validity).clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+        (validity, (clock, until))
+    }
+
+    /// `SET`s `key` for `owner` on `server`: `Ok(Some(token))` granted, `Ok(None)` held.
+    fn set(
+        &mut self,
+        server: usize,
+        key: u32,
+        owner: u64,
+        ttl: Nanos,
+    ) -> Result<Option<Option<u64>>, CallError> {
+        let (k, o) = (key_name(key), owner.to_string());
+        let ms = (ttl / 1_000_000).max(1).to_string();
+        let reply = if self.backend.fencing() {
+            let fence = format!("fence:{key}");
+            self.call(
+                server,
+                &[
+                    b"EVAL",
+                    ACQUIRE_FENCED.as_bytes(),
+                    b"2",
+                    k.as_bytes(),
+                    fence.as_bytes(),
+                    o.as_bytes(),
+                    ms.as_bytes(),
+                    b"1",
+                ],
+            )?
+        } else {
+            self.call(
+                server,
+                &[
+                    b"SET",
+                    k.as_bytes(),
+                    o.as_bytes(),
+                    b"NX",
+                    b"PX",
+                    ms.as_bytes(),
+                ],
+            )?
+        };
+        Ok(match reply {
+            Reply::Status(s) if s == "OK" => Some(None),
+            Reply::Int(-1) => Some(None),
+            Reply::Int(t) if t > 0 => Some(Some(t as u64)),
+            _ => None,
+        })
+    }
+
+    /// Compare-and-delete on `server`: `Ok(true)` when it freed the owner's lock.
+    fn del(&mut self, server: usize, key: u32, owner: u64) -> Result<bool, CallError> {
+        let (k, o) = (key_name(key), owner.to_string());
+        let r = self.call(
+            server,
+            &[
+                b"EVAL",
+                RELEASE.as_bytes(),
+                b"1",
+                k.as_bytes(),
+                o.as_bytes(),
+            ],
+        )?;
+        Ok(r == Reply::Int(1))
+    }
+
+    /// Takes `key` for a lease of `ttl` ns with a fresh random `owner`.
+    pub fn acquire(&mut self, host: &dyn Host, key: u32, owner: u64, ttl: Nanos) -> Outcome<Grant> {
+        let start = host.now(self.backend.client_clock);
+        let (mut yes, mut unknown, mut token) = (0, 0, None);
+        let mut last_err = String::new();
+        for m in 0..self.conns.len() {
+            match self.set(m, key, owner, ttl) {
+                Ok(Some(t)) => {
+                    host.granted(m as u32, key, t);
+                    yes += 1;
+                    token = token.or(t);
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    if matches!(e, CallError::Unknown(_)) {
+                        unknown += 1;
+                    }
+                    last_err = e.to_string();
+                }
+            }
+        }
+        let (validity, deadline) = self.deadline(host, start, ttl);
+        if self.backend.servers == 1 {
+            // `central`: the one server's answer, as the simulator's client reports it.
+            return match (yes, unknown) {
+                (1, _) => Outcome::Ok(Grant {
+                    owner,
+                    token,
+                    deadline,
+                }),
+                (_, 1) => Outcome::Unknown(last_err),
+                _ if last_err.is_empty() => Outcome::Fail("held by another client".into()),
+                _ => Outcome::Fail(last_err),
+            };
+        }
+        if yes >= self.backend.quorum() && validity > 0 {
+            return Outcome::Ok(Grant {
+                owner,
+                token: None,
+                deadline,
+            });
+        }
+        for m in 0..self.conns.len() {
+            let _ = self.del(m, key, owner);
+        }
+        Outcome::Fail(format!(
+            "{yes} of {} masters, validity {}",
+            self.backend.servers,
+            locksim_core::time::fmt_nanos(validity)
+        ))
+    }
+
+    /// Releases `grant` of `key` (on every master).
+    pub fn release(&mut self, key: u32, grant: &Grant) -> Outcome<()> {
+        let (mut ok, mut unknown, mut last) = (0, 0, String::new());
+        for m in 0..self.conns.len() {
+            match self.del(m, key, grant.owner) {
+                Ok(true) => ok += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    if matches!(e, CallError::Unknown(_)) {
+                        unknown += 1;
+                    }
+                    last = e.to_string();
+                }
+            }
+        }
+        if ok > 0 {
+            Outcome::Ok(())
+        } else if unknown > 0 {
+            Outcome::Unknown(last)
+        } else if !last.is_empty() && self.backend.servers == 1 {
+            Outcome::Fail(last)
+        } else {
+            Outcome::Fail("not the owner (lease expired)".into())
+        }
+    }
+}

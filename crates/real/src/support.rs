@@ -1,0 +1,372 @@
+//! What real mode can run: the algorithms with a real backend, their knobs, and the faults it
+//! can apply. Everything else is refused up front with one line naming the algorithm, knob or
+//! fault (the CLI exits 2), never skipped silently.
+
+use std::collections::BTreeMap;
+
+use locksim_core::fault::{Fault, PauseTask};
+use locksim_core::history::LocalClock;
+use locksim_core::time::parse_duration;
+use locksim_core::{Nanos, Role, Scenario};
+use serde::{Deserialize, Serialize};
+
+/// The lock service a real run starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Service {
+    /// One `redis-server`: `SET key owner NX PX ttl`, Lua compare-and-delete release.
+    Central,
+    /// As `Central`, plus an `INCR` fencing counter in the same Lua script as the `SET`.
+    CentralFencing,
+    /// N independent `redis-server` masters and the Redlock client algorithm.
+    Redlock,
+}
+
+/// The backend of a real run: the service and the client library's knobs, read from the
+/// scenario's algorithm configuration with the simulator's defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Backend {
+    /// Which service.
+    pub service: Service,
+    /// Lock servers (1, or the Redlock masters).
+    pub servers: u32,
+    /// Per-request timeout of the lock client, ns (connect, send and reply together).
+    pub timeout: Nanos,
+    /// Drift allowance factor in ppm of the TTL (Redlock's 0.01 = 10 000), plus 2 ms.
+    pub drift_ppm: u64,
+    /// The clock the client measures validity with.
+    pub client_clock: LocalClock,
+    /// `fsync = always`: Redis runs with `appendonly yes`, `appendfsync always`; `never`:
+    /// no AOF and no RDB snapshots, so a restarted server is empty.
+    pub fsync_always: bool,
+}
+
+impl Backend {
+    /// `true` when the service issues fencing tokens.
+    pub fn fencing(&self) -> bool {
+        self.service == Service::CentralFencing
+    }
+    /// The Redlock majority, `servers / 2 + 1` (1 for a single server).
+    pub fn quorum(&self) -> u32 {
+        self.servers / 2 + 1
+    }
+}
+
+fn knob_duration(name: &str, v: &str) -> Result<Nanos, String> {
+    match parse_duration(v) {
+        Ok(n) if n > 0 && n <= u64::MAX as i128 => Ok(n as Nanos),
+        Ok(_) => Err(format!("`{name}`: {v:?} must be more than zero")),
+        Err(e) => Err(format!("`{name}`: {e}")),
+    }
+}
+
+/// A fraction such as `0.01` as ppm.
+fn fraction_ppm(name: &str, v: &str) -> Result<u64, String> {
+    let bad = || format!("`{name}`: {v:?} is not a fraction from 0 to 1 (e.g. 0.01)");
+    let (int, frac) = v.trim().split_once('.').unwrap_or((v.trim(), ""));
+    if frac.len() > 6 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let int: u64 = int.parse().map_err(|_| bad())?;
+    let frac: u64 = if frac.is_empty() {
+        0
+    } else {
+        format!("{frac:0<6}").parse().map_err(|_| bad())?
+    };
+    let ppm = int * 1_000_000 + frac;
+    if ppm > 1_000_000 {
+        return Err(bad());
+    }
+    Ok(ppm)
+}
+
+/// The real backend of `scenario`'s algorithm and knobs.
+///
+/// # Errors
+/// One line naming the algorithm (no real backend: `raft-lease` is phase 2) or the knob.
+pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
+    let algo = scenario.algorithm.as_str();
+    let service = match algo {
+        "central" => Service::Central,
+        "central-fencing" => Service::CentralFencing,
+        "redlock" => Service::Redlock,
+        "raft-lease" => {
+            return Err(
+                "algorithm `raft-lease` has no real backend yet: the etcd lease lock \
+                        comes in the next phase (real mode runs central, central-fencing, redlock)"
+                    .into(),
+            )
+        }
+        other => {
+            return Err(format!(
+                "algorithm `{other}` has no real backend (real mode runs central, \
+                 central-fencing, redlock)"
+            ))
+        }
+    };
+    let cfg: &BTreeMap<String, String> = &scenario.config;
+    let get = |k: &str, d: &'static str| cfg.get(k).map_or(d, |s| s.as_str());
+    let known: &[&str] = match service {
+        Service::Redlock => &[
+            "masters",
+            "clock",
+            "fsync",
+            "delayed_restart",
+            "timeout",
+            "client_clock",
+            "drift_factor",
+        ],
+        _ => &["clock", "fsync", "timeout", "client_clock", "drift_factor"],
+    };
+    if let Some(k) = cfg.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(format!("{algo}: setting `{k}` is unknown in real mode"));
+    }
+    if get("clock", "wall") != "wall" {
+        return Err(format!(
+            "{algo}: `clock = {}` cannot run for real: redis-server judges key expiry by its \
+             wall clock",
+            get("clock", "wall")
+        ));
+    }
+    if get("delayed_restart", "false") != "false" {
+        return Err("redlock: `delayed_restart` is not available in real mode yet".into());
+    }
+    let fsync_always = match get("fsync", "never") {
+        "never" => false,
+        "always" => true,
+        other => {
+            return Err(format!(
+                "{algo}: `fsync`: {other:?} is neither never nor always"
+            ))
+        }
+    };
+    let client_clock = match get("client_clock", "wall") {
+        "wall" => LocalClock::Wall,
+        "mono" => LocalClock::Mono,
+        other => {
+            return Err(format!(
+                "{algo}: `client_clock`: {other:?} is neither wall nor mono"
+            ))
+        }
+    };
+    let servers = match service {
+        Service::Redlock => get("masters", "5")
+            .parse::<u32>()
+            .ok()
+            .filter(|m| (1..=15).contains(m))
+            .ok_or_else(|| {
+                format!(
+                    "redlock: `masters`: {:?} is not 1 to 15",
+                    get("masters", "5")
+                )
+            })?,
+        _ => 1,
+    };
+    let default_timeout = if service == Service::Redlock {
+        "50ms"
+    } else {
+        "100ms"
+    };
+    Ok(Backend {
+        service,
+        servers,
+        timeout: knob_duration("timeout", get("timeout", default_timeout))
+            .map_err(|e| format!("{algo}: {e}"))?,
+        drift_ppm: fraction_ppm("drift_factor", get("drift_factor", "0.01"))
+            .map_err(|e| format!("{algo}: {e}"))?,
+        client_clock,
+        fsync_always,
+    })
+}
+
+/// A fault's `type`, as files and traces write it (`clock_step`).
+pub fn fault_type(f: &Fault) -> String {
+    serde_json::to_value(f)
+        .ok()
+        .and_then(|v| v.get("type").and_then(|t| t.as_str()).map(String::from))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// Checks that real mode can apply every fault of the plan and run the workload.
+///
+/// # Errors
+/// One line naming the fault (its number from 1 and type) or the setting.
+///
+/// `server_clocks`: whether the clock shim is available, so clock faults on lock servers
+/// can be applied.
+pub fn check_plan(scenario: &Scenario, server_clocks: bool) -> Result<(), String> {
+    let c = &scenario.cluster;
+    if c.nodes() > crate::addr::MAX_NODES {
+        return Err(format!(
+            "real mode runs at most {} nodes (each gets its own 127.0.0.N address); this cluster has {}",
+            crate::addr::MAX_NODES,
+            c.nodes()
+        ));
+    }
+    let w = &scenario.workload;
+    let renewing = w.renew_every.is_some()
+        || w.renew_deadline.is_some()
+        || w.per_client.values().any(|p| {
+            p.renew_every.is_some_and(|r| r > 0) || p.renew_deadline.is_some_and(|r| r > 0)
+        });
+    if renewing {
+        return Err(
+            "`renew_every` / `renew_deadline`: lease renewal is not in real mode yet".into(),
+        );
+    }
+    for (i, tf) in scenario.faults.faults.iter().enumerate() {
+        let n = i + 1;
+        let refuse = |why: &str| Err(format!("fault {n} ({}): {why}", fault_type(&tf.fault)));
+        match &tf.fault {
+            Fault::Partition { .. }
+            | Fault::PartitionOneway { .. }
+            | Fault::Isolate { .. }
+            | Fault::Loss { .. }
+            | Fault::Heal => {}
+            Fault::Delay { .. } | Fault::Duplicate { .. } => {
+                return refuse(
+                    "real mode cannot delay or duplicate packets on this host (the kernel has no \
+                     netem); use partition, isolate or loss",
+                )
+            }
+            Fault::DropReplies { .. } => {
+                return refuse("real mode cannot drop only the replies of a TCP connection")
+            }
+            Fault::IsolateLeader { .. } => {
+                return refuse("real mode has no leader to isolate for this algorithm")
+            }
+            Fault::Pause { task, .. } if *task != PauseTask::Process => {
+                return refuse("real mode pauses whole processes (SIGSTOP) only, not one task")
+            }
+            Fault::Pause { .. } => {}
+            Fault::Crash { node, .. } => {
+                if c.role(*node) == Role::Resource {
+                    return refuse("the resource is not crashed, in real mode as in the simulator");
+                }
+            }
+            Fault::ClockStep { node, .. } | Fault::ClockDrift { node, .. } => {
+                if c.role(*node) == Role::Resource {
+                    return refuse("the resource's clock plays no part in a run");
+                }
+                if c.role(*node) == Role::Server && !server_clocks {
+                    return refuse(&format!(
+                        "clock faults on {} need the clock shim for redis-server \
+                         (liblocksim_clockshim.so beside the locksim binary: cargo build -p \
+                         locksim-clockshim; or LOCKSIM_CLOCKSHIM=PATH); client clocks are virtual",
+                        c.name(*node)
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use locksim_core::fault::{CutMode, FaultPlan, TimedFault};
+    use locksim_core::time::{MS, SEC};
+    use locksim_core::{Cluster, Workload};
+
+    fn scenario(algo: &str, config: &[(&str, &str)], faults: Vec<Fault>) -> Scenario {
+        Scenario {
+            seed: 1,
+            algorithm: algo.into(),
+            config: config
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            cluster: Cluster {
+                servers: if algo == "redlock" { 5 } else { 1 },
+                clients: 2,
+            },
+            workload: Workload::default(),
+            fault_kinds: vec![],
+            faults: FaultPlan::new(
+                faults
+                    .into_iter()
+                    .map(|fault| TimedFault { at: SEC, fault })
+                    .collect(),
+            ),
+        }
+    }
+
+    #[test]
+    fn backends_take_the_simulators_defaults_and_knobs() {
+        let b = backend(&scenario("redlock", &[], vec![])).unwrap();
+        assert_eq!((b.servers, b.quorum(), b.timeout), (5, 3, 50 * MS));
+        assert_eq!(b.drift_ppm, 10_000);
+        assert!(!b.fsync_always && !b.fencing());
+        let b = backend(&scenario(
+            "central-fencing",
+            &[
+                ("fsync", "always"),
+                ("drift_factor", "0.05"),
+                ("timeout", "1s"),
+            ],
+            vec![],
+        ))
+        .unwrap();
+        assert!(b.fencing() && b.fsync_always);
+        assert_eq!((b.drift_ppm, b.timeout, b.servers), (50_000, SEC, 1));
+    }
+
+    #[test]
+    fn what_has_no_real_backend_is_refused_by_name() {
+        let e = backend(&scenario("raft-lease", &[], vec![])).unwrap_err();
+        assert!(e.contains("raft-lease") && e.contains("next phase"), "{e}");
+        let e = backend(&scenario("ap-lock", &[], vec![])).unwrap_err();
+        assert!(e.contains("ap-lock"), "{e}");
+        let e = backend(&scenario("central", &[("clock", "mono")], vec![])).unwrap_err();
+        assert!(e.contains("wall clock"), "{e}");
+        let e = backend(&scenario("central", &[("fsync", "sometimes")], vec![])).unwrap_err();
+        assert!(e.contains("fsync"), "{e}");
+    }
+
+    #[test]
+    fn faults_real_mode_cannot_apply_are_refused_with_their_number() {
+        let ok = vec![
+            Fault::Pause {
+                node: 5,
+                duration: SEC,
+                task: PauseTask::Process,
+            },
+            Fault::Isolate {
+                node: 0,
+                duration: SEC,
+                mode: CutMode::Reset,
+            },
+            Fault::ClockStep {
+                node: 6,
+                delta: 1_000,
+            },
+        ];
+        check_plan(&scenario("redlock", &[], ok.clone()), false).unwrap();
+        let mut bad = ok.clone();
+        bad.push(Fault::Delay {
+            from: vec![5],
+            to: vec![0],
+            min: MS,
+            max: MS,
+            duration: SEC,
+        });
+        let e = check_plan(&scenario("redlock", &[], bad), true).unwrap_err();
+        assert!(
+            e.starts_with("fault 4 (delay)") && e.contains("netem"),
+            "{e}"
+        );
+        let mut bad = ok;
+        bad[2] = Fault::ClockStep { node: 2, delta: 1 };
+        let e = check_plan(&scenario("redlock", &[], bad.clone()), false).unwrap_err();
+        assert!(
+            e.contains("fault 3 (clock_step)") && e.contains("n3") && e.contains("clock shim"),
+            "{e}"
+        );
+        // With the shim, a server's clock step runs; the resource's clock is never faulted.
+        check_plan(&scenario("redlock", &[], bad.clone()), true).unwrap();
+        bad[2] = Fault::ClockStep { node: 7, delta: 1 };
+        let e = check_plan(&scenario("redlock", &[], bad), true).unwrap_err();
+        assert!(e.contains("resource"), "{e}");
+    }
+}
