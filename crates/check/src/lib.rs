@@ -73,8 +73,11 @@ impl CheckOptions<'_> {
             p.push(Property::S3);
         }
         p.push(Property::S4);
-        if self.liveness.is_some() {
-            p.extend(Property::LIVENESS);
+        match &self.liveness {
+            // A lock that never expires makes no L1 claim: L1 is not judged, so not counted.
+            Some(l) if l.non_expiring => p.extend([Property::L2, Property::L3]),
+            Some(_) => p.extend(Property::LIVENESS),
+            None => {}
         }
         p
     }

@@ -67,6 +67,10 @@ pub struct LivenessSpec {
     pub uncertainty: Nanos,
     /// True time after which clients start no new attempts (the workload's duration), ns.
     pub duration: Nanos,
+    /// The lock never expires (a session lock held until released, as PostgreSQL's advisory
+    /// locks): L1, which promises that a stopped holder's lease runs out, makes no claim and is
+    /// not judged. `false` (a lease) by default.
+    pub non_expiring: bool,
 }
 
 impl LivenessSpec {
@@ -326,7 +330,9 @@ pub fn check(
         names,
     };
     let mut found = Vec::new();
-    l1(&run, &mut found);
+    if !spec.non_expiring {
+        l1(&run, &mut found);
+    }
     l2(&run, &mut found);
     l3(&run, &mut found);
     let mut listed: BTreeMap<(Property, u32), usize> = BTreeMap::new();

@@ -154,6 +154,7 @@ fn spec(renew_every: Option<u64>) -> LivenessSpec {
         retry: 200 * MS,
         uncertainty: 12 * MS,
         duration: 10_000 * MS,
+        non_expiring: false,
     }
 }
 

@@ -100,7 +100,7 @@ fn options(redis: &str) -> Result<RealOptions, String> {
 }
 
 fn verdict(chosen: &Chosen, s: &Scenario, h: &History, liveness: bool) -> Verdict {
-    let mut opts = locksim_explore::outcome::check_options(s, chosen.setup.algo.liveness());
+    let mut opts = locksim_explore::outcome::check_options_for(s, &*chosen.setup.algo);
     if !liveness {
         opts.liveness = None;
     }

@@ -14,7 +14,7 @@ use locksim_core::text::one_line;
 use locksim_core::{FaultKind, Property};
 use serde::{Deserialize, Serialize};
 
-use crate::outcome::{check_options, check_scenario};
+use crate::outcome::{check_options_for, check_scenario};
 use crate::setup::Setup;
 
 /// What to run.
@@ -458,7 +458,7 @@ fn run_one(spec: &CampaignSpec, cell: usize, kind: FaultKind, a: usize, seed: u6
     let checked = if out.error.is_some() {
         Vec::new()
     } else {
-        check_options(&scenario, setup.algo.liveness()).properties()
+        check_options_for(&scenario, &*setup.algo).properties()
     };
     SeedRecord {
         campaign: String::new(),

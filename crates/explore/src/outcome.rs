@@ -56,8 +56,24 @@ pub fn check_options(scenario: &Scenario, hints: LivenessHints) -> CheckOptions<
             retry: w.retry_delay_max,
             uncertainty: w.uncertainty(),
             duration: w.duration,
+            non_expiring: false,
         }),
     }
+}
+
+/// [`check_options`] for `scenario` run by `algo`: its liveness hints, and for an algorithm
+/// whose lock never expires ([`LockAlgorithm::lock_expires`]) the non-expiring lock spec of S3
+/// and no L1 claim.
+pub fn check_options_for<'a>(scenario: &'a Scenario, algo: &dyn LockAlgorithm) -> CheckOptions<'a> {
+    let mut options = check_options(scenario, algo.liveness());
+    let non_expiring = !algo.lock_expires();
+    if let Some(lease) = options.lease.as_mut() {
+        lease.non_expiring = non_expiring;
+    }
+    if let Some(liveness) = options.liveness.as_mut() {
+        liveness.non_expiring = non_expiring;
+    }
+    options
 }
 
 /// The settings client node `id` of `scenario` runs with.
@@ -67,14 +83,9 @@ pub fn client_params(scenario: &Scenario, id: locksim_core::NodeId) -> locksim_c
 
 /// Runs `scenario` with `algo` on a fresh thread and checks the history.
 pub fn check_scenario(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> SeedOutcome {
-    let hints = algo.liveness();
-    let expires = algo.lock_expires();
+    let options = check_options_for(scenario, &*algo);
     match locksim_sim::run_isolated(scenario, algo) {
         Ok(history) => {
-            let mut options = check_options(scenario, hints);
-            if let Some(lease) = options.lease.as_mut() {
-                lease.non_expiring = !expires;
-            }
             let verdict = locksim_check::check_all(&history, &options);
             SeedOutcome {
                 seed: scenario.seed,

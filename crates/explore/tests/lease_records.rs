@@ -82,3 +82,30 @@ fn transaction_pooling_double_grants_session_locks_and_xact_locks_do_not() {
         .faults(&[FaultKind::None])
         .expect_safe();
 }
+
+#[test]
+fn a_lock_that_never_expires_makes_no_l1_claim_under_a_holder_pause() {
+    // pg-advisory holds a session lock until it is released: a paused holder keeps it, and
+    // waiters wait as long as the pause. L1 promises a lease that runs out, so it is not judged
+    // (not counted as checked) for such a lock; for a lease (central) it is.
+    let st = common::setup("pg-advisory", &[]);
+    let mut ran = 0;
+    for seed in 0..40 {
+        let scenario = st.scenario(seed, &[FaultKind::Pause]);
+        let checked =
+            locksim_explore::outcome::check_options_for(&scenario, &*st.algo).properties();
+        assert!(!checked.contains(&Property::L1), "{checked:?}");
+        assert!(checked.contains(&Property::L3), "{checked:?}");
+        let out = check_scenario(&scenario, st.algo.clone());
+        assert!(!out.verdict.kinds().contains(&Property::L1), "seed {seed}");
+        ran += usize::from(out.history.is_some());
+    }
+    assert_eq!(ran, 40, "every seed ran");
+    let central = common::setup("central", &[]);
+    let scenario = central.scenario(0, &[FaultKind::Pause]);
+    assert!(
+        locksim_explore::outcome::check_options_for(&scenario, &*central.algo)
+            .properties()
+            .contains(&Property::L1)
+    );
+}
