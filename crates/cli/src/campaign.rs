@@ -740,6 +740,33 @@ struct Merged {
     carried: BTreeMap<usize, (u64, locksim_core::Scenario)>,
 }
 
+/// Whether record `r`'s seed belongs where it says: within its campaign's seeds, and in the
+/// shard it names (shard `I/N` runs the seed offsets `I, I+N, I+2N, …` of every cell).
+fn check_seed_place(r: &SeedRecord) -> Result<(), String> {
+    let end = r.first_seed.saturating_add(r.seeds);
+    if r.seed < r.first_seed || r.seed >= end {
+        return Err(format!(
+            "seed {} is outside its campaign's seeds {}..{end}",
+            r.seed, r.first_seed
+        ));
+    }
+    let shard =
+        locksim_explore::campaign::Shard::parse(&r.shard).map_err(|e| format!("its shard: {e}"))?;
+    if (r.seed - r.first_seed) % shard.count != shard.index {
+        return Err(format!(
+            "seed {} is not one of shard {}'s seeds (offsets {} mod {})",
+            r.seed, r.shard, shard.index, shard.count
+        ));
+    }
+    if r.cell >= r.cells {
+        return Err(format!(
+            "cell {} is outside its campaign's {} cells",
+            r.cell, r.cells
+        ));
+    }
+    Ok(())
+}
+
 /// Seeds a campaign's merged records lack: per cell label, how many, and the first few.
 fn missing(m: &Merged) -> Vec<String> {
     if m.shapes.len() > 1 {
@@ -789,7 +816,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         let file = std::fs::File::open(path)
             .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
         let mut reader = std::io::BufReader::new(file);
-        let (mut line, mut i) = (String::new(), 0usize);
+        let (mut line, mut i, mut records) = (String::new(), 0usize, 0usize);
         loop {
             line.clear();
             let n = reader
@@ -810,6 +837,16 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                 };
                 format!("{}:{i}: {why}", path.display())
             })?;
+            records += 1;
+            check_seed_place(&r).map_err(|why| format!("{}:{i}: {why}", path.display()))?;
+            if a.report.is_some() && !r.point.is_empty() {
+                return Err(format!(
+                    "{}:{i}: a sweep's record: merge --report draws campaign pages only (merge the \
+                     sweep's shards without --report for its table, --json or frontier verdicts; \
+                     `locksim sweep --report` draws a sweep's page)",
+                    path.display()
+                ));
+            }
             let label = if r.campaign.is_empty() {
                 "the matrix".to_string()
             } else {
@@ -843,6 +880,12 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
             } else {
                 m.duplicates += 1;
             }
+        }
+        if records == 0 {
+            return Err(format!(
+                "{}: no records (a file that `locksim campaign --out` or `locksim sweep --out` writes has one JSON line per seed)",
+                path.display()
+            ));
         }
     }
     let mut json = Vec::new();

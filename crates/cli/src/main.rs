@@ -71,7 +71,7 @@ Examples:
   locksim campaign --report report.html             the matrix as a page, violations linked
   locksim sweep --algo redlock --faults pause --vary pause_max=100ms..3s:10 --report f.html
                                                     violation rates over a grid, plotted
-  locksim check --model etcd ../shared/data/histories/etcd/*.log
+  locksim check --model lock run.json              a history (run --json --events > run.json) against a lease lock
   locksim export-tla traces/k5-redlock-s1-f4f49b23.json    a TLA+ behaviour for TLC (trace validation)
   locksim list                                      algorithms, their settings, fault kinds";
 

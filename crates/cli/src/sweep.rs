@@ -21,8 +21,9 @@ use crate::progress::Progress;
 use crate::{out, plural, MemoryArgs};
 
 pub const SWEEP_AFTER_HELP: &str = "\
-Axes (--vary KEY=RANGE, once or twice; KEY is any --set knob: a workload setting, an
-algorithm setting, a per-client setting cN.key, or a fault-shape knob):
+Axes (--vary KEY=RANGE, once or twice; KEY is any --set knob whose value is a number or a
+duration: a workload setting, an algorithm setting, a per-client setting cN.key, or a
+fault-shape knob; knobs with words for values, e.g. protected=guid, are not axes):
   pause_max=100ms..3s:10    10 points, log-spaced (LO > 0); 0..50000:11 is evenly spaced
   ttl=500ms..2s+250ms       evenly spaced by a step
   clients=2..8              every integer
@@ -606,6 +607,12 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
         if !a.vary.is_empty() || !a.algo.is_empty() || a.faults.is_some() || !a.set.is_empty() {
             return Err(
                 "frontier files say what to sweep: give either files or --algo/--vary/--set/--faults"
+                    .into(),
+            );
+        }
+        if a.seeds.is_some() || a.first_seed.is_some() {
+            return Err(
+                "--seeds and --first-seed describe a command-line sweep; frontier files carry their own `seeds`"
                     .into(),
             );
         }

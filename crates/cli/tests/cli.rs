@@ -795,3 +795,84 @@ fn merge_report_shrinks_the_first_failing_seed_from_the_scenario_a_shard_carries
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn merge_refuses_empty_files_misplaced_seeds_and_a_report_of_sweep_records() {
+    let dir = std::env::temp_dir().join(format!("locksim-merge-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = |name: &str| dir.join(name).to_str().unwrap().to_string();
+    std::fs::write(p("empty.jsonl"), "").unwrap();
+    rejects(
+        &["merge", &p("empty.jsonl")],
+        &["empty.jsonl", "no records"],
+    );
+    rejects(
+        &["merge", "--partial", &p("empty.jsonl")],
+        &["empty.jsonl", "no records"],
+    );
+    let o = locksim(&[
+        "campaign",
+        "--algo",
+        "central",
+        "--faults",
+        "pause",
+        "--seeds",
+        "6",
+        "--shard",
+        "0/2",
+        "--out",
+        &p("s0.jsonl"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(p("s0.jsonl")).unwrap();
+    // Records come as seeds finish, in any order. Shard 0/2 of seeds 0..6 runs 0, 2, 4: seed 3
+    // is another shard's, seed 99 nobody's.
+    let first = text
+        .lines()
+        .find(|l| l.contains("\"seed\":0,"))
+        .expect("seed 0's record");
+    for (seed, needle) in [(3, "not one of shard 0/2's seeds"), (99, "outside")] {
+        let name = format!("bad{seed}.jsonl");
+        std::fs::write(
+            p(&name),
+            format!(
+                "{text}{}\n",
+                first.replace("\"seed\":0,", &format!("\"seed\":{seed},"))
+            ),
+        )
+        .unwrap();
+        rejects(
+            &["merge", "--partial", &p(&name)],
+            &[&format!("{name}:4"), needle],
+        );
+    }
+    let o = locksim(&[
+        "sweep",
+        "--algo",
+        "central",
+        "--vary",
+        "ttl=1s,2s",
+        "--seeds",
+        "2",
+        "--shard",
+        "0/1",
+        "--out",
+        &p("w.jsonl"),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    rejects(
+        &["merge", &p("w.jsonl"), "--report", &p("w.html")],
+        &["w.jsonl:1", "merge --report draws campaign pages only"],
+    );
+    assert!(!dir.join("w.html").exists(), "no page written on refusal");
+    rejects(
+        &[
+            "sweep",
+            "../../sims/frontier/redlock-pause.toml",
+            "--seeds",
+            "5",
+        ],
+        &["frontier files carry their own"],
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
