@@ -252,7 +252,8 @@ pub fn check_plan(scenario: &Scenario, server_clocks: bool) -> Result<(), String
                     return refuse(&format!(
                         "clock faults on {} need the clock shim for redis-server \
                          (liblocksim_clockshim.so beside the locksim binary: cargo build -p \
-                         locksim-clockshim; or LOCKSIM_CLOCKSHIM=PATH); client clocks are virtual",
+                         locksim-clockshim, with --release for a release binary; or \
+                         LOCKSIM_CLOCKSHIM=PATH); client clocks are virtual",
                         c.name(*node)
                     ));
                 }
