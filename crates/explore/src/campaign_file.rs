@@ -308,25 +308,7 @@ impl CampaignFile {
     /// # Errors
     /// The first file that cannot be read or parsed; a path that does not exist.
     pub fn collect(paths: &[PathBuf]) -> Result<Vec<CampaignFile>, String> {
-        let mut files = Vec::new();
-        for p in paths {
-            if p.is_dir() {
-                let mut found: Vec<PathBuf> = std::fs::read_dir(p)
-                    .map_err(|e| format!("{}: {e}", p.display()))?
-                    .filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|f| f.extension().is_some_and(|x| x == "toml"))
-                    .collect();
-                found.sort();
-                for f in found {
-                    files.push(CampaignFile::read(&f)?);
-                }
-            } else if p.exists() {
-                files.push(CampaignFile::read(p)?);
-            } else {
-                return Err(format!("{}: no such file or folder", p.display()));
-            }
-        }
-        Ok(files)
+        collect_toml(paths, CampaignFile::read)
     }
 
     /// The campaign to run.
@@ -395,4 +377,34 @@ impl CampaignFile {
         }
         problems
     }
+}
+
+/// `read` of every `*.toml` under each path (a file, or a folder read in name order), in that
+/// order: campaign files and frontier files are found the same way.
+///
+/// # Errors
+/// The first file that cannot be read or parsed; a path that does not exist.
+pub(crate) fn collect_toml<T>(
+    paths: &[PathBuf],
+    read: impl Fn(&Path) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    let mut files = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|e| format!("{}: {e}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|x| x == "toml"))
+                .collect();
+            found.sort();
+            for f in found {
+                files.push(read(&f)?);
+            }
+        } else if p.exists() {
+            files.push(read(p)?);
+        } else {
+            return Err(format!("{}: no such file or folder", p.display()));
+        }
+    }
+    Ok(files)
 }

@@ -277,25 +277,7 @@ impl FrontierFile {
     /// # Errors
     /// The first file that cannot be read or parsed; a path that does not exist.
     pub fn collect(paths: &[PathBuf]) -> Result<Vec<FrontierFile>, String> {
-        let mut files = Vec::new();
-        for p in paths {
-            if p.is_dir() {
-                let mut found: Vec<PathBuf> = std::fs::read_dir(p)
-                    .map_err(|e| format!("{}: {e}", p.display()))?
-                    .filter_map(|e| e.ok().map(|e| e.path()))
-                    .filter(|f| f.extension().is_some_and(|x| x == "toml"))
-                    .collect();
-                found.sort();
-                for f in found {
-                    files.push(FrontierFile::read(&f)?);
-                }
-            } else if p.exists() {
-                files.push(FrontierFile::read(p)?);
-            } else {
-                return Err(format!("{}: no such file or folder", p.display()));
-            }
-        }
-        Ok(files)
+        crate::campaign_file::collect_toml(paths, FrontierFile::read)
     }
 
     /// What the results contradict: one line per broken expectation, naming the point and
