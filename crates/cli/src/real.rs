@@ -1,4 +1,4 @@
-//! `locksim real`: a scenario file against real redis-server processes on loopback, with real
+//! `locksim real`: a scenario file against real redis-server or etcd processes on loopback, with real
 //! faults, judged by the same checkers; `--compare` sets K real runs beside K simulated seeds.
 
 use std::path::PathBuf;
@@ -13,20 +13,24 @@ use crate::run::verdict_code;
 use crate::scenario_args::{choose, Chosen};
 
 pub const REAL_HELP: &str = "\
-Starts the lock service as real redis-server processes (central, central-fencing: one;
-redlock: five masters), each on its own loopback address 127.0.0.N with a temporary data
-directory (persistence from the `fsync` setting), the resource as a small server of ours and
-every client as its own process (this binary, in a hidden mode). The file's explicit
-[[fault]] plan runs in real time: partition / isolate / loss are nftables rules on those
-addresses (needs root), pause is SIGSTOP/SIGCONT, crash is SIGKILL and a restart on the same
-data directory, client clock faults are virtualised in the clients, and a lock server's wall
-clock is shifted by our LD_PRELOAD shim (liblocksim_clockshim.so beside this binary, from
-`cargo build -p locksim-clockshim`, or LOCKSIM_CLOCKSHIM=PATH). True time is the host's
-CLOCK_MONOTONIC. The processes' events merge into one history for the same S1-S4 checks.
+Starts the lock service as real processes, each on its own loopback address 127.0.0.N with a
+temporary data directory: redis-server for central, central-fencing (one) and redlock (five
+masters), persistence from the `fsync` setting; a 3-member etcd (3.4) cluster for raft-lease,
+whose client speaks etcd's v3 API (needs a locksim built with --features etcd; its build needs
+protoc). The resource is a small server of ours and every client its own process (this
+binary, in a hidden mode). The file's explicit [[fault]] plan runs in real time: partition /
+isolate / isolate_leader / loss are nftables rules on those addresses (needs root), pause is
+SIGSTOP/SIGCONT, crash is SIGKILL and a restart on the same data directory, client clock
+faults are virtualised in the clients, and a Redis server's wall clock is shifted by our
+LD_PRELOAD shim (liblocksim_clockshim.so beside this binary, from `cargo build -p
+locksim-clockshim`, or LOCKSIM_CLOCKSHIM=PATH). True time is the host's CLOCK_MONOTONIC. The
+processes' events merge into one history for the same S1-S4 checks.
 
-Refused with exit 2: algorithms without a real backend (raft-lease comes next), delay and
-duplicate (no netem), drop_replies, task pauses, renewal, and clock faults on lock servers
-when the shim is not found.
+Refused with exit 2: algorithms without a real backend, delay and duplicate (no netem),
+drop_replies, task pauses, renewal, clock faults on Redis servers when the shim is not found
+and on etcd members always (Go ignores LD_PRELOAD; etcd times leases monotonically), and
+raft-lease settings etcd cannot take (TTLs that are not whole seconds, fsync = never, the
+simulator's bug knobs).
 Every process is stopped and every temporary file removed at the end, on failure and on
 Ctrl-C (exit 130). A real run cannot be replayed; --trace keeps a record `locksim render`
 draws from its embedded events.
@@ -37,7 +41,8 @@ Exit codes: 0 safe, 1 violated (with --compare: the two sides disagree on a prop
 Examples:
   locksim real sims/real/redlock-pause.toml
   locksim real sims/real/redlock-pause.toml --trace real.json && locksim render real.json
-  locksim real --compare sims/real/central-fencing-pause.toml --runs 3";
+  locksim real --compare sims/real/central-fencing-pause.toml --runs 3
+  locksim real sims/real/raft-lease-leader-isolation.toml      (built with --features etcd)";
 
 #[derive(Args)]
 pub struct RealArgs {
@@ -76,6 +81,9 @@ pub struct RealArgs {
     /// The redis-server executable.
     #[arg(long, value_name = "PATH", default_value = "redis-server")]
     redis: String,
+    /// The etcd executable (raft-lease).
+    #[arg(long, value_name = "PATH", default_value = "etcd")]
+    etcd: String,
 }
 
 /// `locksim real-node SPEC.json`: a client or the resource of a real run (hidden).
@@ -89,13 +97,14 @@ pub fn node_main(a: NodeArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn options(redis: &str) -> Result<RealOptions, String> {
+fn options(redis: &str, etcd: &str) -> Result<RealOptions, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
     Ok(RealOptions {
         clockshim: locksim_real::clockfile::find_shim(&exe),
         exe,
         node_args: vec!["real-node".into()],
         redis: redis.to_string(),
+        etcd: etcd.to_string(),
     })
 }
 
@@ -159,10 +168,10 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
     let file = locksim_explore::campaign_file::CampaignFile::read(&a.file)?;
     let seed = a.seed.unwrap_or(file.first_seed);
     let scenario = chosen.scenario(seed);
-    let opts = options(&a.redis)?;
+    let opts = options(&a.redis, &a.etcd)?;
     // Refuse what real mode cannot run before anything starts (one line, exit 2).
     locksim_real::support::backend(&scenario)
-        .and_then(|_| locksim_real::support::check_plan(&scenario, opts.clockshim.is_some()))
+        .and_then(|b| locksim_real::support::check_plan(&scenario, &b, opts.clockshim.is_some()))
         .map_err(|e| format!("{}: real mode: {e}", a.file.display()))?;
     if let Some(t) = &a.trace {
         if t.exists() && !a.force {

@@ -36,7 +36,7 @@ fn have(tool: &str, why: &str) -> bool {
         panic!("`{tool}` is missing but LOCKSIM_REAL_REQUIRED is set (CI installs it)");
     }
     if !ok {
-        eprintln!("SKIPPED: `{tool}` is not installed ({why}); `apt-get install redis-server nftables` runs it");
+        eprintln!("SKIPPED: `{tool}` is not installed ({why}); `apt-get install redis-server etcd-server nftables` runs it");
     }
     ok
 }
@@ -60,7 +60,18 @@ const BASE: &str =
 #[test]
 fn what_real_mode_cannot_run_is_one_line_and_exit_2() {
     let cases = [
-        ("raft.toml", "algorithm = \"raft-lease\"\nfaults = [\"none\"]\n", "", "raft-lease"),
+        ("ap.toml", "algorithm = \"ap-lock\"\nfaults = [\"none\"]\n", "", "ap-lock"),
+        (
+            "raft-step.toml",
+            "algorithm = \"raft-lease\"\n",
+            "[[fault]]\nat = \"0s\"\ntype = \"clock_step\"\nnode = \"n1\"\ndelta = \"20s\"\n",
+            // Built with etcd: an etcd member's clock cannot be faulted; without: the feature.
+            if cfg!(feature = "etcd") {
+                "etcd member"
+            } else {
+                "--features etcd"
+            },
+        ),
         (
             "delay.toml",
             "algorithm = \"redlock\"\n",
@@ -119,37 +130,65 @@ fn shipped_redis_scenarios_agree_with_the_simulator() {
         cases.to_vec()
     };
     for (file, both, neither) in cases {
-        let f = sims().join(file);
-        let o = locksim(&[
-            "real",
-            "--compare",
-            f.to_str().unwrap(),
-            "--runs",
-            "2",
-            "--json",
-        ]);
-        let out = text(&o.stdout);
-        assert_eq!(o.status.code(), Some(0), "{file}: {out}{}", text(&o.stderr));
-        let v: serde_json::Value = serde_json::from_str(&out).expect(&out);
-        assert_eq!(v["agree"], true, "{file}: {v}");
-        assert!(v["real_grants"].as_u64().unwrap() > 0, "{file}: {v}");
-        for row in v["properties"].as_array().unwrap() {
-            let p = row["property"].as_str().unwrap();
-            let (real, sim) = (row["real"].as_u64().unwrap(), row["sim"].as_u64().unwrap());
-            if both.contains(&p) {
-                assert!(
-                    real > 0 && sim > 0,
-                    "{file}: {p} should be violated on both sides: {v}"
-                );
-            }
-            if neither.contains(&p) {
-                assert!(
-                    real == 0 && sim == 0,
-                    "{file}: {p} should hold on both sides: {v}"
-                );
-            }
+        agree(file, both, neither);
+    }
+}
+
+/// `locksim real --compare FILE --runs 2`: every property in `both` is violated on both sides,
+/// every one in `neither` on neither, and the real side had grants.
+fn agree(file: &str, both: &[&str], neither: &[&str]) {
+    let f = sims().join(file);
+    let o = locksim(&[
+        "real",
+        "--compare",
+        f.to_str().unwrap(),
+        "--runs",
+        "2",
+        "--json",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{file}: {out}{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    assert_eq!(v["agree"], true, "{file}: {v}");
+    assert!(v["real_grants"].as_u64().unwrap() > 0, "{file}: {v}");
+    for row in v["properties"].as_array().unwrap() {
+        let p = row["property"].as_str().unwrap();
+        let (real, sim) = (row["real"].as_u64().unwrap(), row["sim"].as_u64().unwrap());
+        if both.contains(&p) {
+            assert!(
+                real > 0 && sim > 0,
+                "{file}: {p} should be violated on both sides: {v}"
+            );
+        }
+        if neither.contains(&p) {
+            assert!(
+                real == 0 && sim == 0,
+                "{file}: {p} should hold on both sides: {v}"
+            );
         }
     }
+}
+
+/// The etcd scenarios (`raft-lease`), in a locksim built with `--features etcd`.
+#[test]
+fn shipped_etcd_scenarios_agree_with_the_simulator() {
+    if !cfg!(feature = "etcd") {
+        eprintln!(
+            "SKIPPED: this locksim was built without --features etcd (raft-lease on real etcd); \
+             `cargo test -p locksim-cli --features etcd --test real` runs it (CI does)"
+        );
+        return;
+    }
+    let _g = serial();
+    if !have("etcd", "real etcd scenarios") || !have("nft", "nftables network faults") {
+        return;
+    }
+    agree("raft-lease-pause.toml", &["S1"], &["S2", "S4"]);
+    agree(
+        "raft-lease-leader-isolation.toml",
+        &[],
+        &["S1", "S2", "S3", "S4"],
+    );
 }
 
 fn nft_tables() -> String {
@@ -273,8 +312,10 @@ fn real_dirs() -> Vec<PathBuf> {
 fn interrupt(
     sig: i32,
     dirs_before: &[PathBuf],
+    file: &str,
+    processes: usize,
 ) -> (std::process::ExitStatus, Vec<u32>, Vec<PathBuf>) {
-    let f = sims().join("redlock-pause.toml");
+    let f = sims().join(file);
     let mut child = Command::new(env!("CARGO_BIN_EXE_locksim"))
         .args(["real", f.to_str().unwrap()])
         .stdout(Stdio::null())
@@ -283,13 +324,12 @@ fn interrupt(
         .unwrap();
     let started = Instant::now();
     let mut kids = Vec::new();
-    // Five masters, the resource and two clients.
-    while kids.len() < 8 && started.elapsed() < Duration::from_secs(20) {
+    while kids.len() < processes && started.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(50));
         kids = children(child.id());
     }
     assert!(
-        kids.len() >= 8,
+        kids.len() >= processes,
         "the run never started its processes: {kids:?}"
     );
     std::thread::sleep(Duration::from_millis(300));
@@ -330,7 +370,8 @@ fn interrupting_the_harness_leaves_no_process_and_no_folder() {
     }
     for sig in [2, 15] {
         let before = real_dirs();
-        let (status, kids, dirs) = interrupt(sig, &before);
+        // Five masters, the resource and two clients.
+        let (status, kids, dirs) = interrupt(sig, &before, "redlock-pause.toml", 8);
         assert_eq!(status.code(), Some(130), "signal {sig}: {status}");
         assert_eq!(
             settle(&kids),
@@ -346,7 +387,7 @@ fn interrupting_the_harness_leaves_no_process_and_no_folder() {
         }
     }
     let before = real_dirs();
-    let (_, kids, dirs) = interrupt(9, &before);
+    let (_, kids, dirs) = interrupt(9, &before, "redlock-pause.toml", 8);
     assert_eq!(settle(&kids), Vec::<u32>::new(), "SIGKILL: processes left");
     // A killed harness cannot remove its folder: the next run sweeps it away.
     assert!(dirs.iter().all(|d| d.exists()), "{dirs:?}");
@@ -359,5 +400,26 @@ fn interrupting_the_harness_leaves_no_process_and_no_folder() {
     );
     for d in dirs {
         assert!(!d.exists(), "{} was not swept", d.display());
+    }
+}
+
+/// Ctrl-C during an etcd run: exit 130, no etcd member, client or resource left, no folder.
+#[test]
+fn interrupting_an_etcd_run_leaves_no_member_behind() {
+    if !cfg!(feature = "etcd") {
+        eprintln!("SKIPPED: built without --features etcd (CI runs it with the feature)");
+        return;
+    }
+    let _g = serial();
+    if !have("etcd", "real etcd") {
+        return;
+    }
+    let before = real_dirs();
+    // Three members, the resource and two clients.
+    let (status, kids, dirs) = interrupt(2, &before, "raft-lease-pause.toml", 6);
+    assert_eq!(status.code(), Some(130), "{status}");
+    assert_eq!(settle(&kids), Vec::<u32>::new(), "processes left");
+    for d in dirs {
+        assert!(!d.exists(), "{} left", d.display());
     }
 }

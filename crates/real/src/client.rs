@@ -264,7 +264,7 @@ fn hold(
         None,
         None,
     );
-    let o = lock.release(key, grant);
+    let o = lock.release(c, key, grant);
     let (phase, error) = outcome_phase(&o);
     c.op(
         op,
@@ -288,7 +288,7 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
     let s = &spec.scenario;
     let me = s.workload.client(spec.node - s.cluster.servers + 1);
     let w = s.workload.clone();
-    let mut lock = LockClient::new(spec.backend, spec.me, &spec.servers);
+    let mut lock = LockClient::new(spec.backend, spec.me, &spec.servers)?;
     let mut res = Conn::new(spec.me, spec.resource);
     let mut rng = ChaCha8Rng::seed_from_u64(
         s.seed ^ ((spec.node as u64) << 48) ^ ((spec.incarnation as u64) << 32),

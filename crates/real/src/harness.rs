@@ -95,6 +95,8 @@ struct Run<'a> {
     dir: PathBuf,
     t0: u64,
     servers: Vec<SocketAddrV4>,
+    /// etcd members' peer (Raft) addresses; empty for Redis.
+    peers: Vec<SocketAddrV4>,
     resource: SocketAddrV4,
     procs: Procs,
     table: nft::Table,
@@ -126,6 +128,24 @@ pub fn redis_version(redis: &str) -> Result<String, String> {
         .to_string())
 }
 
+/// `etcd --version`'s first line.
+///
+/// # Errors
+/// When it cannot be run.
+pub fn etcd_version(etcd: &str) -> Result<String, String> {
+    let out = Command::new(etcd).arg("--version").output().map_err(|e| {
+        format!(
+            "cannot run {etcd} ({e}): real mode of raft-lease needs etcd 3.4 (Debian: apt-get install etcd-server)"
+        )
+    })?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_string())
+}
+
 fn has_network_faults(s: &Scenario) -> bool {
     s.faults.faults.iter().any(|f| {
         matches!(
@@ -133,6 +153,7 @@ fn has_network_faults(s: &Scenario) -> bool {
             Fault::Partition { .. }
                 | Fault::PartitionOneway { .. }
                 | Fault::Isolate { .. }
+                | Fault::IsolateLeader { .. }
                 | Fault::Loss { .. }
         )
     })
@@ -189,6 +210,88 @@ impl Run<'_> {
         Ok(c)
     }
 
+    /// One etcd member: its own data directory, client and peer URLs on its own address, the
+    /// scenario's Raft tick and election timeout. A restart after a crash reuses the data
+    /// directory (etcd then ignores the initial-cluster flags).
+    fn etcd_cmd(&self, n: NodeId) -> Result<Command, RealError> {
+        let data = self.dir.join(self.name(n));
+        std::fs::create_dir_all(&data)
+            .map_err(|e| RealError::Setup(format!("{}: {e}", data.display())))?;
+        let url = |a: SocketAddrV4| format!("http://{a}");
+        let cluster: Vec<String> = self
+            .s
+            .cluster
+            .server_ids()
+            .map(|m| format!("{}={}", self.name(m), url(self.peers[m as usize])))
+            .collect();
+        let (client, peer) = (url(self.servers[n as usize]), url(self.peers[n as usize]));
+        let tick_ms = self.backend.tick / MS;
+        let mut c = Command::new(&self.opts.etcd);
+        c.arg("--name")
+            .arg(self.name(n))
+            .arg("--data-dir")
+            .arg(data.join("member-data"))
+            .args(["--listen-client-urls", &client])
+            .args(["--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer])
+            .args(["--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &cluster.join(",")])
+            .args(["--initial-cluster-state", "new"])
+            .arg("--initial-cluster-token")
+            .arg(format!("locksim-{}", std::process::id()))
+            .arg("--heartbeat-interval")
+            .arg(tick_ms.to_string())
+            .arg("--election-timeout")
+            .arg((tick_ms * self.backend.election_ticks as u64).to_string())
+            .args(["--logger", "zap", "--log-outputs", "stderr"]);
+        c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(
+            std::fs::File::create(data.join("etcd.log"))
+                .map(Stdio::from)
+                .unwrap_or_else(|_| Stdio::null()),
+        );
+        Ok(c)
+    }
+
+    /// Waits until every etcd member answers and one of them leads.
+    #[cfg(feature = "etcd")]
+    fn wait_etcd(&self) -> Result<(), RealError> {
+        for _ in 0..200 {
+            if interrupted() {
+                return Err(RealError::Interrupted);
+            }
+            let st = crate::etcd::statuses(&self.servers, Duration::from_millis(300));
+            if st
+                .iter()
+                .all(|s| s.is_some_and(|(_, leader, _)| leader != 0))
+            {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(RealError::Failed(format!(
+            "the etcd members did not elect a leader within 10 s (logs in {})",
+            self.dir.display()
+        )))
+    }
+
+    #[cfg(not(feature = "etcd"))]
+    fn wait_etcd(&self) -> Result<(), RealError> {
+        Err(RealError::Unsupported(
+            "this locksim was built without --features etcd".into(),
+        ))
+    }
+
+    /// The etcd member that leads now.
+    #[cfg(feature = "etcd")]
+    fn etcd_leader(&self) -> Option<NodeId> {
+        crate::etcd::leader(&self.servers, Duration::from_millis(200)).map(|m| m as NodeId)
+    }
+
+    #[cfg(not(feature = "etcd"))]
+    fn etcd_leader(&self) -> Option<NodeId> {
+        None
+    }
+
     fn node_cmd(&mut self, n: NodeId) -> Result<Command, RealError> {
         let inc = *self.incarnation.entry(n).or_default();
         let name = self.name(n);
@@ -218,6 +321,7 @@ impl Run<'_> {
 
     fn start(&mut self, n: NodeId) -> Result<(), RealError> {
         let cmd = match self.s.cluster.role(n) {
+            Role::Server if self.backend.etcd() => self.etcd_cmd(n)?,
             Role::Server => self.redis_cmd(n)?,
             _ => self.node_cmd(n)?,
         };
@@ -263,7 +367,26 @@ impl Run<'_> {
     fn act(&mut self, a: Action) -> Result<(), RealError> {
         match a {
             Action::Inject(i) => {
-                let fault = self.s.faults.faults[i].fault.clone();
+                let mut fault = self.s.faults.faults[i].fault.clone();
+                // The leader is known only now (as in the simulator): isolate that member, and
+                // record the isolation of that node.
+                if let Fault::IsolateLeader { duration, mode } = fault {
+                    match self.etcd_leader() {
+                        Some(node) => {
+                            fault = Fault::Isolate {
+                                node,
+                                duration,
+                                mode,
+                            }
+                        }
+                        None => {
+                            self.record(0, EventKind::Fault { fault });
+                            let what = "no leader to isolate".to_string();
+                            self.record(0, EventKind::FaultEnd { what });
+                            return Ok(());
+                        }
+                    }
+                }
                 self.record(
                     fault.node().unwrap_or(0),
                     EventKind::Fault {
@@ -358,6 +481,7 @@ impl Run<'_> {
                 Fault::Partition { duration, .. }
                 | Fault::PartitionOneway { duration, .. }
                 | Fault::Isolate { duration, .. }
+                | Fault::IsolateLeader { duration, .. }
                 | Fault::Loss { duration, .. }
                 | Fault::Pause { duration, .. } => {
                     v.push((tf.at.saturating_add(duration), Action::End(i)))
@@ -374,17 +498,27 @@ impl Run<'_> {
         v
     }
 
-    /// A server or the resource that died without a crash fault fails the run.
+    /// A server or the resource that died without a crash fault, or a client that exited
+    /// with an error, fails the run.
     fn check_alive(&mut self) -> Result<(), RealError> {
         for (n, p) in self.procs.by_node.iter_mut() {
-            if self.s.cluster.role(*n) == Role::Client {
-                continue;
-            }
-            if let Some(status) = p.exited() {
+            let client = self.s.cluster.role(*n) == Role::Client;
+            if let Some(status) = p.exited().filter(|st| !client || !st.success()) {
+                // The folder goes with the run: quote the server's last log line now.
+                let name = self.s.cluster.name(*n);
+                let last = ["redis.log", "etcd.log"]
+                    .iter()
+                    .filter_map(|f| std::fs::read_to_string(self.dir.join(&name).join(f)).ok())
+                    .find_map(|t| {
+                        t.lines()
+                            .rev()
+                            .find(|l| !l.trim().is_empty())
+                            .map(|l| format!("; its log ends: {}", l.trim()))
+                    })
+                    .unwrap_or_default();
                 return Err(RealError::Failed(format!(
-                    "{} exited unexpectedly ({status}); its log is in {}",
-                    p.name,
-                    self.dir.display()
+                    "{} exited unexpectedly ({status}){last}",
+                    p.name
                 )));
             }
         }
@@ -484,7 +618,7 @@ fn first_error_lines(dir: &Path) -> String {
 /// [`RealError`]: unsupported input (exit 2), missing tools, a failed or interrupted run.
 pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError> {
     let backend = crate::support::backend(scenario).map_err(RealError::Unsupported)?;
-    crate::support::check_plan(scenario, opts.clockshim.is_some())
+    crate::support::check_plan(scenario, &backend, opts.clockshim.is_some())
         .map_err(RealError::Unsupported)?;
     if backend.servers != scenario.cluster.servers {
         return Err(RealError::Unsupported(format!(
@@ -492,7 +626,12 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
             scenario.cluster.servers, scenario.algorithm, backend.servers
         )));
     }
-    let version = redis_version(&opts.redis).map_err(RealError::Setup)?;
+    let version = if backend.etcd() {
+        etcd_version(&opts.etcd)
+    } else {
+        redis_version(&opts.redis)
+    }
+    .map_err(RealError::Setup)?;
     if has_network_faults(scenario) {
         Command::new("nft")
             .arg("--version")
@@ -519,6 +658,17 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
     };
     let servers = c.server_ids().map(port).collect::<Result<Vec<_>, _>>()?;
     let resource = port(c.resource_id())?;
+    let mut peers = Vec::new();
+    if backend.etcd() {
+        for n in c.server_ids() {
+            // A second free port on the member's address, not its client port.
+            let mut p = port(n)?;
+            while p == servers[n as usize] {
+                p = port(n)?;
+            }
+            peers.push(p);
+        }
+    }
     let mut run = Run {
         s: scenario,
         backend,
@@ -526,6 +676,7 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         dir: dir.path().to_path_buf(),
         t0: 0,
         servers,
+        peers,
         resource,
         procs: Procs::default(),
         table: nft::Table::new(),
@@ -553,8 +704,12 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         for n in c.server_ids() {
             run.start(n)?;
         }
-        for n in c.server_ids() {
-            run.wait_up(n, run.servers[n as usize], true)?;
+        if backend.etcd() {
+            run.wait_etcd()?;
+        } else {
+            for n in c.server_ids() {
+                run.wait_up(n, run.servers[n as usize], true)?;
+            }
         }
         // True time 0 a little ahead, so every client process is up and waiting for it.
         run.t0 = host_mono() + 200 * MS + 20 * MS * c.clients as u64;

@@ -6,25 +6,31 @@
 //!
 //! - the lock service is real `redis-server` processes (`central`, `central-fencing`: one;
 //!   `redlock`: five masters), each with a temporary data directory and its persistence set
-//!   from the scenario's `fsync` ([`support`] says what runs and refuses the rest);
+//!   from the scenario's `fsync`; for `raft-lease`, `etcd` members (3.4, three by default;
+//!   with the crate's `etcd` feature) ([`support`] says what runs and refuses the rest);
 //! - the clients are separate OS processes (the `locksim` binary in a hidden mode, see
-//!   [`client`]) running the simulator's workload and client algorithms ([`lock`]) over
-//!   RESP; the protected resource is a small server of ours ([`resource`]);
+//!   [`client`]) running the simulator's workload and client algorithms over RESP
+//!   ([`lock`]) or etcd's lock recipe over its v3 gRPC API (`etcd`); the protected resource
+//!   is a small server of ours ([`resource`]);
 //! - every node has its own loopback address ([`addr`]); `partition`, `isolate` and `loss`
-//!   are nftables rules on those addresses ([`nft`]); `pause` is `SIGSTOP`/`SIGCONT`, `crash`
+//!   are nftables rules on those addresses ([`nft`]) (`isolate_leader`: of the etcd member
+//!   leading then); `pause` is `SIGSTOP`/`SIGCONT`, `crash`
 //!   is `SIGKILL` and a restart on the same data directory; client clock faults are virtual
-//!   ([`vclock`]); a lock server's wall clock is shifted by our `LD_PRELOAD` shim
+//!   ([`vclock`]); a Redis server's wall clock is shifted by our `LD_PRELOAD` shim
 //!   (`crates/clockshim`, driven through [`clockfile`]);
 //! - true time is the host's `CLOCK_MONOTONIC` from the run's start ([`node`]); the logs of
 //!   all processes merge into one history ([`merge`]).
 //!
-//! No madsim: this crate depends on `locksim-core` only (DESIGN §2). A real run cannot be
+//! No madsim: this crate depends on `locksim-core` only (DESIGN §2), and with `etcd` on the
+//! `etcd-client` crate (tokio, tonic). A real run cannot be
 //! replayed, only re-run: the traces it writes say so.
 
 pub mod addr;
 pub mod client;
 pub mod clockfile;
 pub mod conn;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 pub mod harness;
 pub mod lock;
 pub mod merge;
@@ -49,6 +55,8 @@ pub struct RealOptions {
     pub node_args: Vec<String>,
     /// The Redis server to start (`redis-server` from `PATH` by default).
     pub redis: String,
+    /// The etcd server to start for `raft-lease` (`etcd` from `PATH` by default).
+    pub etcd: String,
     /// The clock shim (`liblocksim_clockshim.so`) for clock faults on lock servers; `None`:
     /// such faults are refused.
     pub clockshim: Option<PathBuf>,
@@ -101,6 +109,8 @@ pub fn node_main(spec: &std::path::Path) -> Result<(), String> {
     match spec.scenario.cluster.role(spec.node) {
         locksim_core::Role::Client => client::main(spec),
         locksim_core::Role::Resource => resource::main(spec),
-        locksim_core::Role::Server => Err("lock servers are redis-server processes".into()),
+        locksim_core::Role::Server => {
+            Err("lock servers are redis-server or etcd processes, not nodes of ours".into())
+        }
     }
 }

@@ -48,6 +48,8 @@ pub struct Grant {
     pub token: Option<u64>,
     /// Validity deadline: the clock and its reading.
     pub deadline: (LocalClock, i64),
+    /// With etcd: the session's lease and the lock key's creation revision.
+    pub etcd: Option<(i64, i64)>,
 }
 
 /// What the client library needs from its host: its clock, and a place to record a lock
@@ -59,8 +61,54 @@ pub trait Host {
     fn granted(&self, server: u32, key: u32, token: Option<u64>);
 }
 
-/// The lock client of one client process.
-pub struct LockClient {
+/// The lock client of one client process: Redis or etcd.
+pub enum LockClient {
+    /// `central`, `central-fencing`, `redlock`.
+    Redis(RedisLock),
+    /// `raft-lease`.
+    #[cfg(feature = "etcd")]
+    Etcd(crate::etcd::EtcdLock),
+}
+
+impl LockClient {
+    /// A client of `backend` whose connections to `servers` leave from `me`.
+    ///
+    /// # Errors
+    /// When the client cannot start (etcd's runtime).
+    pub fn new(
+        backend: Backend,
+        me: std::net::Ipv4Addr,
+        servers: &[std::net::SocketAddrV4],
+    ) -> Result<Self, String> {
+        #[cfg(feature = "etcd")]
+        if backend.etcd() {
+            return crate::etcd::EtcdLock::new(backend, me, servers).map(LockClient::Etcd);
+        }
+        Ok(LockClient::Redis(RedisLock::new(backend, me, servers)))
+    }
+
+    /// Takes `key` for a lease of `ttl` ns with a fresh random `owner` (Redis's value).
+    pub fn acquire(&mut self, host: &dyn Host, key: u32, owner: u64, ttl: Nanos) -> Outcome<Grant> {
+        match self {
+            LockClient::Redis(r) => r.acquire(host, key, owner, ttl),
+            #[cfg(feature = "etcd")]
+            LockClient::Etcd(e) => e.acquire(host, key, ttl),
+        }
+    }
+
+    /// Releases `grant` of `key`.
+    #[cfg_attr(not(feature = "etcd"), allow(unused_variables))]
+    pub fn release(&mut self, host: &dyn Host, key: u32, grant: &Grant) -> Outcome<()> {
+        match self {
+            LockClient::Redis(r) => r.release(key, grant),
+            #[cfg(feature = "etcd")]
+            LockClient::Etcd(e) => e.release(host, key, grant),
+        }
+    }
+}
+
+/// The Redis lock client of one client process.
+pub struct RedisLock {
     backend: Backend,
     conns: Vec<Conn>,
 }
@@ -69,14 +117,14 @@ fn key_name(key: u32) -> String {
     format!("lock:{key}")
 }
 
-impl LockClient {
+impl RedisLock {
     /// A client of `backend` whose connections to `servers` leave from `me`.
     pub fn new(
         backend: Backend,
         me: std::net::Ipv4Addr,
         servers: &[std::net::SocketAddrV4],
     ) -> Self {
-        LockClient {
+        RedisLock {
             backend,
             conns: servers.iter().map(|&s| Conn::new(me, s)).collect(),
         }
@@ -188,6 +236,7 @@ impl LockClient {
                     owner,
                     token,
                     deadline,
+                    etcd: None,
                 }),
                 (_, 1) => Outcome::Unknown(last_err),
                 _ if last_err.is_empty() => Outcome::Fail("held by another client".into()),
@@ -199,6 +248,7 @@ impl LockClient {
                 owner,
                 token: None,
                 deadline,
+                etcd: None,
             });
         }
         for m in 0..self.conns.len() {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use locksim_core::fault::{Fault, PauseTask};
 use locksim_core::history::LocalClock;
-use locksim_core::time::parse_duration;
+use locksim_core::time::{fmt_nanos, parse_duration, MS, SEC};
 use locksim_core::{Nanos, Role, Scenario};
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +20,9 @@ pub enum Service {
     CentralFencing,
     /// N independent `redis-server` masters and the Redlock client algorithm.
     Redlock,
+    /// `raft-lease` on an etcd cluster (3.4, v3 API): a session lease kept alive, the lock
+    /// recipe of etcd's `concurrency.Mutex`, the key's creation revision as fencing token.
+    RaftLease,
 }
 
 /// The backend of a real run: the service and the client library's knobs, read from the
@@ -37,14 +40,24 @@ pub struct Backend {
     /// The clock the client measures validity with.
     pub client_clock: LocalClock,
     /// `fsync = always`: Redis runs with `appendonly yes`, `appendfsync always`; `never`:
-    /// no AOF and no RDB snapshots, so a restarted server is empty.
+    /// no AOF and no RDB snapshots, so a restarted server is empty. etcd always fsyncs.
     pub fsync_always: bool,
+    /// etcd's `--heartbeat-interval`, ns (the simulator's Raft `tick`; 0 for Redis).
+    pub tick: Nanos,
+    /// etcd's `--election-timeout` in ticks (the simulator's `election_ticks`; 0 for Redis).
+    pub election_ticks: u32,
+    /// How long an acquire waits in etcd's lock queue before giving up, ns (0 for Redis).
+    pub lock_wait: Nanos,
 }
 
 impl Backend {
     /// `true` when the service issues fencing tokens.
     pub fn fencing(&self) -> bool {
-        self.service == Service::CentralFencing
+        matches!(self.service, Service::CentralFencing | Service::RaftLease)
+    }
+    /// `true` for the etcd backend.
+    pub fn etcd(&self) -> bool {
+        self.service == Service::RaftLease
     }
     /// The Redlock majority, `servers / 2 + 1` (1 for a single server).
     pub fn quorum(&self) -> u32 {
@@ -90,20 +103,25 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
         "central" => Service::Central,
         "central-fencing" => Service::CentralFencing,
         "redlock" => Service::Redlock,
+        "raft-lease" if cfg!(feature = "etcd") => Service::RaftLease,
         "raft-lease" => {
             return Err(
-                "algorithm `raft-lease` has no real backend yet: the etcd lease lock \
-                        comes in the next phase (real mode runs central, central-fencing, redlock)"
+                "algorithm `raft-lease` runs against real etcd only in a locksim built with \
+                 `--features etcd` (cargo build --release -p locksim-cli --features etcd; the \
+                 build needs protoc: apt-get install protobuf-compiler)"
                     .into(),
             )
         }
         other => {
             return Err(format!(
                 "algorithm `{other}` has no real backend (real mode runs central, \
-                 central-fencing, redlock)"
+                 central-fencing, redlock, raft-lease)"
             ))
         }
     };
+    if service == Service::RaftLease {
+        return etcd_backend(scenario);
+    }
     let cfg: &BTreeMap<String, String> = &scenario.config;
     let get = |k: &str, d: &'static str| cfg.get(k).map_or(d, |s| s.as_str());
     let known: &[&str] = match service {
@@ -176,6 +194,111 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
             .map_err(|e| format!("{algo}: {e}"))?,
         client_clock,
         fsync_always,
+        tick: 0,
+        election_ticks: 0,
+        lock_wait: 0,
+    })
+}
+
+/// The simulator's `raft-lease` knobs, as an etcd cluster and its client take them.
+fn etcd_backend(scenario: &Scenario) -> Result<Backend, String> {
+    let algo = "raft-lease";
+    let cfg: &BTreeMap<String, String> = &scenario.config;
+    let get = |k: &str, d: &'static str| cfg.get(k).map_or(d, |s| s.as_str());
+    let known = [
+        "servers",
+        "tick",
+        "election_ticks",
+        "fsync",
+        "clock",
+        "timeout",
+        "lock_wait",
+        "client_clock",
+        "drift_factor",
+    ];
+    let bugs = ["grant_on_expired_lease", "unlock_by_name", "unlock_retry"];
+    if let Some(k) = cfg.keys().find(|k| bugs.contains(&k.as_str())) {
+        return Err(format!(
+            "{algo}: `{k}` is a bug the simulator injects into its own model; real etcd and our \
+             real client do not have it"
+        ));
+    }
+    if let Some(k) = cfg.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(format!("{algo}: setting `{k}` is unknown in real mode"));
+    }
+    if get("clock", "mono") != "mono" {
+        return Err(format!(
+            "{algo}: `clock = {}` cannot run for real: etcd times leases with Go's monotonic clock",
+            get("clock", "mono")
+        ));
+    }
+    if get("fsync", "always") != "always" {
+        return Err(format!(
+            "{algo}: `fsync = {}` cannot run for real: etcd 3.4 always fsyncs its log",
+            get("fsync", "always")
+        ));
+    }
+    let servers = get("servers", "3")
+        .parse::<u32>()
+        .ok()
+        .filter(|m| (1..=9).contains(m))
+        .ok_or_else(|| format!("{algo}: `servers`: {:?} is not 1 to 9", get("servers", "3")))?;
+    let tick = knob_duration("tick", get("tick", "20ms")).map_err(|e| format!("{algo}: {e}"))?;
+    if tick % MS != 0 {
+        return Err(format!(
+            "{algo}: `tick`: etcd's --heartbeat-interval is whole milliseconds, not {}",
+            get("tick", "20ms")
+        ));
+    }
+    let election_ticks = get("election_ticks", "10")
+        .parse::<u32>()
+        .ok()
+        .filter(|e| (5..=1000).contains(e))
+        .ok_or_else(|| {
+            format!(
+                "{algo}: `election_ticks`: {:?} is not 5 to 1000 (etcd wants an election timeout \
+                 of at least 5 heartbeats)",
+                get("election_ticks", "10")
+            )
+        })?;
+    let client_clock = match get("client_clock", "mono") {
+        "wall" => LocalClock::Wall,
+        "mono" => LocalClock::Mono,
+        other => {
+            return Err(format!(
+                "{algo}: `client_clock`: {other:?} is neither wall nor mono"
+            ))
+        }
+    };
+    // etcd's lease TTLs are whole seconds, at least 1.5 election timeouts rounded up.
+    let election = tick * election_ticks as u64;
+    let min_ttl = (election * 3 / 2).div_ceil(SEC).max(1) * SEC;
+    let mut ttls = vec![scenario.workload.ttl];
+    ttls.extend(scenario.workload.per_client.values().filter_map(|p| p.ttl));
+    for ttl in ttls {
+        if ttl % SEC != 0 || ttl < min_ttl {
+            return Err(format!(
+                "{algo}: ttl {} cannot be an etcd lease: etcd grants whole seconds, at least \
+                 {} (1.5 election timeouts of {}, rounded up)",
+                fmt_nanos(ttl as i128),
+                fmt_nanos(min_ttl as i128),
+                fmt_nanos(election as i128)
+            ));
+        }
+    }
+    Ok(Backend {
+        service: Service::RaftLease,
+        servers,
+        timeout: knob_duration("timeout", get("timeout", "100ms"))
+            .map_err(|e| format!("{algo}: {e}"))?,
+        drift_ppm: fraction_ppm("drift_factor", get("drift_factor", "0.01"))
+            .map_err(|e| format!("{algo}: {e}"))?,
+        client_clock,
+        fsync_always: true,
+        tick,
+        election_ticks,
+        lock_wait: knob_duration("lock_wait", get("lock_wait", "3s"))
+            .map_err(|e| format!("{algo}: {e}"))?,
     })
 }
 
@@ -192,9 +315,13 @@ pub fn fault_type(f: &Fault) -> String {
 /// # Errors
 /// One line naming the fault (its number from 1 and type) or the setting.
 ///
-/// `server_clocks`: whether the clock shim is available, so clock faults on lock servers
-/// can be applied.
-pub fn check_plan(scenario: &Scenario, server_clocks: bool) -> Result<(), String> {
+/// `backend`: the service the run starts; `server_clocks`: whether the clock shim is
+/// available, so clock faults on Redis servers can be applied.
+pub fn check_plan(
+    scenario: &Scenario,
+    backend: &Backend,
+    server_clocks: bool,
+) -> Result<(), String> {
     let c = &scenario.cluster;
     if c.nodes() > crate::addr::MAX_NODES {
         return Err(format!(
@@ -232,9 +359,10 @@ pub fn check_plan(scenario: &Scenario, server_clocks: bool) -> Result<(), String
             Fault::DropReplies { .. } => {
                 return refuse("real mode cannot drop only the replies of a TCP connection")
             }
-            Fault::IsolateLeader { .. } => {
+            Fault::IsolateLeader { .. } if !backend.etcd() => {
                 return refuse("real mode has no leader to isolate for this algorithm")
             }
+            Fault::IsolateLeader { .. } => {}
             Fault::Pause { task, .. } if *task != PauseTask::Process => {
                 return refuse("real mode pauses whole processes (SIGSTOP) only, not one task")
             }
@@ -247,6 +375,14 @@ pub fn check_plan(scenario: &Scenario, server_clocks: bool) -> Result<(), String
             Fault::ClockStep { node, .. } | Fault::ClockDrift { node, .. } => {
                 if c.role(*node) == Role::Resource {
                     return refuse("the resource's clock plays no part in a run");
+                }
+                if c.role(*node) == Role::Server && backend.etcd() {
+                    return refuse(&format!(
+                        "{} is an etcd member: etcd is Go (it ignores LD_PRELOAD) and times \
+                         leases with its monotonic clock, so its clock cannot be faulted; \
+                         client clocks can",
+                        c.name(*node)
+                    ));
                 }
                 if c.role(*node) == Role::Server && !server_clocks {
                     return refuse(&format!(
@@ -315,14 +451,89 @@ mod tests {
 
     #[test]
     fn what_has_no_real_backend_is_refused_by_name() {
-        let e = backend(&scenario("raft-lease", &[], vec![])).unwrap_err();
-        assert!(e.contains("raft-lease") && e.contains("next phase"), "{e}");
         let e = backend(&scenario("ap-lock", &[], vec![])).unwrap_err();
         assert!(e.contains("ap-lock"), "{e}");
         let e = backend(&scenario("central", &[("clock", "mono")], vec![])).unwrap_err();
         assert!(e.contains("wall clock"), "{e}");
         let e = backend(&scenario("central", &[("fsync", "sometimes")], vec![])).unwrap_err();
         assert!(e.contains("fsync"), "{e}");
+    }
+
+    #[cfg(not(feature = "etcd"))]
+    #[test]
+    fn raft_lease_needs_the_etcd_feature() {
+        let e = backend(&scenario("raft-lease", &[], vec![])).unwrap_err();
+        assert!(e.contains("--features etcd") && e.contains("protoc"), "{e}");
+    }
+
+    #[cfg(feature = "etcd")]
+    #[test]
+    fn raft_lease_runs_on_etcd_with_the_simulators_knobs_and_refuses_the_rest() {
+        let mut s = scenario("raft-lease", &[("election_ticks", "20")], vec![]);
+        s.cluster.servers = 3;
+        let b = backend(&s).unwrap();
+        assert!(b.etcd() && b.fencing() && b.fsync_always);
+        assert_eq!((b.servers, b.tick, b.election_ticks), (3, 20 * MS, 20));
+        assert_eq!(
+            (b.timeout, b.lock_wait, b.client_clock),
+            (100 * MS, 3 * SEC, LocalClock::Mono)
+        );
+        for (knob, value, needle) in [
+            ("clock", "wall", "monotonic"),
+            ("fsync", "never", "always fsyncs"),
+            ("unlock_by_name", "true", "bug the simulator injects"),
+            ("tick", "1500us", "whole milliseconds"),
+            ("election_ticks", "3", "5 heartbeats"),
+            ("shards", "2", "unknown"),
+        ] {
+            let e = backend(&scenario("raft-lease", &[(knob, value)], vec![])).unwrap_err();
+            assert!(e.contains(needle), "{knob}: {e}");
+        }
+        // etcd leases are whole seconds, at least 1.5 election timeouts.
+        let mut s = scenario("raft-lease", &[], vec![]);
+        s.workload.ttl = 1_500 * MS;
+        assert!(backend(&s).unwrap_err().contains("whole seconds"));
+        s.workload.ttl = SEC;
+        let s2 = scenario("raft-lease", &[("election_ticks", "100")], vec![]);
+        let mut s2 = s2;
+        s2.workload.ttl = SEC;
+        assert!(backend(&s2).unwrap_err().contains("at least 3.000s"));
+        // The leader can be isolated; an etcd member's clock cannot be faulted.
+        let b = backend(&s).unwrap();
+        let mut plan = scenario(
+            "raft-lease",
+            &[],
+            vec![Fault::IsolateLeader {
+                duration: SEC,
+                mode: CutMode::Drop,
+            }],
+        );
+        plan.cluster.servers = 3;
+        check_plan(&plan, &b, true).unwrap();
+        plan.faults = FaultPlan::new(vec![TimedFault {
+            at: SEC,
+            fault: Fault::ClockStep { node: 1, delta: 1 },
+        }]);
+        let e = check_plan(&plan, &b, true).unwrap_err();
+        assert!(
+            e.contains("fault 1 (clock_step)") && e.contains("etcd member"),
+            "{e}"
+        );
+        let redlock = scenario(
+            "redlock",
+            &[],
+            vec![Fault::IsolateLeader {
+                duration: SEC,
+                mode: CutMode::Drop,
+            }],
+        );
+        assert!(check_plan_of(&redlock, true)
+            .unwrap_err()
+            .contains("no leader"));
+    }
+
+    fn check_plan_of(s: &Scenario, shim: bool) -> Result<(), String> {
+        check_plan(s, &backend(s).unwrap(), shim)
     }
 
     #[test]
@@ -343,7 +554,7 @@ mod tests {
                 delta: 1_000,
             },
         ];
-        check_plan(&scenario("redlock", &[], ok.clone()), false).unwrap();
+        check_plan_of(&scenario("redlock", &[], ok.clone()), false).unwrap();
         let mut bad = ok.clone();
         bad.push(Fault::Delay {
             from: vec![5],
@@ -352,22 +563,22 @@ mod tests {
             max: MS,
             duration: SEC,
         });
-        let e = check_plan(&scenario("redlock", &[], bad), true).unwrap_err();
+        let e = check_plan_of(&scenario("redlock", &[], bad), true).unwrap_err();
         assert!(
             e.starts_with("fault 4 (delay)") && e.contains("netem"),
             "{e}"
         );
         let mut bad = ok;
         bad[2] = Fault::ClockStep { node: 2, delta: 1 };
-        let e = check_plan(&scenario("redlock", &[], bad.clone()), false).unwrap_err();
+        let e = check_plan_of(&scenario("redlock", &[], bad.clone()), false).unwrap_err();
         assert!(
             e.contains("fault 3 (clock_step)") && e.contains("n3") && e.contains("clock shim"),
             "{e}"
         );
         // With the shim, a server's clock step runs; the resource's clock is never faulted.
-        check_plan(&scenario("redlock", &[], bad.clone()), true).unwrap();
+        check_plan_of(&scenario("redlock", &[], bad.clone()), true).unwrap();
         bad[2] = Fault::ClockStep { node: 7, delta: 1 };
-        let e = check_plan(&scenario("redlock", &[], bad), true).unwrap_err();
+        let e = check_plan_of(&scenario("redlock", &[], bad), true).unwrap_err();
         assert!(e.contains("resource"), "{e}");
     }
 }
