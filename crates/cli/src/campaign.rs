@@ -30,7 +30,8 @@ pub struct CampaignArgs {
     /// Campaign files (TOML) or folders of them, e.g. `sims/`; without any, the matrix below.
     #[arg(value_name = "FILE|DIR")]
     paths: Vec<PathBuf>,
-    /// Algorithms to run, comma-separated [default: central,central-fencing,redlock,raft-lease].
+    /// Algorithms to run, comma-separated, each once [default:
+    /// central,central-fencing,redlock,raft-lease].
     #[arg(long, value_name = "NAME[,NAME]", value_delimiter = ',')]
     algo: Vec<String>,
     /// Run every registered algorithm (`locksim list`), not only the default matrix's.
@@ -54,8 +55,8 @@ pub struct CampaignArgs {
     /// Worker threads [default: every core].
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
-    /// A workload or algorithm setting, e.g. `ttl=2s` (repeatable; the last value of a key
-    /// wins). An algorithm setting goes to the algorithms that have it. See `locksim list`.
+    /// A workload or algorithm setting, e.g. `ttl=2s` (repeatable, each key once: a key given
+    /// twice is an error). An algorithm setting goes to the algorithms that have it. See `locksim list`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Run only shard I of N (the seeds whose offset is I modulo N, in every cell). Without it,
@@ -248,6 +249,7 @@ fn open_out(a: &CampaignArgs, jobs: &mut [Job], shard: Shard) -> Result<Option<O
         return Ok(None);
     };
     let shown = path.display();
+    create_parent(path)?;
     let exists = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
     if exists && !a.resume && !a.force {
         return Err(format!(
@@ -302,11 +304,11 @@ fn open_out(a: &CampaignArgs, jobs: &mut [Job], shard: Shard) -> Result<Option<O
         }
         let r: SeedRecord = match serde_json::from_str(text.trim_end()) {
             Ok(r) => r,
-            Err(_) if !complete => {
+            Err(_) if !complete && text.trim_start().starts_with('{') => {
                 unfinished = true;
                 break;
             }
-            Err(e) => return Err(format!("{shown}:{line_no}: {}", json_problem(&e))),
+            Err(e) => return Err(not_a_record(path, line_no, &e)),
         };
         let job = jobs.iter_mut().find(|j| j.label == r.campaign).ok_or_else(|| {
             format!(
@@ -350,6 +352,34 @@ fn open_out(a: &CampaignArgs, jobs: &mut [Job], shard: Shard) -> Result<Option<O
         path: path.clone(),
         file: Mutex::new(file),
     }))
+}
+
+/// Creates the folders `path` needs (as `--report` and `--svg` do), so `--out runs/a.jsonl`
+/// works in a fresh clone.
+///
+/// # Errors
+/// The folder cannot be made (naming it).
+pub(crate) fn create_parent(path: &Path) -> Result<(), String> {
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) if !dir.is_dir() => std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display())),
+        _ => Ok(()),
+    }
+}
+
+/// The error for line `line` of `path` that is not a record: what a record file is, then
+/// serde's detail (and for a TOML file, what to do with it instead).
+pub(crate) fn not_a_record(path: &Path, line: usize, e: &serde_json::Error) -> String {
+    let hint = if path.extension().is_some_and(|x| x == "toml") {
+        "; a .toml file is a scenario: run it with `locksim campaign FILE` (or `locksim sweep FILE` for a frontier file)"
+    } else {
+        ""
+    };
+    format!(
+        "{}:{line}: not a locksim record (expected one JSON object per line, as `locksim campaign --out` or `locksim sweep --out` writes them): {}{hint}",
+        path.display(),
+        json_problem(e)
+    )
 }
 
 /// serde_json's message without its " at line L column C" tail (the caller names the line).
@@ -707,10 +737,11 @@ fn files(
     } else {
         out(&report);
         eprintln!(
-            "{}, {} in {:.1}s; {failed} failed their expectation",
+            "{}, {} in {:.1}s; {}",
             plural(files.len() as u64, "campaign file"),
             plural(total, "seed"),
             started.elapsed().as_secs_f64(),
+            expectations(failed, shard),
         );
     }
     Ok(if failed > 0 {
@@ -718,6 +749,19 @@ fn files(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The summary's last words on the files' expectations: how many failed, or, for one shard
+/// (which sees only part of the seeds), that they are judged at merge.
+pub(crate) fn expectations(failed: usize, shard: Shard) -> String {
+    if shard == Shard::ALL {
+        format!("{failed} failed their expectation")
+    } else {
+        format!(
+            "expectations judged at merge (this is shard {}/{}: `locksim merge` its --out file with the other shards')",
+            shard.index, shard.count
+        )
+    }
 }
 
 /// What one campaign's records in the merged files cover.
@@ -830,12 +874,11 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                 continue;
             }
             let r: SeedRecord = serde_json::from_str(line.trim_end()).map_err(|e| {
-                let why = if line.ends_with('\n') {
-                    json_problem(&e)
+                if !line.ends_with('\n') && line.trim_start().starts_with('{') {
+                    format!("{}:{i}: the file ends in the middle of a record (an interrupted campaign: run it again with --resume)", path.display())
                 } else {
-                    "the file ends in the middle of a record (an interrupted campaign: run it again with --resume)".to_string()
-                };
-                format!("{}:{i}: {why}", path.display())
+                    not_a_record(path, i, &e)
+                }
             })?;
             records += 1;
             check_seed_place(&r).map_err(|why| format!("{}:{i}: {why}", path.display()))?;

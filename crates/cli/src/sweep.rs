@@ -53,7 +53,7 @@ pub struct SweepArgs {
     /// the flags describe.
     #[arg(value_name = "FILE|DIR")]
     paths: Vec<PathBuf>,
-    /// Algorithms, comma-separated (one line each in the plots).
+    /// Algorithms, comma-separated, each once (one line each in the plots).
     #[arg(long, value_name = "NAME[,NAME]", value_delimiter = ',')]
     algo: Vec<String>,
     /// Fault kinds, comma-separated [default: pause].
@@ -63,7 +63,8 @@ pub struct SweepArgs {
     /// (integers) or KEY=A,B,C. Once or twice.
     #[arg(long, value_name = "KEY=RANGE")]
     vary: Vec<String>,
-    /// A setting every point gets, e.g. `ttl=1s` (repeatable), as for `campaign`.
+    /// A setting every point gets, e.g. `ttl=1s` (repeatable, each key once), as for
+    /// `campaign`; a knob that is also a --vary axis is an error.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Seeds per point, algorithm and fault kind [default: 100].
@@ -121,6 +122,7 @@ fn write_svg(path: &Path, s: &SweepSection, force: bool) -> Result<(), String> {
     let Some((_, svg)) = locksim_render::sweep::figures(s).into_iter().next() else {
         return Err("nothing to plot".into());
     };
+    crate::campaign::create_parent(path)?;
     locksim_core::file::write_whole(path, svg.as_bytes(), locksim_core::file::Place::Replace)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
@@ -197,6 +199,7 @@ impl OutFile {
                 path.display()
             ));
         }
+        crate::campaign::create_parent(path)?;
         let file = std::fs::File::create(path)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         Ok(OutFile {
@@ -822,10 +825,11 @@ fn files(
         out(&format!("{}\n", serde_json::json!({ "frontiers": json })));
     }
     eprintln!(
-        "{}, {} in {:.1}s; {failed} failed their expectation",
+        "{}, {} in {:.1}s; {}",
         plural(files.len() as u64, "frontier file"),
         plural(total, "seed"),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        crate::campaign::expectations(failed, shard)
     );
     Ok(if failed > 0 {
         ExitCode::from(1)

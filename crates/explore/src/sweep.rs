@@ -104,18 +104,35 @@ impl Axis {
         if key.is_empty() {
             return Err(format!("`--vary {text}`: the knob's name is missing"));
         }
-        let mixed = || format!("`--vary {key}`: the values mix durations and integers");
-        let too_many =
-            |n: usize| format!("`--vary {key}`: {n} points (an axis has 2 to {MAX_POINTS})");
+        let mixed = || {
+            format!(
+                "`--vary {key}`: the values mix durations and integers: give every value a unit (100ms, 2s) or none"
+            )
+        };
+        // A bare `0` is zero in any unit: it takes the unit of the other values (`0..1s:5`).
+        let unit_of = |vals: &[(f64, Unit)]| -> Result<Unit, String> {
+            let durations = vals.iter().any(|v| v.1 == Unit::Duration);
+            let integers = vals.iter().any(|v| v.1 == Unit::Integer && v.0 != 0.0);
+            match (durations, integers) {
+                (true, true) => Err(mixed()),
+                (true, false) => Ok(Unit::Duration),
+                (false, _) => Ok(Unit::Integer),
+            }
+        };
+        let too_many = |n: usize| {
+            format!(
+                "`--vary {key}`: {} (an axis needs at least 2 points and at most {MAX_POINTS})",
+                locksim_core::text::plural(n as u64, "point")
+            )
+        };
         let (numbers, unit, log) = if let Some((lo, rest)) = range.split_once("..") {
             let (hi, how) = match rest.find([':', '+']) {
                 Some(i) => (&rest[..i], Some((&rest[i..i + 1], &rest[i + 1..]))),
                 None => (rest, None),
             };
-            let ((lo, u1), (hi, u2)) = (number(&key, lo)?, number(&key, hi)?);
-            if u1 != u2 {
-                return Err(mixed());
-            }
+            let (lo, hi) = (number(&key, lo)?, number(&key, hi)?);
+            let u1 = unit_of(&[lo, hi])?;
+            let (lo, hi): (f64, f64) = (lo.0, hi.0);
             if hi <= lo {
                 return Err(format!(
                     "`--vary {key}`: the range's end is not above its start"
@@ -130,7 +147,7 @@ impl Axis {
                         return Err(too_many(n));
                     }
                     let log = lo > 0.0;
-                    let v = (0..n)
+                    let v: Vec<f64> = (0..n)
                         .map(|i| {
                             let f = i as f64 / (n - 1) as f64;
                             if log {
@@ -146,10 +163,11 @@ impl Axis {
                     (v, u1, log)
                 }
                 Some((_, step)) => {
-                    let (step, u3) = number(&key, step)?;
-                    if u3 != u1 {
+                    let step_at = number(&key, step)?;
+                    if step_at.1 != u1 && step_at.0 != 0.0 {
                         return Err(mixed());
                     }
+                    let step = step_at.0;
                     if step <= 0.0 {
                         return Err(format!("`--vary {key}`: the step must be above zero"));
                     }
@@ -175,20 +193,15 @@ impl Axis {
                 }
             }
         } else {
-            let mut v = Vec::new();
-            let mut unit = None;
-            for part in range.split(',') {
-                let (n, u) = number(&key, part)?;
-                if unit.is_some_and(|x| x != u) {
-                    return Err(mixed());
-                }
-                unit = Some(u);
-                v.push(n);
+            let parts = range
+                .split(',')
+                .map(|part| number(&key, part))
+                .collect::<Result<Vec<_>, _>>()?;
+            let unit = unit_of(&parts)?;
+            if parts.len() < 2 || parts.len() > MAX_POINTS {
+                return Err(too_many(parts.len()));
             }
-            if v.len() < 2 || v.len() > MAX_POINTS {
-                return Err(too_many(v.len()));
-            }
-            (v, unit.expect("at least two values"), false)
+            (parts.into_iter().map(|p| p.0).collect(), unit, false)
         };
         let values: Vec<String> = numbers.iter().map(|&n| format_value(n, unit)).collect();
         // Rounding may merge neighbours (`1us..2us:10`): refuse rather than run a point twice.
@@ -260,7 +273,7 @@ impl SweepDef {
     /// each point.
     ///
     /// # Errors
-    /// No or more than two axes, an axis named twice, an unknown algorithm or knob, or a value
+    /// No or more than two axes, an axis named twice or also set, an unknown algorithm or knob, or a value
     /// a knob refuses (naming the point).
     pub fn spec(&self, jobs: usize) -> Result<(CampaignSpec, Vec<String>), String> {
         if self.axes.is_empty() || self.axes.len() > 2 {
@@ -271,6 +284,25 @@ impl SweepDef {
         }
         if self.axes.len() == 2 && self.axes[0].key == self.axes[1].key {
             return Err(format!("`--vary {}` is given twice", self.axes[0].key));
+        }
+        for (i, a) in self.algorithms.iter().enumerate() {
+            if self.algorithms[..i].contains(a) {
+                return Err(format!(
+                    "algorithm `{a}` is named twice: it would run (and be counted) twice; name it once"
+                ));
+            }
+        }
+        for a in &self.axes {
+            let set = self
+                .settings
+                .iter()
+                .find(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == a.key));
+            if let Some(s) = set {
+                return Err(format!(
+                    "`{}` is both varied (`--vary {}=…`, or the file's `vary`) and set (`{}`): each point's value would replace the setting; give it once",
+                    a.key, a.key, s.trim()
+                ));
+            }
         }
         let mut setups = Vec::new();
         let mut labels = Vec::new();
