@@ -133,9 +133,15 @@ pub struct MergeArgs {
     /// an error): exit 0, say which are missing, and judge no campaign file.
     #[arg(long)]
     partial: bool,
-    /// Print one JSON object instead of a table.
-    #[arg(long)]
+    /// Print one JSON object instead of a table: for a sweep's records the object `sweep
+    /// --json` prints (`{"axes", "points"}`; frontier files: `{"frontiers": [...]}`), for a
+    /// campaign's the object `campaign --json` prints.
+    #[arg(long, conflicts_with = "csv")]
     json: bool,
+    /// Print a sweep's records as `sweep --csv` does (one row per point, algorithm and fault
+    /// kind; the same columns). Campaign records have no CSV form: for them it is an error.
+    #[arg(long, conflicts_with = "report")]
+    csv: bool,
     /// Also write the merged matrix (one per campaign file) as an HTML page to FILE, as
     /// `campaign --report` does: each violated cell's first failing seed shrunk here (from the
     /// scenario its shard's record carries, or the campaign file) and linked with its trace
@@ -811,6 +817,25 @@ fn check_seed_place(r: &SeedRecord) -> Result<(), String> {
     Ok(())
 }
 
+/// The sweep point of `cell` (`pause_max=311ms`), when the records are a sweep's: its own
+/// records' label, or for a cell with none, a neighbour's of the same point (cells are
+/// point-major, `per point` = algorithms × kinds, the distinct pairs the records name).
+fn point_of(m: &Merged, cell: usize) -> Option<String> {
+    if m.points.is_empty() {
+        return None;
+    }
+    if let Some(p) = m.points.get(&cell) {
+        return Some(p.clone());
+    }
+    let pairs: BTreeSet<(&str, FaultKind)> =
+        m.cells.values().map(|c| (c.0.as_str(), c.1)).collect();
+    let pp = pairs.len().max(1);
+    m.points
+        .iter()
+        .find(|(c, _)| *c / pp == cell / pp)
+        .map(|(_, p)| p.clone())
+}
+
 /// Seeds a campaign's merged records lack: per cell label, how many, and the first few.
 fn missing(m: &Merged) -> Vec<String> {
     if m.shapes.len() > 1 {
@@ -835,10 +860,13 @@ fn missing(m: &Merged) -> Vec<String> {
         if absent.is_empty() {
             continue;
         }
-        let name = m
+        let mut name = m
             .cells
             .get(&cell)
             .map_or_else(|| format!("cell {cell}"), |c| format!("{} × {}", c.0, c.1));
+        if let Some(p) = point_of(m, cell) {
+            name += &format!(" at {p}");
+        }
         let shown: Vec<String> = absent.iter().take(5).map(|s| s.to_string()).collect();
         out.push(format!(
             "{name}: {} of {} missing (seed {}{})",
@@ -881,7 +909,14 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                 }
             })?;
             records += 1;
-            check_seed_place(&r).map_err(|why| format!("{}:{i}: {why}", path.display()))?;
+            // A sweep's record names its point, so that an error says which one.
+            let at_point = if r.point.is_empty() {
+                String::new()
+            } else {
+                format!(" (sweep point {})", r.point)
+            };
+            check_seed_place(&r)
+                .map_err(|why| format!("{}:{i}: {why}{at_point}", path.display()))?;
             if a.report.is_some() && !r.point.is_empty() {
                 return Err(format!(
                     "{}:{i}: a sweep's record: merge --report draws campaign pages only (merge the \
@@ -902,7 +937,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
             if let Some(first) = m.cells.get(&r.cell) {
                 if *first != this {
                     return Err(format!(
-                        "cannot merge {label}: cell {} holds results of different runs ({} {} settings {} and {} {} settings {})",
+                        "cannot merge {label}: cell {}{at_point} holds results of different runs ({} {} settings {} and {} {} settings {})",
                         r.cell, first.0, first.1, first.2, this.0, this.1, this.2
                     ));
                 }
@@ -932,7 +967,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         }
     }
     let mut json = Vec::new();
-    let mut sweeps: Vec<serde_json::Value> = Vec::new();
+    let mut sweeps: Vec<(String, crate::sweep::MergedSweep)> = Vec::new();
     let mut text = String::new();
     let mut failed = 0;
     let mut sections = Vec::new();
@@ -987,18 +1022,18 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                 eprintln!("note: {label} is partial: {}", lacking.join("; "));
             }
             let seeds = m.shapes.first().map_or(0, |s| s.2);
-            let (t, j, ok) = crate::sweep::merged(
+            let merged = crate::sweep::merged(
                 campaign,
                 &m.summary.indexed_cells(),
                 &m.points,
                 seeds,
-                lacking.is_empty(),
-            );
-            if !ok {
+                &lacking,
+            )?;
+            if !merged.ok {
                 failed += 1;
             }
-            text += &t;
-            sweeps.push(j);
+            text += &merged.text;
+            sweeps.push((campaign.clone(), merged));
             continue;
         }
         let cells = m.summary.cells();
@@ -1081,7 +1116,41 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         write_report(path, &sections, jobs, notes, a.force)?;
     }
-    if a.json && !sweeps.is_empty() {
+    if a.csv {
+        if let Some((c, ..)) = json.first() {
+            return Err(format!(
+                "merge --csv prints sweep records (one row per point, algorithm and fault kind, as `sweep --csv`); {} holds campaign records: use the table or --json for them",
+                if c.is_empty() { "the command-line matrix" } else { c.as_str() }
+            ));
+        }
+        out(&sweeps.iter().map(|s| s.1.csv.as_str()).collect::<String>());
+    } else if a.json
+        && !sweeps.is_empty()
+        && json.is_empty()
+        && sweeps.iter().all(|s| s.1.frontier.is_some())
+    {
+        // Frontier files only: `sweep FILES --json`'s shape.
+        let list: Vec<&serde_json::Value> = sweeps
+            .iter()
+            .filter_map(|s| s.1.frontier.as_ref())
+            .collect();
+        out(&format!("{}\n", serde_json::json!({ "frontiers": list })));
+    } else if let ([one], true, true) = (sweeps.as_slice(), json.is_empty(), a.json) {
+        // The command line's sweep: `sweep --json`'s shape.
+        out(&format!("{}\n", one.1.axes_points));
+    } else if a.json && !sweeps.is_empty() {
+        let sweeps: Vec<serde_json::Value> = sweeps
+            .iter()
+            .map(|(name, s)| {
+                let mut v = s.axes_points.clone();
+                v["sweep"] = name.as_str().into();
+                v["verdict"] = s.frontier.as_ref().map_or(
+                    serde_json::Value::Null,
+                    |f| serde_json::json!({"ok": f["ok"], "problems": f["problems"]}),
+                );
+                v
+            })
+            .collect();
         let mut v = serde_json::json!({ "sweeps": sweeps });
         if !json.is_empty() {
             let list: Vec<serde_json::Value> = json
@@ -1208,13 +1277,8 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
         .into_iter()
         .filter(|p| liveness || !p.is_liveness())
         .collect();
-    let width = cells
-        .iter()
-        .map(|c| c.faults_label().len())
-        .max()
-        .unwrap_or(0)
-        .max(14);
-    let mut t = format!("{:<16} {:<width$} {:>6}", "algorithm", "faults", "seeds");
+    let (aw, width) = widths(cells);
+    let mut t = format!("{:<aw$} {:<width$} {:>6}", "algorithm", "faults", "seeds");
     for p in &cols {
         t += &format!(" {:>6}", p.to_string());
     }
@@ -1251,7 +1315,7 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
             first += &format!("  {w}");
         }
         t += &format!(
-            "{:<16} {:<width$} {:>6}",
+            "{:<aw$} {:<width$} {:>6}",
             c.algorithm,
             c.faults_label(),
             c.seeds
@@ -1299,9 +1363,23 @@ pub(crate) fn starved(c: &CellSummary) -> Option<String> {
     })
 }
 
+/// The widths of the algorithm and faults columns: the widest name and label (at least 16
+/// and 14), so that a long fault label (`crash-restart+plan`) does not shift the columns.
+pub(crate) fn widths(cells: &[CellSummary]) -> (usize, usize) {
+    let widest = |f: &dyn Fn(&CellSummary) -> usize, least: usize| {
+        cells.iter().map(f).max().unwrap_or(0).max(least)
+    };
+    (
+        widest(&|c| c.algorithm.chars().count(), 16),
+        widest(&|c| c.faults_label().chars().count(), 14),
+    )
+}
+
 fn metrics_table(cells: &[CellSummary]) -> String {
+    let (aw, fw) = widths(cells);
+    let aw = aw.max("lock metrics".len());
     let mut t = format!(
-        "\n{:<16} {:<14} {:>17} {:>17} {:>17} {:>15} {:>7} {:>7} {:>16}\n",
+        "\n{:<aw$} {:<fw$} {:>17} {:>17} {:>17} {:>15} {:>7} {:>7} {:>16}\n",
         "lock metrics",
         "faults",
         "acquire p50/p99",
@@ -1316,7 +1394,7 @@ fn metrics_table(cells: &[CellSummary]) -> String {
         let m = metric_pairs(c);
         let v = |i: usize| m[i].1.replace(" / ", "/");
         t += &format!(
-            "{:<16} {:<14} {:>17} {:>17} {:>17} {:>15} {:>7} {:>7} {:>16}\n",
+            "{:<aw$} {:<fw$} {:>17} {:>17} {:>17} {:>15} {:>7} {:>7} {:>16}\n",
             c.algorithm,
             c.faults_label(),
             v(0),

@@ -224,6 +224,52 @@ impl Axis {
     }
 }
 
+impl Axis {
+    /// The axis that `values` came from, as a sweep's records carry them (each point's
+    /// `key=value`, in grid order; `locksim merge` has no other account of the axis): the unit
+    /// from the values, `log` when there are three or more positive values evenly spaced on a
+    /// log scale (to the three significant digits `LO..HI:N` rounds to) and not on a linear one.
+    /// Two values are taken as linear.
+    ///
+    /// # Errors
+    /// A value that is neither an integer nor a duration, or values of mixed units.
+    pub fn from_values(key: &str, values: Vec<String>) -> Result<Axis, String> {
+        let parsed = values
+            .iter()
+            .map(|v| number(key, v))
+            .collect::<Result<Vec<_>, _>>()?;
+        let unit = if parsed.iter().any(|p| p.1 == Unit::Duration) {
+            if parsed.iter().any(|p| p.1 == Unit::Integer && p.0 != 0.0) {
+                return Err(format!("`{key}`: the values mix durations and integers"));
+            }
+            Unit::Duration
+        } else {
+            Unit::Integer
+        };
+        let numbers: Vec<f64> = parsed.iter().map(|p| p.0).collect();
+        // Steps equal to within `slack` plus 1% of the mean step.
+        let even = |xs: &[f64], slack: f64| {
+            let d: Vec<f64> = xs.windows(2).map(|w| w[1] - w[0]).collect();
+            let mean = d.iter().sum::<f64>() / d.len() as f64;
+            mean != 0.0
+                && d.iter()
+                    .all(|x| (x - mean).abs() <= slack + (mean * 0.01).abs())
+        };
+        // Three significant digits move a value by up to 0.5%, its logarithm by up to 0.005.
+        let log = numbers.len() >= 3
+            && numbers.iter().all(|&n| n > 0.0)
+            && !even(&numbers, 0.0)
+            && even(&numbers.iter().map(|n| n.ln()).collect::<Vec<_>>(), 0.011);
+        Ok(Axis {
+            key: key.to_string(),
+            values,
+            numbers,
+            unit,
+            log,
+        })
+    }
+}
+
 /// What a sweep runs.
 #[derive(Debug, Clone)]
 pub struct SweepDef {
@@ -404,16 +450,23 @@ impl PointResult {
         if c.undecided_seeds > 0 {
             let which: Vec<String> = c.undecided.keys().map(|p| p.to_string()).collect();
             w.push(format!(
-                "UNDECIDED: {} on {} seeds",
+                "UNDECIDED: {} on {}",
                 which.join(", "),
-                c.undecided_seeds
+                locksim_core::text::plural(c.undecided_seeds, "seed")
             ));
         }
         if c.errors > 0 {
-            w.push(format!("{} seeds FAILED TO RUN", c.errors));
+            w.push(format!(
+                "{} FAILED TO RUN",
+                locksim_core::text::plural(c.errors, "seed")
+            ));
         }
         if c.seeds < expected_seeds {
-            w.push(format!("only {} of {expected_seeds} seeds", c.seeds));
+            w.push(format!(
+                "only {} of {}",
+                c.seeds,
+                locksim_core::text::plural(expected_seeds, "seed")
+            ));
         }
         w
     }
@@ -504,6 +557,29 @@ mod tests {
         );
     }
 
+    /// `merge` rebuilds a sweep's axes from its records' point labels: the same axes.
+    #[test]
+    fn axes_rebuilt_from_their_values_are_the_axes() {
+        for text in [
+            "pause_max=100ms..3s:10",
+            "pause_max=100ms..3s:200",
+            "drift_ppm=0..50000:11",
+            "drift_ppm=10..50000:7",
+            "ttl=500ms..2s+500ms",
+            "ttl=1s,2s,5s",
+            "clients=2..8",
+            "pause_max=0..1s:5",
+        ] {
+            let a = Axis::parse(text).unwrap();
+            assert_eq!(
+                Axis::from_values(&a.key, a.values.clone()).unwrap(),
+                a,
+                "{text}"
+            );
+        }
+        assert!(Axis::from_values("ttl", vec!["1s".into(), "5".into()]).is_err());
+    }
+
     #[test]
     fn bad_axes_are_refused_by_name() {
         for (text, says) in [
@@ -511,8 +587,16 @@ mod tests {
             ("pause_max=3s..1s:4", "not above"),
             ("pause_max=1s..3s", "how many points"),
             ("pause_max=1s..3:4", "mix"),
-            ("pause_max=1s..3s:1", "2 to"),
-            ("clients=1..100000", "2 to"),
+            (
+                "pause_max=1s..3s:1",
+                "1 point (an axis needs at least 2 points",
+            ),
+            (
+                "pause_max=0..1s:0",
+                "0 points (an axis needs at least 2 points",
+            ),
+            ("clients=1..100000", "at most 200"),
+            ("pause_max=5..1s", "give every value a unit"),
             ("ttl=1us..2us:10", "resolution"),
             ("ttl=soon..3s:2", "neither"),
         ] {
