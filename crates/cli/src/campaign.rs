@@ -126,7 +126,8 @@ fn hidden_liveness(cells: &[CellSummary]) -> String {
 
 #[derive(Args)]
 pub struct MergeArgs {
-    /// Per-seed results written by `locksim campaign --out` on each shard.
+    /// Per-seed results written by `locksim campaign --out` or `locksim sweep --out` on each
+    /// shard.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Summarize what the files hold even when seeds or shards are missing (by default that is

@@ -24,7 +24,8 @@ pub const SWEEP_AFTER_HELP: &str = "\
 Axes (--vary KEY=RANGE, once or twice; KEY is any --set knob whose value is a number or a
 duration: a workload setting, an algorithm setting, a per-client setting cN.key, or a
 fault-shape knob; knobs with words for values, e.g. protected=guid, are not axes):
-  pause_max=100ms..3s:10    10 points, log-spaced (LO > 0); 0..50000:11 is evenly spaced
+  pause_max=100ms..3s:10    10 points (at least 2), log-spaced (LO > 0); 0..1s:11 and
+                            0..50000:11 are evenly spaced (a bare 0 takes the other end's unit)
   ttl=500ms..2s+250ms       evenly spaced by a step
   clients=2..8              every integer
   ttl=1s,2s,5s              a list
@@ -45,7 +46,7 @@ Examples:
   locksim sweep --algo redlock --faults clock-drift --vary drift_ppm=0..200000:11 --csv
   locksim sweep --algo redlock --faults pause --vary pause_max=100ms..3s:8 --vary ttl=500ms..4s:6
   locksim sweep sims/frontier/                        the frontier files; exit 1 if a boundary moved
-  locksim sweep ... --shard 0/4 --out part0.jsonl     then: locksim merge part*.jsonl";
+  locksim sweep ... --shard 0/4 --out part0.jsonl     then: locksim merge [--json|--csv] part*.jsonl";
 
 #[derive(Args)]
 pub struct SweepArgs {

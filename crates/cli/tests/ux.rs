@@ -82,6 +82,19 @@ fn out_files_get_their_folders_and_are_never_replaced_without_force() {
     assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
     let o = locksim(&[SWEEP, &["--out", s(&rec)]].concat());
     refused(&o, &["exists", "--force"]);
+
+    // export-tla -o into a new folder (its --help shows `-o /tmp/tv/CentralS2.tla`).
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../traces/central-s3-833bbd03.json"
+    );
+    let module = dir.join("tv/Central3.tla");
+    let o = locksim(&["export-tla", trace, "-o", s(&module)]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(std::fs::read_to_string(&module)
+        .unwrap()
+        .contains("MODULE Central3"));
+    assert!(dir.join("tv/Central3.cfg").exists());
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -228,7 +241,10 @@ fn files_that_are_not_records_say_what_records_are() {
     std::fs::write(&json, "{\"digest\":\"ab\",\"verdict\":{}}\n").unwrap();
     refused(
         &locksim(&["merge", s(&json)]),
-        &["summary.jsonl:1: not a locksim record", "unknown field `digest`"],
+        &[
+            "summary.jsonl:1: not a locksim record",
+            "unknown field `digest`",
+        ],
     );
     // A scenario file gets told what to do with it.
     refused(
