@@ -135,8 +135,9 @@ pub struct MergeArgs {
     #[arg(long)]
     partial: bool,
     /// Print one JSON object instead of a table: for a sweep's records the object `sweep
-    /// --json` prints (`{"axes", "points"}`; frontier files: `{"frontiers": [...]}`), for a
-    /// campaign's the object `campaign --json` prints.
+    /// --json` prints (`{"axes", "points"}`; frontier files: `{"frontiers": [...]}`; the axes
+    /// are a frontier file's own, or rebuilt from the records' points, where a two-point axis
+    /// reads as linear), for a campaign's the object `campaign --json` prints.
     #[arg(long, conflicts_with = "csv")]
     json: bool,
     /// Print a sweep's records as `sweep --csv` does (one row per point, algorithm and fault
@@ -216,8 +217,8 @@ fn belongs(r: &SeedRecord, job: &Job, shard: Shard) -> Result<(), String> {
     if (r.first_seed, r.seeds) != (spec.first_seed, spec.seeds) {
         return differs(
             "the seed range",
-            format!("{} seeds from {}", r.seeds, r.first_seed),
-            format!("{} seeds from {}", spec.seeds, spec.first_seed),
+            format!("{} from {}", plural(r.seeds, "seed"), r.first_seed),
+            format!("{} from {}", plural(spec.seeds, "seed"), spec.first_seed),
         );
     }
     let shard_now = format!("{}/{}", shard.index, shard.count);
@@ -843,7 +844,7 @@ fn missing(m: &Merged) -> Vec<String> {
         let ranges: Vec<String> = m
             .shapes
             .iter()
-            .map(|(_, first, seeds)| format!("{seeds} seeds from {first}"))
+            .map(|(_, first, seeds)| format!("{} from {first}", plural(*seeds, "seed")))
             .collect();
         return vec![format!(
             "its records come from different seed ranges ({}: mixed --first-seed or --seeds)",
