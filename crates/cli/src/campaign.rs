@@ -725,7 +725,8 @@ fn files(
             ok: problems.is_empty(),
             problems,
             cells,
-            verdict: None,
+            // One shard's `ok` says nothing: the verdict says so.
+            verdict: (shard != Shard::ALL).then(|| "not judged: one shard, judged at merge".into()),
             missing: Vec::new(),
         });
     }

@@ -403,6 +403,11 @@ fn a_sharded_campaign_says_its_expectations_are_judged_at_merge() {
     let err = text(&o.stderr);
     assert!(err.contains("judged at merge"), "{err}");
     assert!(!err.contains("failed their expectation"), "{err}");
+    let o = locksim(&["campaign", s(&dir), "--shard", "1/2", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let verdict = v["campaigns"][0]["verdict"].as_str().unwrap_or_default();
+    assert!(verdict.contains("judged at merge"), "{v}");
     let whole = locksim(&["campaign", s(&dir)]);
     assert!(text(&whole.stderr).contains("0 failed their expectation"));
     std::fs::remove_dir_all(&dir).ok();
