@@ -30,7 +30,8 @@ pub struct CampaignArgs {
     /// Campaign files (TOML) or folders of them, e.g. `sims/`; without any, the matrix below.
     #[arg(value_name = "FILE|DIR")]
     paths: Vec<PathBuf>,
-    /// Algorithms to run, comma-separated [default: central,central-fencing,redlock,raft-lease].
+    /// Algorithms to run, comma-separated, each once [default:
+    /// central,central-fencing,redlock,raft-lease].
     #[arg(long, value_name = "NAME[,NAME]", value_delimiter = ',')]
     algo: Vec<String>,
     /// Run every registered algorithm (`locksim list`), not only the default matrix's.
@@ -54,8 +55,8 @@ pub struct CampaignArgs {
     /// Worker threads [default: every core].
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
-    /// A workload or algorithm setting, e.g. `ttl=2s` (repeatable; the last value of a key
-    /// wins). An algorithm setting goes to the algorithms that have it. See `locksim list`.
+    /// A workload or algorithm setting, e.g. `ttl=2s` (repeatable, each key once: a key given
+    /// twice is an error). An algorithm setting goes to the algorithms that have it. See `locksim list`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Run only shard I of N (the seeds whose offset is I modulo N, in every cell). Without it,
@@ -125,16 +126,24 @@ fn hidden_liveness(cells: &[CellSummary]) -> String {
 
 #[derive(Args)]
 pub struct MergeArgs {
-    /// Per-seed results written by `locksim campaign --out` on each shard.
+    /// Per-seed results written by `locksim campaign --out` or `locksim sweep --out` on each
+    /// shard.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Summarize what the files hold even when seeds or shards are missing (by default that is
     /// an error): exit 0, say which are missing, and judge no campaign file.
     #[arg(long)]
     partial: bool,
-    /// Print one JSON object instead of a table.
-    #[arg(long)]
+    /// Print one JSON object instead of a table: for a sweep's records the object `sweep
+    /// --json` prints (`{"axes", "points"}`; frontier files: `{"frontiers": [...]}`; the axes
+    /// are a frontier file's own, or rebuilt from the records' points, where a two-point axis
+    /// reads as linear), for a campaign's the object `campaign --json` prints.
+    #[arg(long, conflicts_with = "csv")]
     json: bool,
+    /// Print a sweep's records as `sweep --csv` does (one row per point, algorithm and fault
+    /// kind; the same columns). Campaign records have no CSV form: for them it is an error.
+    #[arg(long, conflicts_with = "report")]
+    csv: bool,
     /// Also write the merged matrix (one per campaign file) as an HTML page to FILE, as
     /// `campaign --report` does: each violated cell's first failing seed shrunk here (from the
     /// scenario its shard's record carries, or the campaign file) and linked with its trace
@@ -208,8 +217,8 @@ fn belongs(r: &SeedRecord, job: &Job, shard: Shard) -> Result<(), String> {
     if (r.first_seed, r.seeds) != (spec.first_seed, spec.seeds) {
         return differs(
             "the seed range",
-            format!("{} seeds from {}", r.seeds, r.first_seed),
-            format!("{} seeds from {}", spec.seeds, spec.first_seed),
+            format!("{} from {}", plural(r.seeds, "seed"), r.first_seed),
+            format!("{} from {}", plural(spec.seeds, "seed"), spec.first_seed),
         );
     }
     let shard_now = format!("{}/{}", shard.index, shard.count);
@@ -248,6 +257,7 @@ fn open_out(a: &CampaignArgs, jobs: &mut [Job], shard: Shard) -> Result<Option<O
         return Ok(None);
     };
     let shown = path.display();
+    create_parent(path)?;
     let exists = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
     if exists && !a.resume && !a.force {
         return Err(format!(
@@ -302,11 +312,11 @@ fn open_out(a: &CampaignArgs, jobs: &mut [Job], shard: Shard) -> Result<Option<O
         }
         let r: SeedRecord = match serde_json::from_str(text.trim_end()) {
             Ok(r) => r,
-            Err(_) if !complete => {
+            Err(_) if !complete && text.trim_start().starts_with('{') => {
                 unfinished = true;
                 break;
             }
-            Err(e) => return Err(format!("{shown}:{line_no}: {}", json_problem(&e))),
+            Err(e) => return Err(not_a_record(path, line_no, &e)),
         };
         let job = jobs.iter_mut().find(|j| j.label == r.campaign).ok_or_else(|| {
             format!(
@@ -350,6 +360,34 @@ fn open_out(a: &CampaignArgs, jobs: &mut [Job], shard: Shard) -> Result<Option<O
         path: path.clone(),
         file: Mutex::new(file),
     }))
+}
+
+/// Creates the folders `path` needs (as `--report` and `--svg` do), so `--out runs/a.jsonl`
+/// works in a fresh clone.
+///
+/// # Errors
+/// The folder cannot be made (naming it).
+pub(crate) fn create_parent(path: &Path) -> Result<(), String> {
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) if !dir.is_dir() => std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display())),
+        _ => Ok(()),
+    }
+}
+
+/// The error for line `line` of `path` that is not a record: what a record file is, then
+/// serde's detail (and for a TOML file, what to do with it instead).
+pub(crate) fn not_a_record(path: &Path, line: usize, e: &serde_json::Error) -> String {
+    let hint = if path.extension().is_some_and(|x| x == "toml") {
+        "; a .toml file is a scenario: run it with `locksim campaign FILE` (or `locksim sweep FILE` for a frontier file)"
+    } else {
+        ""
+    };
+    format!(
+        "{}:{line}: not a locksim record (expected one JSON object per line, as `locksim campaign --out` or `locksim sweep --out` writes them): {}{hint}",
+        path.display(),
+        json_problem(e)
+    )
 }
 
 /// serde_json's message without its " at line L column C" tail (the caller names the line).
@@ -687,7 +725,8 @@ fn files(
             ok: problems.is_empty(),
             problems,
             cells,
-            verdict: None,
+            // One shard's `ok` says nothing: the verdict says so.
+            verdict: (shard != Shard::ALL).then(|| "not judged: one shard, judged at merge".into()),
             missing: Vec::new(),
         });
     }
@@ -707,10 +746,11 @@ fn files(
     } else {
         out(&report);
         eprintln!(
-            "{}, {} in {:.1}s; {failed} failed their expectation",
+            "{}, {} in {:.1}s; {}",
             plural(files.len() as u64, "campaign file"),
             plural(total, "seed"),
             started.elapsed().as_secs_f64(),
+            expectations(failed, shard),
         );
     }
     Ok(if failed > 0 {
@@ -718,6 +758,19 @@ fn files(
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The summary's last words on the files' expectations: how many failed, or, for one shard
+/// (which sees only part of the seeds), that they are judged at merge.
+pub(crate) fn expectations(failed: usize, shard: Shard) -> String {
+    if shard == Shard::ALL {
+        format!("{failed} failed their expectation")
+    } else {
+        format!(
+            "expectations judged at merge (this is shard {}/{}: `locksim merge` its --out file with the other shards')",
+            shard.index, shard.count
+        )
+    }
 }
 
 /// What one campaign's records in the merged files cover.
@@ -767,13 +820,32 @@ fn check_seed_place(r: &SeedRecord) -> Result<(), String> {
     Ok(())
 }
 
+/// The sweep point of `cell` (`pause_max=311ms`), when the records are a sweep's: its own
+/// records' label, or for a cell with none, a neighbour's of the same point (cells are
+/// point-major, `per point` = algorithms × kinds, the distinct pairs the records name).
+fn point_of(m: &Merged, cell: usize) -> Option<String> {
+    if m.points.is_empty() {
+        return None;
+    }
+    if let Some(p) = m.points.get(&cell) {
+        return Some(p.clone());
+    }
+    let pairs: BTreeSet<(&str, FaultKind)> =
+        m.cells.values().map(|c| (c.0.as_str(), c.1)).collect();
+    let pp = pairs.len().max(1);
+    m.points
+        .iter()
+        .find(|(c, _)| *c / pp == cell / pp)
+        .map(|(_, p)| p.clone())
+}
+
 /// Seeds a campaign's merged records lack: per cell label, how many, and the first few.
 fn missing(m: &Merged) -> Vec<String> {
     if m.shapes.len() > 1 {
         let ranges: Vec<String> = m
             .shapes
             .iter()
-            .map(|(_, first, seeds)| format!("{seeds} seeds from {first}"))
+            .map(|(_, first, seeds)| format!("{} from {first}", plural(*seeds, "seed")))
             .collect();
         return vec![format!(
             "its records come from different seed ranges ({}: mixed --first-seed or --seeds)",
@@ -791,10 +863,13 @@ fn missing(m: &Merged) -> Vec<String> {
         if absent.is_empty() {
             continue;
         }
-        let name = m
+        let mut name = m
             .cells
             .get(&cell)
             .map_or_else(|| format!("cell {cell}"), |c| format!("{} × {}", c.0, c.1));
+        if let Some(p) = point_of(m, cell) {
+            name += &format!(" at {p}");
+        }
         let shown: Vec<String> = absent.iter().take(5).map(|s| s.to_string()).collect();
         out.push(format!(
             "{name}: {} of {} missing (seed {}{})",
@@ -830,15 +905,21 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                 continue;
             }
             let r: SeedRecord = serde_json::from_str(line.trim_end()).map_err(|e| {
-                let why = if line.ends_with('\n') {
-                    json_problem(&e)
+                if !line.ends_with('\n') && line.trim_start().starts_with('{') {
+                    format!("{}:{i}: the file ends in the middle of a record (an interrupted campaign: run it again with --resume)", path.display())
                 } else {
-                    "the file ends in the middle of a record (an interrupted campaign: run it again with --resume)".to_string()
-                };
-                format!("{}:{i}: {why}", path.display())
+                    not_a_record(path, i, &e)
+                }
             })?;
             records += 1;
-            check_seed_place(&r).map_err(|why| format!("{}:{i}: {why}", path.display()))?;
+            // A sweep's record names its point, so that an error says which one.
+            let at_point = if r.point.is_empty() {
+                String::new()
+            } else {
+                format!(" (sweep point {})", r.point)
+            };
+            check_seed_place(&r)
+                .map_err(|why| format!("{}:{i}: {why}{at_point}", path.display()))?;
             if a.report.is_some() && !r.point.is_empty() {
                 return Err(format!(
                     "{}:{i}: a sweep's record: merge --report draws campaign pages only (merge the \
@@ -859,7 +940,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
             if let Some(first) = m.cells.get(&r.cell) {
                 if *first != this {
                     return Err(format!(
-                        "cannot merge {label}: cell {} holds results of different runs ({} {} settings {} and {} {} settings {})",
+                        "cannot merge {label}: cell {}{at_point} holds results of different runs ({} {} settings {} and {} {} settings {})",
                         r.cell, first.0, first.1, first.2, this.0, this.1, this.2
                     ));
                 }
@@ -889,7 +970,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         }
     }
     let mut json = Vec::new();
-    let mut sweeps: Vec<serde_json::Value> = Vec::new();
+    let mut sweeps: Vec<(String, crate::sweep::MergedSweep)> = Vec::new();
     let mut text = String::new();
     let mut failed = 0;
     let mut sections = Vec::new();
@@ -944,18 +1025,18 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                 eprintln!("note: {label} is partial: {}", lacking.join("; "));
             }
             let seeds = m.shapes.first().map_or(0, |s| s.2);
-            let (t, j, ok) = crate::sweep::merged(
+            let merged = crate::sweep::merged(
                 campaign,
                 &m.summary.indexed_cells(),
                 &m.points,
                 seeds,
-                lacking.is_empty(),
-            );
-            if !ok {
+                &lacking,
+            )?;
+            if !merged.ok {
                 failed += 1;
             }
-            text += &t;
-            sweeps.push(j);
+            text += &merged.text;
+            sweeps.push((campaign.clone(), merged));
             continue;
         }
         let cells = m.summary.cells();
@@ -1038,7 +1119,41 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
         write_report(path, &sections, jobs, notes, a.force)?;
     }
-    if a.json && !sweeps.is_empty() {
+    if a.csv {
+        if let Some((c, ..)) = json.first() {
+            return Err(format!(
+                "merge --csv prints sweep records (one row per point, algorithm and fault kind, as `sweep --csv`); {} holds campaign records: use the table or --json for them",
+                if c.is_empty() { "the command-line matrix" } else { c.as_str() }
+            ));
+        }
+        out(&sweeps.iter().map(|s| s.1.csv.as_str()).collect::<String>());
+    } else if a.json
+        && !sweeps.is_empty()
+        && json.is_empty()
+        && sweeps.iter().all(|s| s.1.frontier.is_some())
+    {
+        // Frontier files only: `sweep FILES --json`'s shape.
+        let list: Vec<&serde_json::Value> = sweeps
+            .iter()
+            .filter_map(|s| s.1.frontier.as_ref())
+            .collect();
+        out(&format!("{}\n", serde_json::json!({ "frontiers": list })));
+    } else if let ([one], true, true) = (sweeps.as_slice(), json.is_empty(), a.json) {
+        // The command line's sweep: `sweep --json`'s shape.
+        out(&format!("{}\n", one.1.axes_points));
+    } else if a.json && !sweeps.is_empty() {
+        let sweeps: Vec<serde_json::Value> = sweeps
+            .iter()
+            .map(|(name, s)| {
+                let mut v = s.axes_points.clone();
+                v["sweep"] = name.as_str().into();
+                v["verdict"] = s.frontier.as_ref().map_or(
+                    serde_json::Value::Null,
+                    |f| serde_json::json!({"ok": f["ok"], "problems": f["problems"]}),
+                );
+                v
+            })
+            .collect();
         let mut v = serde_json::json!({ "sweeps": sweeps });
         if !json.is_empty() {
             let list: Vec<serde_json::Value> = json
@@ -1165,13 +1280,8 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
         .into_iter()
         .filter(|p| liveness || !p.is_liveness())
         .collect();
-    let width = cells
-        .iter()
-        .map(|c| c.faults_label().len())
-        .max()
-        .unwrap_or(0)
-        .max(14);
-    let mut t = format!("{:<16} {:<width$} {:>6}", "algorithm", "faults", "seeds");
+    let (aw, width) = widths(cells);
+    let mut t = format!("{:<aw$} {:<width$} {:>6}", "algorithm", "faults", "seeds");
     for p in &cols {
         t += &format!(" {:>6}", p.to_string());
     }
@@ -1208,7 +1318,7 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
             first += &format!("  {w}");
         }
         t += &format!(
-            "{:<16} {:<width$} {:>6}",
+            "{:<aw$} {:<width$} {:>6}",
             c.algorithm,
             c.faults_label(),
             c.seeds
@@ -1256,9 +1366,23 @@ pub(crate) fn starved(c: &CellSummary) -> Option<String> {
     })
 }
 
+/// The widths of the algorithm and faults columns: the widest name and label (at least 16
+/// and 14), so that a long fault label (`crash-restart+plan`) does not shift the columns.
+pub(crate) fn widths(cells: &[CellSummary]) -> (usize, usize) {
+    let widest = |f: &dyn Fn(&CellSummary) -> usize, least: usize| {
+        cells.iter().map(f).max().unwrap_or(0).max(least)
+    };
+    (
+        widest(&|c| c.algorithm.chars().count(), 16),
+        widest(&|c| c.faults_label().chars().count(), 14),
+    )
+}
+
 fn metrics_table(cells: &[CellSummary]) -> String {
+    let (aw, fw) = widths(cells);
+    let aw = aw.max("lock metrics".len());
     let mut t = format!(
-        "\n{:<16} {:<14} {:>17} {:>17} {:>17} {:>15} {:>7} {:>7} {:>16}\n",
+        "\n{:<aw$} {:<fw$} {:>17} {:>17} {:>17} {:>15} {:>7} {:>7} {:>16}\n",
         "lock metrics",
         "faults",
         "acquire p50/p99",
@@ -1273,7 +1397,7 @@ fn metrics_table(cells: &[CellSummary]) -> String {
         let m = metric_pairs(c);
         let v = |i: usize| m[i].1.replace(" / ", "/");
         t += &format!(
-            "{:<16} {:<14} {:>17} {:>17} {:>17} {:>15} {:>7} {:>7} {:>16}\n",
+            "{:<aw$} {:<fw$} {:>17} {:>17} {:>17} {:>15} {:>7} {:>7} {:>16}\n",
             c.algorithm,
             c.faults_label(),
             v(0),

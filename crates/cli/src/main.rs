@@ -232,11 +232,18 @@ fn list(json: bool) {
         ));
         return;
     }
+    // Names padded to the widest of their list, so that a long one does not shift its help.
+    let w = |names: &mut dyn Iterator<Item = &str>| names.map(str::len).max().unwrap_or(0).max(16);
     let mut t = String::from("Algorithms (--algo NAME) and their settings (--set key=value):\n");
+    let aw = w(&mut locksim_algos::ALGORITHMS.iter().map(|a| a.0));
+    let kw = w(&mut locksim_algos::ALGORITHMS
+        .iter()
+        .flat_map(|a| locksim_algos::knobs(a.0).unwrap_or(&[]))
+        .map(|k| k.key));
     for (name, what) in locksim_algos::ALGORITHMS {
-        t += &format!("  {name:<16} {what}\n");
+        t += &format!("  {name:<aw$} {what}\n");
         for k in locksim_algos::knobs(name).unwrap_or(&[]) {
-            t += &format!("      {:<16} {} (default {})\n", k.key, k.help, k.default);
+            t += &format!("      {:<kw$} {} (default {})\n", k.key, k.help, k.default);
         }
     }
     t +=
@@ -259,8 +266,9 @@ fn list(json: bool) {
     t += "\nFault types of explicit plans ([[fault]] entries in campaign files and --plan files;\n";
     t += "every entry has `at` and `type`; nodes by name: n1.., c1.., res, or servers/clients/all;\n";
     t += "`mode = \"reset\"` makes a cut refuse connections instead of dropping messages):\n";
+    let tw = w(&mut locksim_core::scenario_file::FAULT_TYPES.iter().map(|f| f.0));
     for (name, fields, help) in locksim_core::scenario_file::FAULT_TYPES {
-        t += &format!("  {name:<16} {help}\n");
+        t += &format!("  {name:<tw$} {help}\n");
         if !fields.is_empty() {
             t += &format!("      fields: {fields}\n");
         }

@@ -29,8 +29,8 @@ pub struct RunArgs {
     /// run's plan; with `--faults none` the run has exactly these faults.
     #[arg(long, value_name = "FILE.toml")]
     plan: Option<std::path::PathBuf>,
-    /// A workload or algorithm setting, e.g. `ttl=2s`, `clients=5`, `clock=mono` (repeatable;
-    /// the last value of a key wins; see `locksim list`).
+    /// A workload or algorithm setting, e.g. `ttl=2s`, `clients=5`, `clock=mono` (repeatable,
+    /// each key once: a key given twice is an error; see `locksim list`).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Print every event, not only faults, losses, rejections and the violations' witnesses.

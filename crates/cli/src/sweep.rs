@@ -24,7 +24,8 @@ pub const SWEEP_AFTER_HELP: &str = "\
 Axes (--vary KEY=RANGE, once or twice; KEY is any --set knob whose value is a number or a
 duration: a workload setting, an algorithm setting, a per-client setting cN.key, or a
 fault-shape knob; knobs with words for values, e.g. protected=guid, are not axes):
-  pause_max=100ms..3s:10    10 points, log-spaced (LO > 0); 0..50000:11 is evenly spaced
+  pause_max=100ms..3s:10    10 points (at least 2), log-spaced (LO > 0); 0..1s:11 and
+                            0..50000:11 are evenly spaced (a bare 0 takes the other end's unit)
   ttl=500ms..2s+250ms       evenly spaced by a step
   clients=2..8              every integer
   ttl=1s,2s,5s              a list
@@ -45,7 +46,7 @@ Examples:
   locksim sweep --algo redlock --faults clock-drift --vary drift_ppm=0..200000:11 --csv
   locksim sweep --algo redlock --faults pause --vary pause_max=100ms..3s:8 --vary ttl=500ms..4s:6
   locksim sweep sims/frontier/                        the frontier files; exit 1 if a boundary moved
-  locksim sweep ... --shard 0/4 --out part0.jsonl     then: locksim merge part*.jsonl";
+  locksim sweep ... --shard 0/4 --out part0.jsonl     then: locksim merge [--json|--csv] part*.jsonl";
 
 #[derive(Args)]
 pub struct SweepArgs {
@@ -53,7 +54,7 @@ pub struct SweepArgs {
     /// the flags describe.
     #[arg(value_name = "FILE|DIR")]
     paths: Vec<PathBuf>,
-    /// Algorithms, comma-separated (one line each in the plots).
+    /// Algorithms, comma-separated, each once (one line each in the plots).
     #[arg(long, value_name = "NAME[,NAME]", value_delimiter = ',')]
     algo: Vec<String>,
     /// Fault kinds, comma-separated [default: pause].
@@ -63,7 +64,8 @@ pub struct SweepArgs {
     /// (integers) or KEY=A,B,C. Once or twice.
     #[arg(long, value_name = "KEY=RANGE")]
     vary: Vec<String>,
-    /// A setting every point gets, e.g. `ttl=1s` (repeatable), as for `campaign`.
+    /// A setting every point gets, e.g. `ttl=1s` (repeatable, each key once), as for
+    /// `campaign`; a knob that is also a --vary axis is an error.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
     /// Seeds per point, algorithm and fault kind [default: 100].
@@ -121,6 +123,7 @@ fn write_svg(path: &Path, s: &SweepSection, force: bool) -> Result<(), String> {
     let Some((_, svg)) = locksim_render::sweep::figures(s).into_iter().next() else {
         return Err("nothing to plot".into());
     };
+    crate::campaign::create_parent(path)?;
     locksim_core::file::write_whole(path, svg.as_bytes(), locksim_core::file::Place::Replace)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
@@ -197,6 +200,7 @@ impl OutFile {
                 path.display()
             ));
         }
+        crate::campaign::create_parent(path)?;
         let file = std::fs::File::create(path)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         Ok(OutFile {
@@ -231,10 +235,28 @@ pub(crate) fn table(
 ) -> String {
     let props = properties(results, liveness);
     let mut t = String::new();
-    for k in keys {
-        t += &format!("{k:>14} ");
+    // Every column as wide as its widest cell (at least the usual width), so that a long
+    // knob name, value, algorithm or fault label does not shift the columns after it.
+    let kw: Vec<usize> = keys
+        .iter()
+        .map(|k| {
+            results
+                .iter()
+                .map(|r| axis_value(r, k).chars().count())
+                .chain([k.chars().count(), 14])
+                .max()
+                .unwrap_or(14)
+        })
+        .collect();
+    let widest = |f: &dyn Fn(&PointResult) -> usize, least: usize| {
+        results.iter().map(f).max().unwrap_or(0).max(least)
+    };
+    let aw = widest(&|r| r.cell.algorithm.chars().count(), 16);
+    let fw = widest(&|r| r.cell.faults_label().chars().count(), 12);
+    for (k, w) in keys.iter().zip(&kw) {
+        t += &format!("{k:>w$} ");
     }
-    t += &format!("{:<16} {:<12} {:>6}", "algorithm", "faults", "seeds");
+    t += &format!("{:<aw$} {:<fw$} {:>6}", "algorithm", "faults", "seeds");
     for p in &props {
         t += &format!(" {:>19}", format!("{p} (95% interval)"));
     }
@@ -252,11 +274,11 @@ pub(crate) fn table(
     let d = |v: Option<u64>| v.map_or("-".to_string(), |n| fmt_nanos(n as i128));
     for r in results {
         let c = &r.cell;
-        for k in keys {
-            t += &format!("{:>14} ", axis_value(r, k));
+        for (k, w) in keys.iter().zip(&kw) {
+            t += &format!("{:>w$} ", axis_value(r, k));
         }
         t += &format!(
-            "{:<16} {:<12} {:>6}",
+            "{:<aw$} {:<fw$} {:>6}",
             c.algorithm,
             c.faults_label(),
             c.seeds
@@ -822,10 +844,11 @@ fn files(
         out(&format!("{}\n", serde_json::json!({ "frontiers": json })));
     }
     eprintln!(
-        "{}, {} in {:.1}s; {failed} failed their expectation",
+        "{}, {} in {:.1}s; {}",
         plural(files.len() as u64, "frontier file"),
         plural(total, "seed"),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        crate::campaign::expectations(failed, shard)
     );
     Ok(if failed > 0 {
         ExitCode::from(1)
@@ -834,16 +857,59 @@ fn files(
     })
 }
 
-/// `locksim merge` of a sweep's records (they name their point): the table (or JSON) one
+/// What `locksim merge` makes of one sweep's records.
+pub(crate) struct MergedSweep {
+    /// The table (headed by a frontier file's verdict), as `sweep` prints it.
+    pub text: String,
+    /// The CSV `sweep --csv` prints.
+    pub csv: String,
+    /// The axes (rebuilt from the records' point labels, or a frontier file's own) and the
+    /// points: `{"axes", "points"}`, as `sweep --json` prints them.
+    pub axes_points: serde_json::Value,
+    /// For a frontier file, its entry of `sweep --json`'s `"frontiers"`: `{file, name, ok,
+    /// verdict, problems, axes, points}`.
+    pub frontier: Option<serde_json::Value>,
+    /// `false` when a frontier file's boundary moved.
+    pub ok: bool,
+}
+
+/// The axes of a sweep whose cells' points are `by_point` (labels `k=v k2=v2`, point-major):
+/// each key's distinct values in grid order.
+///
+/// # Errors
+/// A value that is no axis value.
+fn axes_of(by_point: &[String]) -> Result<Vec<Axis>, String> {
+    let mut keys: Vec<(String, Vec<String>)> = Vec::new();
+    for l in by_point {
+        for (k, v) in l.split(' ').filter_map(|kv| kv.split_once('=')) {
+            let at = match keys.iter().position(|x| x.0 == k) {
+                Some(i) => i,
+                None => {
+                    keys.push((k.to_string(), Vec::new()));
+                    keys.len() - 1
+                }
+            };
+            if !keys[at].1.iter().any(|x| x == v) {
+                keys[at].1.push(v.to_string());
+            }
+        }
+    }
+    keys.into_iter()
+        .map(|(k, values)| Axis::from_values(&k, values))
+        .collect()
+}
+
+/// `locksim merge` of a sweep's records (they name their point): the table, CSV and JSON one
 /// unsharded run prints, and for a frontier file its verdict. `cells` are the merged cells by
-/// index; `labels` each cell's point.
+/// index; `labels` each cell's point; `missing` what a partial merge lacks.
 pub(crate) fn merged(
     campaign: &str,
     cells: &[(usize, locksim_explore::CellSummary)],
     labels: &std::collections::BTreeMap<usize, String>,
     seeds: u64,
-    judge: bool,
-) -> (String, serde_json::Value, bool) {
+    missing: &[String],
+) -> Result<MergedSweep, String> {
+    let judge = missing.is_empty();
     // Algorithms × kinds per point: the distinct (algorithm, faults) pairs.
     let mut pairs: Vec<(String, FaultKind)> = Vec::new();
     for (_, c) in cells {
@@ -858,41 +924,71 @@ pub(crate) fn merged(
         by_point[cell / pp] = l.clone();
     }
     let results = results(cells, &by_point, pp, 1);
-    let keys: Vec<String> = by_point
-        .first()
-        .map(|l| {
-            l.split(' ')
-                .filter_map(|kv| kv.split_once('=').map(|x| x.0.to_string()))
-                .collect()
-        })
-        .unwrap_or_default();
+    let file = (campaign != "sweep").then(|| FrontierFile::read(Path::new(campaign)));
+    let rebuilt = axes_of(&by_point).map_err(|e| format!("cannot merge {campaign}: {e}"))?;
+    // A frontier file still where it ran says its axes (a log scale included), if they are the
+    // records' axes.
+    let axes = match &file {
+        Some(Ok(f))
+            if f.sweep.axes.len() == rebuilt.len()
+                && f.sweep.axes.iter().zip(&rebuilt).all(|(a, b)| {
+                    a.key == b.key && b.values.iter().all(|v| a.values.contains(v))
+                }) =>
+        {
+            f.sweep.axes.clone()
+        }
+        _ => rebuilt,
+    };
+    let keys: Vec<String> = axes.iter().map(|a| a.key.clone()).collect();
     let mut text = String::new();
     let mut ok = true;
-    let mut verdict = serde_json::Value::Null;
-    if campaign != "sweep" {
-        match FrontierFile::read(Path::new(campaign)) {
+    let points_json: Vec<serde_json::Value> =
+        results.iter().map(|r| point_json(r, seeds)).collect();
+    let mut frontier = None;
+    if let Some(file) = &file {
+        let (name, verdict, problems) = match file {
             Ok(f) if judge => {
                 let p = f.judge(&results);
                 ok = p.is_empty();
-                text += &format!(
-                    "== {} ({campaign}): {}\n",
-                    f.name,
-                    if ok { "PASS" } else { "FAIL" }
-                );
-                for x in &p {
-                    text += &format!("  FAIL: {x}\n");
-                }
-                verdict = serde_json::json!({"ok": ok, "problems": p});
+                let v = if ok { "PASS" } else { "FAIL" };
+                (f.name.clone(), v.to_string(), p)
             }
-            Ok(f) => text += &format!("== {} ({campaign}): not judged (partial)\n", f.name),
-            Err(e) => text += &format!("== {campaign} (not judged: {e})\n"),
+            Ok(f) => (
+                f.name.clone(),
+                format!("not judged (partial: {})", missing.join("; ")),
+                vec![],
+            ),
+            Err(e) => (String::new(), format!("not judged: {e}"), vec![]),
+        };
+        text += &if name.is_empty() {
+            format!("== {campaign} ({verdict})\n")
+        } else {
+            format!("== {name} ({campaign}): {verdict}\n")
+        };
+        for x in &problems {
+            text += &format!("  FAIL: {x}\n");
         }
+        frontier = Some(serde_json::json!({
+            "file": campaign,
+            "name": name,
+            "ok": ok,
+            "verdict": verdict,
+            "problems": problems,
+            "axes": axes_json(&axes),
+            "points": points_json,
+        }));
     }
     text += &table(&results, &keys, seeds, false);
-    let json = serde_json::json!({
-        "sweep": campaign,
-        "verdict": verdict,
-        "points": results.iter().map(|r| point_json(r, seeds)).collect::<Vec<_>>(),
-    });
-    (text, json, ok)
+    let mut axes_points = serde_json::json!({"axes": axes_json(&axes), "points": points_json});
+    if !missing.is_empty() {
+        axes_points["missing"] = missing.into();
+    }
+    let csv_label = if campaign == "sweep" { "" } else { campaign };
+    Ok(MergedSweep {
+        text,
+        csv: csv(&results, &keys, seeds, csv_label),
+        axes_points,
+        frontier,
+        ok,
+    })
 }

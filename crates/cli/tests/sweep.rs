@@ -81,7 +81,9 @@ fn a_sweep_reports_each_point_with_intervals_and_merges_from_shards() {
     assert_eq!(again.status.code(), Some(2));
     assert!(text(&again.stderr).contains("--force"));
     let merged = json(&locksim(&["merge", "--json", &parts[0], &parts[1]]));
-    let mp = merged["sweeps"][0]["points"].as_array().unwrap();
+    // The object `sweep --json` prints, its axes included.
+    assert_eq!(merged["axes"], whole["axes"]);
+    let mp = merged["points"].as_array().unwrap();
     assert_eq!(mp.len(), points.len());
     for (a, b) in mp.iter().zip(points) {
         for k in [

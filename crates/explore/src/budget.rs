@@ -77,10 +77,10 @@ pub fn check(s: &Scenario, runs: u64, limit: u64) -> Result<(), String> {
     match total {
         Some(t) if t <= limit => Ok(()),
         _ => Err(format!(
-            "{} with {} servers and {} clients for {} of simulated time needs about {}{} by the estimate, more than --max-memory {}: make the run shorter or smaller{}",
+            "{} with {} and {} for {} of simulated time needs about {}{} by the estimate, more than --max-memory {}: make the run shorter or smaller{}",
             s.algorithm,
-            s.cluster.servers,
-            s.cluster.clients,
+            locksim_core::text::plural(s.cluster.servers as u64, "server"),
+            locksim_core::text::plural(s.cluster.clients as u64, "client"),
             locksim_core::time::fmt_nanos(s.workload.duration as i128),
             total.map_or("more than 16 EiB".to_string(), fmt_bytes),
             if runs > 1 { format!(" for {runs} runs at once") } else { String::new() },

@@ -173,7 +173,19 @@ impl CampaignFile {
                 let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
                 format!("line {line}: ")
             });
-            at(format!("{}{}", pos.unwrap_or_default(), e.message()))
+            let hint = if looks_like(text) == Some(FileKind::Frontier) {
+                format!(
+                    "; this is a frontier file (it has `vary`): run `locksim sweep {}`",
+                    path.display()
+                )
+            } else {
+                String::new()
+            };
+            at(format!(
+                "{}{}{hint}",
+                pos.unwrap_or_default(),
+                e.message().trim_end()
+            ))
         })?;
         let (expect, mut forbid) =
             match &raw.expect {
@@ -384,6 +396,33 @@ impl CampaignFile {
 ///
 /// # Errors
 /// The first file that cannot be read or parsed; a path that does not exist.
+/// The two kinds of scenario file, told apart by their keys (for a hint when one is given to
+/// the other's command).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FileKind {
+    /// A campaign file (`algorithm`, `[[fault]]`, `[client.cN]`, …): `locksim campaign`/`run`.
+    Campaign,
+    /// A frontier file (a sweep: `vary`, `algorithms`): `locksim sweep`.
+    Frontier,
+}
+
+/// Which kind of scenario file `text` looks like: a frontier file has `vary`; a campaign file
+/// has `algorithm` (one), `fault` or `client` and no `vary`. `None` for text that is not TOML
+/// or has neither's keys.
+pub(crate) fn looks_like(text: &str) -> Option<FileKind> {
+    let t: toml::Table = toml::from_str(text).ok()?;
+    if t.contains_key("vary") {
+        Some(FileKind::Frontier)
+    } else if ["algorithm", "fault", "client", "forbid"]
+        .iter()
+        .any(|k| t.contains_key(*k))
+    {
+        Some(FileKind::Campaign)
+    } else {
+        None
+    }
+}
+
 pub(crate) fn collect_toml<T>(
     paths: &[PathBuf],
     read: impl Fn(&Path) -> Result<T, String>,

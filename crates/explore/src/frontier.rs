@@ -124,7 +124,22 @@ impl FrontierFile {
                 let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
                 format!("line {line}: ")
             });
-            at(format!("{}{}", pos.unwrap_or_default(), e.message()))
+            let hint = if crate::campaign_file::looks_like(text)
+                == Some(crate::campaign_file::FileKind::Campaign)
+            {
+                format!(
+                    "; this is a campaign file (it has `algorithm`, `[[fault]]` or `[client.cN]`, and no `vary`): run `locksim campaign {}` (or `locksim run {} --seed N`)",
+                    path.display(),
+                    path.display()
+                )
+            } else {
+                String::new()
+            };
+            at(format!(
+                "{}{}{hint}",
+                pos.unwrap_or_default(),
+                e.message().trim_end()
+            ))
         })?;
         if raw.why.trim().is_empty() {
             return Err(at(

@@ -103,9 +103,9 @@ pub fn replay_with(trace: &Trace, algo: Arc<dyn LockAlgorithm>) -> Result<Replay
     }
     if algo.servers() != trace.scenario.cluster.servers {
         return Err(format!(
-            "{} runs {} servers, but the trace's cluster has {} (another configuration?)",
+            "{} runs {}, but the trace's cluster has {} (another configuration?)",
             algo.name(),
-            algo.servers(),
+            locksim_core::text::plural(algo.servers() as u64, "server"),
             trace.scenario.cluster.servers
         ));
     }

@@ -303,13 +303,29 @@ pub fn parse_setting(s: &str) -> Result<(String, String), String> {
 /// `--set delayed_restart=true` reaches Redlock and leaves the central lock alone.
 ///
 /// # Errors
-/// An unknown algorithm, a malformed setting, a key no selected algorithm knows (listing the
-/// valid keys), or a bad value.
+/// An unknown algorithm, an algorithm named twice, a malformed setting, a key set twice, a key
+/// no selected algorithm knows (listing the valid keys), or a bad value.
 pub fn setups_for(algorithms: &[String], settings: &[String]) -> Result<Vec<Setup>, String> {
     let pairs = settings
         .iter()
         .map(|s| parse_setting(s))
         .collect::<Result<Vec<_>, _>>()?;
+    // One value per knob and one cell per algorithm: a later value silently replacing an
+    // earlier one, or an algorithm run twice, is a mistake worth naming.
+    for (i, (k, v)) in pairs.iter().enumerate() {
+        if let Some((_, first)) = pairs[..i].iter().find(|(k2, _)| k2 == k) {
+            return Err(format!(
+                "`{k}` is set twice (`{k}={first}`, then `{k}={v}`): give each setting once"
+            ));
+        }
+    }
+    for (i, a) in algorithms.iter().enumerate() {
+        if algorithms[..i].contains(a) {
+            return Err(format!(
+                "algorithm `{a}` is named twice: it would run (and be counted) twice; name it once"
+            ));
+        }
+    }
     let mut knobs = Vec::new();
     for a in algorithms {
         knobs.push(locksim_algos::knobs(a).ok_or_else(|| {

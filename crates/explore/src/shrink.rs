@@ -220,8 +220,9 @@ impl Shrinker<'_> {
             match self.fails_near(cand) {
                 Some(c) => {
                     (self.progress)(&format!(
-                        "{} clients left ({} runs)",
-                        c.cluster.clients, self.runs
+                        "{} left ({} runs)",
+                        locksim_core::text::plural(c.cluster.clients as u64, "client"),
+                        self.runs
                     ));
                     *s = c;
                 }
@@ -233,8 +234,9 @@ impl Shrinker<'_> {
             c -= 1;
             if let Some(cand) = self.fails_near(Self::without_client(s, c)) {
                 (self.progress)(&format!(
-                    "{} clients left ({} runs)",
-                    cand.cluster.clients, self.runs
+                    "{} left ({} runs)",
+                    locksim_core::text::plural(cand.cluster.clients as u64, "client"),
+                    self.runs
                 ));
                 *s = cand;
             }

@@ -104,18 +104,35 @@ impl Axis {
         if key.is_empty() {
             return Err(format!("`--vary {text}`: the knob's name is missing"));
         }
-        let mixed = || format!("`--vary {key}`: the values mix durations and integers");
-        let too_many =
-            |n: usize| format!("`--vary {key}`: {n} points (an axis has 2 to {MAX_POINTS})");
+        let mixed = || {
+            format!(
+                "`--vary {key}`: the values mix durations and integers: give every value a unit (100ms, 2s) or none"
+            )
+        };
+        // A bare `0` is zero in any unit: it takes the unit of the other values (`0..1s:5`).
+        let unit_of = |vals: &[(f64, Unit)]| -> Result<Unit, String> {
+            let durations = vals.iter().any(|v| v.1 == Unit::Duration);
+            let integers = vals.iter().any(|v| v.1 == Unit::Integer && v.0 != 0.0);
+            match (durations, integers) {
+                (true, true) => Err(mixed()),
+                (true, false) => Ok(Unit::Duration),
+                (false, _) => Ok(Unit::Integer),
+            }
+        };
+        let too_many = |n: usize| {
+            format!(
+                "`--vary {key}`: {} (an axis needs at least 2 points and at most {MAX_POINTS})",
+                locksim_core::text::plural(n as u64, "point")
+            )
+        };
         let (numbers, unit, log) = if let Some((lo, rest)) = range.split_once("..") {
             let (hi, how) = match rest.find([':', '+']) {
                 Some(i) => (&rest[..i], Some((&rest[i..i + 1], &rest[i + 1..]))),
                 None => (rest, None),
             };
-            let ((lo, u1), (hi, u2)) = (number(&key, lo)?, number(&key, hi)?);
-            if u1 != u2 {
-                return Err(mixed());
-            }
+            let (lo, hi) = (number(&key, lo)?, number(&key, hi)?);
+            let u1 = unit_of(&[lo, hi])?;
+            let (lo, hi): (f64, f64) = (lo.0, hi.0);
             if hi <= lo {
                 return Err(format!(
                     "`--vary {key}`: the range's end is not above its start"
@@ -130,7 +147,7 @@ impl Axis {
                         return Err(too_many(n));
                     }
                     let log = lo > 0.0;
-                    let v = (0..n)
+                    let v: Vec<f64> = (0..n)
                         .map(|i| {
                             let f = i as f64 / (n - 1) as f64;
                             if log {
@@ -146,10 +163,11 @@ impl Axis {
                     (v, u1, log)
                 }
                 Some((_, step)) => {
-                    let (step, u3) = number(&key, step)?;
-                    if u3 != u1 {
+                    let step_at = number(&key, step)?;
+                    if step_at.1 != u1 && step_at.0 != 0.0 {
                         return Err(mixed());
                     }
+                    let step = step_at.0;
                     if step <= 0.0 {
                         return Err(format!("`--vary {key}`: the step must be above zero"));
                     }
@@ -175,20 +193,15 @@ impl Axis {
                 }
             }
         } else {
-            let mut v = Vec::new();
-            let mut unit = None;
-            for part in range.split(',') {
-                let (n, u) = number(&key, part)?;
-                if unit.is_some_and(|x| x != u) {
-                    return Err(mixed());
-                }
-                unit = Some(u);
-                v.push(n);
+            let parts = range
+                .split(',')
+                .map(|part| number(&key, part))
+                .collect::<Result<Vec<_>, _>>()?;
+            let unit = unit_of(&parts)?;
+            if parts.len() < 2 || parts.len() > MAX_POINTS {
+                return Err(too_many(parts.len()));
             }
-            if v.len() < 2 || v.len() > MAX_POINTS {
-                return Err(too_many(v.len()));
-            }
-            (v, unit.expect("at least two values"), false)
+            (parts.into_iter().map(|p| p.0).collect(), unit, false)
         };
         let values: Vec<String> = numbers.iter().map(|&n| format_value(n, unit)).collect();
         // Rounding may merge neighbours (`1us..2us:10`): refuse rather than run a point twice.
@@ -203,6 +216,52 @@ impl Axis {
             .collect::<Result<_, _>>()?;
         Ok(Axis {
             key,
+            values,
+            numbers,
+            unit,
+            log,
+        })
+    }
+}
+
+impl Axis {
+    /// The axis that `values` came from, as a sweep's records carry them (each point's
+    /// `key=value`, in grid order; `locksim merge` has no other account of the axis): the unit
+    /// from the values, `log` when there are three or more positive values evenly spaced on a
+    /// log scale (to the three significant digits `LO..HI:N` rounds to) and not on a linear one.
+    /// Two values are taken as linear.
+    ///
+    /// # Errors
+    /// A value that is neither an integer nor a duration, or values of mixed units.
+    pub fn from_values(key: &str, values: Vec<String>) -> Result<Axis, String> {
+        let parsed = values
+            .iter()
+            .map(|v| number(key, v))
+            .collect::<Result<Vec<_>, _>>()?;
+        let unit = if parsed.iter().any(|p| p.1 == Unit::Duration) {
+            if parsed.iter().any(|p| p.1 == Unit::Integer && p.0 != 0.0) {
+                return Err(format!("`{key}`: the values mix durations and integers"));
+            }
+            Unit::Duration
+        } else {
+            Unit::Integer
+        };
+        let numbers: Vec<f64> = parsed.iter().map(|p| p.0).collect();
+        // Steps equal to within `slack` plus 1% of the mean step.
+        let even = |xs: &[f64], slack: f64| {
+            let d: Vec<f64> = xs.windows(2).map(|w| w[1] - w[0]).collect();
+            let mean = d.iter().sum::<f64>() / d.len() as f64;
+            mean != 0.0
+                && d.iter()
+                    .all(|x| (x - mean).abs() <= slack + (mean * 0.01).abs())
+        };
+        // Three significant digits move a value by up to 0.5%, its logarithm by up to 0.005.
+        let log = numbers.len() >= 3
+            && numbers.iter().all(|&n| n > 0.0)
+            && !even(&numbers, 0.0)
+            && even(&numbers.iter().map(|n| n.ln()).collect::<Vec<_>>(), 0.011);
+        Ok(Axis {
+            key: key.to_string(),
             values,
             numbers,
             unit,
@@ -260,7 +319,7 @@ impl SweepDef {
     /// each point.
     ///
     /// # Errors
-    /// No or more than two axes, an axis named twice, an unknown algorithm or knob, or a value
+    /// No or more than two axes, an axis named twice or also set, an unknown algorithm or knob, or a value
     /// a knob refuses (naming the point).
     pub fn spec(&self, jobs: usize) -> Result<(CampaignSpec, Vec<String>), String> {
         if self.axes.is_empty() || self.axes.len() > 2 {
@@ -271,6 +330,25 @@ impl SweepDef {
         }
         if self.axes.len() == 2 && self.axes[0].key == self.axes[1].key {
             return Err(format!("`--vary {}` is given twice", self.axes[0].key));
+        }
+        for (i, a) in self.algorithms.iter().enumerate() {
+            if self.algorithms[..i].contains(a) {
+                return Err(format!(
+                    "algorithm `{a}` is named twice: it would run (and be counted) twice; name it once"
+                ));
+            }
+        }
+        for a in &self.axes {
+            let set = self
+                .settings
+                .iter()
+                .find(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == a.key));
+            if let Some(s) = set {
+                return Err(format!(
+                    "`{}` is both varied (`--vary {}=…`, or the file's `vary`) and set (`{}`): each point's value would replace the setting; give it once",
+                    a.key, a.key, s.trim()
+                ));
+            }
         }
         let mut setups = Vec::new();
         let mut labels = Vec::new();
@@ -372,16 +450,23 @@ impl PointResult {
         if c.undecided_seeds > 0 {
             let which: Vec<String> = c.undecided.keys().map(|p| p.to_string()).collect();
             w.push(format!(
-                "UNDECIDED: {} on {} seeds",
+                "UNDECIDED: {} on {}",
                 which.join(", "),
-                c.undecided_seeds
+                locksim_core::text::plural(c.undecided_seeds, "seed")
             ));
         }
         if c.errors > 0 {
-            w.push(format!("{} seeds FAILED TO RUN", c.errors));
+            w.push(format!(
+                "{} FAILED TO RUN",
+                locksim_core::text::plural(c.errors, "seed")
+            ));
         }
         if c.seeds < expected_seeds {
-            w.push(format!("only {} of {expected_seeds} seeds", c.seeds));
+            w.push(format!(
+                "only {} of {}",
+                c.seeds,
+                locksim_core::text::plural(expected_seeds, "seed")
+            ));
         }
         w
     }
@@ -472,6 +557,29 @@ mod tests {
         );
     }
 
+    /// `merge` rebuilds a sweep's axes from its records' point labels: the same axes.
+    #[test]
+    fn axes_rebuilt_from_their_values_are_the_axes() {
+        for text in [
+            "pause_max=100ms..3s:10",
+            "pause_max=100ms..3s:200",
+            "drift_ppm=0..50000:11",
+            "drift_ppm=10..50000:7",
+            "ttl=500ms..2s+500ms",
+            "ttl=1s,2s,5s",
+            "clients=2..8",
+            "pause_max=0..1s:5",
+        ] {
+            let a = Axis::parse(text).unwrap();
+            assert_eq!(
+                Axis::from_values(&a.key, a.values.clone()).unwrap(),
+                a,
+                "{text}"
+            );
+        }
+        assert!(Axis::from_values("ttl", vec!["1s".into(), "5".into()]).is_err());
+    }
+
     #[test]
     fn bad_axes_are_refused_by_name() {
         for (text, says) in [
@@ -479,8 +587,16 @@ mod tests {
             ("pause_max=3s..1s:4", "not above"),
             ("pause_max=1s..3s", "how many points"),
             ("pause_max=1s..3:4", "mix"),
-            ("pause_max=1s..3s:1", "2 to"),
-            ("clients=1..100000", "2 to"),
+            (
+                "pause_max=1s..3s:1",
+                "1 point (an axis needs at least 2 points",
+            ),
+            (
+                "pause_max=0..1s:0",
+                "0 points (an axis needs at least 2 points",
+            ),
+            ("clients=1..100000", "at most 200"),
+            ("pause_max=5..1s", "give every value a unit"),
             ("ttl=1us..2us:10", "resolution"),
             ("ttl=soon..3s:2", "neither"),
         ] {

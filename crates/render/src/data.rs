@@ -603,11 +603,11 @@ pub fn page_data(run: &Run) -> PageData {
     };
     PageData {
         subtitle: format!(
-            "{} seed {} — {} servers, {} clients, TTL {}, {} of workload, {}; {} events; verdict: {}",
+            "{} seed {} — {}, {}, TTL {}, {} of workload, {}; {} events; verdict: {}",
             s.algorithm,
             s.seed,
-            c.servers,
-            c.clients,
+            locksim_core::text::plural(c.servers as u64, "server"),
+            locksim_core::text::plural(c.clients as u64, "client"),
             fmt_nanos(s.workload.ttl as i128),
             fmt_nanos(s.workload.duration as i128),
             faults_line,

@@ -69,15 +69,22 @@ fn cell_html(c: &ReportCell) -> String {
     } else {
         "safe".to_string()
     };
-    inner += &format!("<br><small>{} seeds, {} grants</small>", c.seeds, c.grants);
+    inner += &format!(
+        "<br><small>{}, {}</small>",
+        locksim_core::text::plural(c.seeds, "seed"),
+        locksim_core::text::plural(c.grants, "grant")
+    );
     if c.undecided > 0 {
         inner += &format!(
-            "<br><small>{} seeds undecided (a check ran out of budget)</small>",
-            c.undecided
+            "<br><small>{} undecided (a check ran out of budget)</small>",
+            locksim_core::text::plural(c.undecided, "seed")
         );
     }
     if c.errors > 0 {
-        inner += &format!("<br><small>{} seeds failed to run</small>", c.errors);
+        inner += &format!(
+            "<br><small>{} failed to run</small>",
+            locksim_core::text::plural(c.errors, "seed")
+        );
     }
     if let Some(p) = &c.page {
         inner += &format!(

@@ -1,0 +1,501 @@
+//! The CLI as a fresh user met it: output files in folders that do not exist yet, `merge` of a
+//! sweep's shards printing what `sweep` prints, files given to the wrong command, settings
+//! given twice, a shard's summary, and tables whose columns line up.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn locksim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_locksim"))
+        .args(args)
+        .output()
+        .expect("locksim runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A fresh folder for one test (removed first if an earlier run left it).
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("locksim-ux-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Exit 2 with one line on stderr holding every needle.
+fn refused(o: &Output, needles: &[&str]) -> String {
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    for n in needles {
+        assert!(err.contains(n), "`{n}` not in: {err}");
+    }
+    err
+}
+
+const SWEEP: &[&str] = &[
+    "sweep",
+    "--algo",
+    "redlock,central",
+    "--faults",
+    "pause",
+    "--vary",
+    "pause_max=100ms..3s:3",
+    "--set",
+    "ttl=1s",
+    "--seeds",
+    "6",
+    "--jobs",
+    "2",
+];
+
+#[test]
+fn out_files_get_their_folders_and_are_never_replaced_without_force() {
+    let dir = scratch("out");
+    let rec = dir.join("runs/new/a.jsonl");
+    let campaign = [
+        "campaign", "--algo", "central", "--faults", "none", "--seeds", "3", "--jobs", "1", "--out",
+    ];
+    let o = locksim(&[&campaign[..], &[s(&rec)]].concat());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let written = std::fs::read_to_string(&rec).unwrap();
+    assert_eq!(written.lines().count(), 3, "{written}");
+    // The folder existing now, the file is still not replaced without --force.
+    let o = locksim(&[&campaign[..], &[s(&rec)]].concat());
+    refused(&o, &["exists", "--force"]);
+    assert_eq!(std::fs::read_to_string(&rec).unwrap(), written);
+
+    let rec = dir.join("sweeps/deep/b.jsonl");
+    let svg = dir.join("plots/p.svg");
+    let o = locksim(&[SWEEP, &["--out", s(&rec), "--svg", s(&svg)]].concat());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(
+        std::fs::read_to_string(&rec).unwrap().lines().count(),
+        3 * 2 * 6
+    );
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    let o = locksim(&[SWEEP, &["--out", s(&rec)]].concat());
+    refused(&o, &["exists", "--force"]);
+
+    // export-tla -o into a new folder (its --help shows `-o /tmp/tv/CentralS2.tla`).
+    let trace = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../traces/central-s3-833bbd03.json"
+    );
+    let module = dir.join("tv/Central3.tla");
+    let o = locksim(&["export-tla", trace, "-o", s(&module)]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(std::fs::read_to_string(&module)
+        .unwrap()
+        .contains("MODULE Central3"));
+    assert!(dir.join("tv/Central3.cfg").exists());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn merge_of_sweep_shards_prints_the_json_and_csv_the_sweep_prints() {
+    let dir = scratch("merge-sweep");
+    let whole = locksim(&[SWEEP, &["--json"]].concat());
+    assert!(whole.status.success(), "{}", text(&whole.stderr));
+    let whole: serde_json::Value = serde_json::from_slice(&whole.stdout).unwrap();
+    let csv = locksim(&[SWEEP, &["--csv"]].concat());
+    assert!(csv.status.success());
+    let parts: Vec<String> = (0..2)
+        .map(|i| {
+            let p = dir.join(format!("part{i}.jsonl"));
+            let shard = format!("{i}/2");
+            let o = locksim(&[SWEEP, &["--shard", &shard, "--out", s(&p)]].concat());
+            assert!(o.status.success(), "{}", text(&o.stderr));
+            s(&p).to_string()
+        })
+        .collect();
+    let merged = locksim(&["merge", "--json", &parts[0], &parts[1]]);
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    let merged: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
+    assert_eq!(merged["axes"], whole["axes"], "the axes, log scale and all");
+    assert_eq!(merged["axes"][0]["key"], "pause_max");
+    assert_eq!(merged["axes"][0]["log"], true);
+    assert_eq!(merged["points"], whole["points"]);
+    let merged_csv = locksim(&["merge", "--csv", &parts[0], &parts[1]]);
+    assert!(merged_csv.status.success(), "{}", text(&merged_csv.stderr));
+    assert_eq!(text(&merged_csv.stdout), text(&csv.stdout));
+    assert!(text(&csv.stdout).starts_with("sweep,pause_max,algorithm,faults,seeds"));
+
+    // A missing seed, or a cell whose records disagree, is named by its point.
+    let lines: Vec<String> = std::fs::read_to_string(&parts[0])
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    let at_3s = lines
+        .iter()
+        .position(|l| l.contains("\"point\":\"pause_max=3s\""))
+        .unwrap();
+    let cut = dir.join("cut.jsonl");
+    let mut kept = lines.clone();
+    kept.remove(at_3s);
+    std::fs::write(&cut, kept.join("\n") + "\n").unwrap();
+    refused(
+        &locksim(&["merge", s(&cut), &parts[1]]),
+        &["at pause_max=3s", "1 seed of 6 missing"],
+    );
+    let bent = dir.join("bent.jsonl");
+    let mut other = lines.clone();
+    let tail = other.len() - 1;
+    other[tail] = other[tail].replacen("\"settings\":\"", "\"settings\":\"x", 1);
+    std::fs::write(&bent, other.join("\n") + "\n").unwrap();
+    let point = lines[tail]
+        .split("\"point\":\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .unwrap()
+        .to_string();
+    refused(
+        &locksim(&["merge", s(&bent), &parts[1]]),
+        &[&format!("(sweep point {point})"), "different runs"],
+    );
+
+    // Campaign records have no CSV form: a clear error, and --help says so.
+    let c = dir.join("c.jsonl");
+    let o = locksim(&[
+        "campaign",
+        "--algo",
+        "central",
+        "--faults",
+        "none",
+        "--seeds",
+        "2",
+        "--out",
+        s(&c),
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    refused(
+        &locksim(&["merge", "--csv", s(&c)]),
+        &["--csv", "campaign records"],
+    );
+    let help = text(&locksim(&["merge", "--help"]).stdout);
+    assert!(
+        help.contains("--csv") && help.contains("Campaign records have no CSV"),
+        "{help}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn merge_of_frontier_shards_prints_the_frontiers_the_sweep_prints() {
+    let dir = scratch("merge-frontier");
+    let file = dir.join("f.toml");
+    std::fs::write(
+        &file,
+        "why = \"a test\"\nalgorithms = [\"central-fencing\"]\nfaults = [\"pause\"]\nseeds = 6\nvary = [\"pause_max=100ms,3s\"]\n[settings]\nttl = \"1s\"\n[[expect]]\nalgorithm = \"central-fencing\"\nproperty = \"S2\"\nzero = true\n",
+    )
+    .unwrap();
+    let whole = locksim(&["sweep", s(&file), "--json"]);
+    assert!(whole.status.success(), "{}", text(&whole.stderr));
+    let whole: serde_json::Value = serde_json::from_slice(&whole.stdout).unwrap();
+    let mut parts = Vec::new();
+    for i in 0..2 {
+        let p = dir.join(format!("p{i}.jsonl"));
+        let shard = format!("{i}/2");
+        let o = locksim(&["sweep", s(&file), "--shard", &shard, "--out", s(&p)]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        // One shard does not judge the file, and says so rather than "0 failed".
+        let err = text(&o.stderr);
+        assert!(
+            err.contains("judged at merge") && !err.contains("0 failed"),
+            "{err}"
+        );
+        parts.push(s(&p).to_string());
+    }
+    let merged = locksim(&["merge", "--json", &parts[0], &parts[1]]);
+    assert!(merged.status.success(), "{}", text(&merged.stderr));
+    let merged: serde_json::Value = serde_json::from_slice(&merged.stdout).unwrap();
+    let (a, b) = (&merged["frontiers"][0], &whole["frontiers"][0]);
+    for k in [
+        "file", "name", "ok", "verdict", "problems", "axes", "points",
+    ] {
+        assert_eq!(a[k], b[k], "{k}");
+    }
+    assert_eq!(a["verdict"], "PASS");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn files_that_are_not_records_say_what_records_are() {
+    let dir = scratch("not-records");
+    let notes = dir.join("notes.txt");
+    std::fs::write(&notes, "hello\n").unwrap();
+    let err = refused(
+        &locksim(&["merge", s(&notes)]),
+        &["notes.txt:1: not a locksim record (expected", "--out"],
+    );
+    assert!(err.contains("expected value"), "serde's detail: {err}");
+    // A JSON object of another kind (a run's --json) is not a record either.
+    let json = dir.join("summary.jsonl");
+    std::fs::write(&json, "{\"digest\":\"ab\",\"verdict\":{}}\n").unwrap();
+    refused(
+        &locksim(&["merge", s(&json)]),
+        &[
+            "summary.jsonl:1: not a locksim record",
+            "unknown field `digest`",
+        ],
+    );
+    // A scenario file gets told what to do with it.
+    refused(
+        &locksim(&["merge", "../../sims/central-safe.toml"]),
+        &[
+            "central-safe.toml:1: not a locksim record",
+            "locksim campaign FILE",
+        ],
+    );
+    // --resume reads records too.
+    refused(
+        &locksim(&[
+            "campaign",
+            "--algo",
+            "central",
+            "--faults",
+            "none",
+            "--seeds",
+            "2",
+            "--resume",
+            "--out",
+            s(&notes),
+        ]),
+        &["notes.txt:1: not a locksim record"],
+    );
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "hello\n");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_file_given_to_the_other_command_gets_a_hint() {
+    let frontier = "../../sims/frontier/redlock-pause.toml";
+    let campaign = "../../sims/central-safe.toml";
+    refused(
+        &locksim(&["campaign", frontier]),
+        &[
+            "redlock-pause.toml",
+            "this is a frontier file",
+            "locksim sweep",
+        ],
+    );
+    refused(
+        &locksim(&["run", frontier, "--seed", "0"]),
+        &["this is a frontier file", "locksim sweep"],
+    );
+    refused(
+        &locksim(&["sweep", campaign]),
+        &[
+            "central-safe.toml",
+            "this is a campaign file",
+            "locksim campaign",
+        ],
+    );
+}
+
+#[test]
+fn vary_ranges_from_zero_and_point_counts() {
+    // A bare 0 is zero in any unit: `0..1s:3` is three durations.
+    let o = locksim(&[
+        "sweep",
+        "--algo",
+        "central",
+        "--faults",
+        "pause",
+        "--vary",
+        "pause_max=0..1s:3",
+        "--seeds",
+        "2",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["axes"][0]["values"],
+        serde_json::json!(["0s", "500ms", "1s"])
+    );
+    assert_eq!(v["axes"][0]["unit"], "duration");
+    let err = refused(
+        &locksim(&["sweep", "--algo", "central", "--vary", "x=0..1s:0"]),
+        &["0 points", "at least 2"],
+    );
+    assert!(!err.contains("mix"), "{err}");
+    refused(
+        &locksim(&["sweep", "--algo", "central", "--vary", "pause_max=1s..2s:1"]),
+        &["1 point (", "at least 2"],
+    );
+    refused(
+        &locksim(&["sweep", "--algo", "central", "--vary", "pause_max=5..2s:3"]),
+        &["mix durations and integers", "unit"],
+    );
+}
+
+#[test]
+fn a_knob_or_an_algorithm_given_twice_is_an_error() {
+    refused(
+        &locksim(&[
+            "sweep",
+            "--algo",
+            "central",
+            "--vary",
+            "ttl=1s..2s:2",
+            "--set",
+            "ttl=3s",
+        ]),
+        &["`ttl` is both varied", "ttl=3s"],
+    );
+    refused(
+        &locksim(&[
+            "run", "--algo", "central", "--seed", "1", "--set", "ttl=1s", "--set", "ttl=2s",
+        ]),
+        &["`ttl` is set twice", "ttl=1s", "ttl=2s"],
+    );
+    refused(
+        &locksim(&[
+            "campaign",
+            "--algo",
+            "redlock",
+            "--seeds",
+            "1",
+            "--set",
+            "clients=2",
+            "--set",
+            "clients=4",
+        ]),
+        &["`clients` is set twice"],
+    );
+    refused(
+        &locksim(&["campaign", "--algo", "central,central", "--seeds", "1"]),
+        &["algorithm `central` is named twice"],
+    );
+    let err = refused(
+        &locksim(&[
+            "sweep",
+            "--algo",
+            "redlock,redlock",
+            "--vary",
+            "ttl=1s..2s:2",
+            "--seeds",
+            "1",
+        ]),
+        &["algorithm `redlock` is named twice"],
+    );
+    assert!(!err.contains(" at "), "not blamed on a point: {err}");
+}
+
+#[test]
+fn a_sharded_campaign_says_its_expectations_are_judged_at_merge() {
+    let dir = scratch("shard-summary");
+    std::fs::write(
+        dir.join("a.toml"),
+        "algorithm = \"central\"\nfaults = [\"none\"]\nseeds = 4\nexpect = \"safe\"\n",
+    )
+    .unwrap();
+    let o = locksim(&["campaign", s(&dir), "--shard", "0/2"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("judged at merge"), "{err}");
+    assert!(!err.contains("failed their expectation"), "{err}");
+    let o = locksim(&["campaign", s(&dir), "--shard", "1/2", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let verdict = v["campaigns"][0]["verdict"].as_str().unwrap_or_default();
+    assert!(verdict.contains("judged at merge"), "{v}");
+    let whole = locksim(&["campaign", s(&dir)]);
+    assert!(text(&whole.stderr).contains("0 failed their expectation"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The column of every line of `block` (a header and its rows) where the text below the
+/// header's `name` ends: right-aligned columns end at the same place on every line.
+fn assert_aligned(block: &[&str], name: &str) {
+    // The headers are ASCII: a byte index is a character index.
+    let at = block[0]
+        .find(name)
+        .unwrap_or_else(|| panic!("{name} in {block:?}"))
+        + name.len();
+    for l in &block[1..] {
+        let c: Vec<char> = l.chars().collect();
+        assert!(
+            c.len() >= at && c[at - 1] != ' ' && c.get(at).is_none_or(|&x| x == ' '),
+            "`{name}` column shifted:\n{}\n{l}",
+            block[0]
+        );
+    }
+}
+
+#[test]
+fn tables_line_up_with_long_labels_and_say_one_server() {
+    let dir = scratch("tables");
+    let plan = dir.join("plan.toml");
+    std::fs::write(
+        &plan,
+        "[[fault]]\nat = \"2s\"\ntype = \"pause\"\nnode = \"c1\"\nduration = \"1s\"\n",
+    )
+    .unwrap();
+    let o = locksim(&[
+        "campaign",
+        "--algo",
+        "central,central-fencing",
+        "--faults",
+        "crash-restart",
+        "--plan",
+        s(&plan),
+        "--seeds",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("crash-restart+plan"), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    let main = &lines[..3];
+    assert_aligned(main, "seeds");
+    assert_aligned(main, "grants");
+    let m = lines
+        .iter()
+        .position(|l| l.starts_with("lock metrics"))
+        .unwrap();
+    assert_aligned(&lines[m..m + 3], "acquire p50/p99");
+    assert_aligned(&lines[m..m + 3], "msgs (dropped)");
+
+    // A knob longer than the sweep table's usual column.
+    let o = locksim(&[
+        "sweep",
+        "--algo",
+        "central",
+        "--faults",
+        "pause",
+        "--vary",
+        "c1.clock_drift_ppm=0..200000:3",
+        "--seeds",
+        "2",
+    ]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let lines: Vec<&str> = out.lines().take(4).collect();
+    assert!(lines[0].contains("c1.clock_drift_ppm"), "{out}");
+    assert_aligned(&lines, "c1.clock_drift_ppm");
+    assert_aligned(&lines, "seeds");
+
+    // One server is one server.
+    refused(
+        &locksim(&[
+            "run",
+            "--algo",
+            "central",
+            "--seed",
+            "1",
+            "--max-memory",
+            "1KiB",
+        ]),
+        &["central with 1 server and 3 clients"],
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
