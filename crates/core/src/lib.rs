@@ -17,6 +17,7 @@
 //!
 //! Data flows one way: scenario → simulation → history → checkers → verdict.
 
+pub mod clock;
 pub mod fault;
 pub mod file;
 pub mod history;

@@ -18,11 +18,11 @@ use crate::conn::{read_line, CallError, Conn};
 use crate::lock::{Grant, Host, LockClient, Outcome};
 use crate::node::{sleep_until, true_now, Log, NodeSpec};
 use crate::resource::{read_answer, write_line, WriteResp};
-use crate::vclock::VClock;
+use locksim_core::clock::Clock;
 
 struct Client {
     spec: NodeSpec,
-    clock: VClock,
+    clock: Clock,
     log: Log,
     /// Next operation / handle number of this incarnation.
     next: std::cell::Cell<u64>,
@@ -30,7 +30,7 @@ struct Client {
 
 impl Host for Client {
     fn now(&self, clock: LocalClock) -> i64 {
-        self.clock.now(clock, true_now(self.spec.t0))
+        self.clock.read(clock, true_now(self.spec.t0))
     }
     fn granted(&self, server: u32, key: u32, token: Option<u64>) {
         let t = true_now(self.spec.t0);
@@ -295,7 +295,7 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
     );
     let end = s.end();
     let c = Client {
-        clock: VClock::of(s, spec.node),
+        clock: crate::vclock::of(s, spec.node),
         log,
         next: std::cell::Cell::new(1),
         spec: spec.clone(),

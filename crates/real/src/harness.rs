@@ -25,7 +25,6 @@ use crate::node::{host_mono, true_now, NodeSpec};
 use crate::procs::{spawn, Procs};
 use crate::resp::{read_reply, request, Reply};
 use crate::support::Backend;
-use crate::vclock::VClock;
 use crate::{nft, RealError, RealOptions, RealRun};
 
 /// Set by SIGINT / SIGTERM (a second one ends the process at once).
@@ -105,7 +104,7 @@ struct Run<'a> {
     down: BTreeMap<NodeId, bool>,
     incarnation: BTreeMap<NodeId, u32>,
     events: Vec<Event>,
-    clocks: BTreeMap<NodeId, VClock>,
+    clocks: BTreeMap<NodeId, locksim_core::clock::Clock>,
     /// The clock files of servers whose clocks the plan faults.
     server_clocks: BTreeMap<NodeId, crate::clockfile::ClockFile>,
 }
@@ -687,7 +686,7 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         events: Vec::new(),
         clocks: (0..c.nodes())
             .filter(|&n| c.role(n) != Role::Resource)
-            .map(|n| (n, VClock::of(scenario, n)))
+            .map(|n| (n, crate::vclock::of(scenario, n)))
             .collect(),
         server_clocks: BTreeMap::new(),
     };

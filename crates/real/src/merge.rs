@@ -11,8 +11,6 @@ use locksim_core::fault::Fault;
 use locksim_core::history::{Event, EventKind};
 use locksim_core::{History, Role, Scenario};
 
-use crate::vclock::VClock;
-
 /// Reads one node log; a torn last line (a process killed mid-write) is dropped.
 ///
 /// # Errors
@@ -102,8 +100,8 @@ pub fn history(scenario: &Scenario, mut events: Vec<Event>) -> History {
     date_grants_by_token(scenario, &mut events);
     // Stable: events of one process at the same nanosecond keep their log order.
     events.sort_by_key(|e| e.time);
-    let clocks: Vec<Option<VClock>> = (0..scenario.cluster.nodes())
-        .map(|n| (scenario.cluster.role(n) == Role::Client).then(|| VClock::of(scenario, n)))
+    let clocks: Vec<Option<locksim_core::clock::Clock>> = (0..scenario.cluster.nodes())
+        .map(|n| (scenario.cluster.role(n) == Role::Client).then(|| crate::vclock::of(scenario, n)))
         .collect();
     for (i, e) in events.iter_mut().enumerate() {
         e.id = i as u64;

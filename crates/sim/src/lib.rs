@@ -12,7 +12,8 @@
 //! trait), [`resource`] (the fenced resource), [`workload`] (clients), [`holder`] (what a holder does: work, renewal, renew deadline, step-down), [`world`] (shared state
 //! and the recorder), [`run`] (one scenario, start to end).
 
-pub mod clock;
+/// Per-node clocks: the model lives in `locksim-core` (real mode's virtual clocks use it too).
+pub use locksim_core::clock;
 pub mod ctx;
 pub mod disk;
 pub mod holder;

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use locksim_core::history::EventKind;
-use locksim_core::{History, LocalClock, Role, Scenario};
+use locksim_core::{History, Role, Scenario};
 use madsim::runtime::{Handle, Runtime};
 
 use crate::ctx::{node_addr, NodeCtx};
@@ -96,11 +96,7 @@ fn finish(world: &World, end: u64) -> History {
             deadline: Some(d), ..
         } = &mut e.kind
         {
-            let clock = world.clock(e.node);
-            d.at = match d.clock {
-                LocalClock::Mono => clock.true_time_of_mono(d.local.max(0) as u64).max(e.time),
-                LocalClock::Wall => clock.true_time_of_wall(e.time, d.local),
-            };
+            d.at = world.clock(e.node).reach(d.clock, d.local, e.time);
         }
     }
     let mut links = world.links();

@@ -11,7 +11,8 @@
 //! true time at which it was (or will be) reached — that is how a client's validity deadline,
 //! computed in local time, becomes a true-time end of its hold.
 
-use locksim_core::Nanos;
+use crate::history::LocalClock;
+use crate::Nanos;
 
 /// One linear piece of the monotonic clock: from true time `t0`, `mono = m0 + (t - t0)·rate`.
 #[derive(Debug, Clone, Copy)]
@@ -146,6 +147,23 @@ impl Clock {
         }
     }
 
+    /// The reading of `clock` at true time `t`, ns.
+    pub fn read(&self, clock: LocalClock, t: Nanos) -> i64 {
+        match clock {
+            LocalClock::Wall => self.wall(t),
+            LocalClock::Mono => self.mono(t) as i64,
+        }
+    }
+
+    /// The first true time at or after `from` at which `clock` reads at least `local`: how a
+    /// validity deadline computed in local time becomes the end of a hold in true time.
+    pub fn reach(&self, clock: LocalClock, local: i64, from: Nanos) -> Nanos {
+        match clock {
+            LocalClock::Mono => self.true_time_of_mono(local.max(0) as u64).max(from),
+            LocalClock::Wall => self.true_time_of_wall(from, local),
+        }
+    }
+
     /// True duration that a local duration `d` (ns) takes at the current rate.
     pub fn true_duration(&self, d: Nanos) -> Nanos {
         let rate = 1_000_000 + self.ppm() as i128;
@@ -156,7 +174,7 @@ impl Clock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use locksim_core::time::SEC;
+    use crate::time::SEC;
 
     #[test]
     fn perfect_clock_tracks_true_time() {
