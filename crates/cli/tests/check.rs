@@ -3,18 +3,9 @@
 //! shared histories (`../shared/data/histories`); skips with a note when they are missing.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
-fn locksim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_locksim"))
-        .args(args)
-        .output()
-        .expect("locksim runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod common;
+use common::{locksim, text};
 
 fn histories() -> Option<PathBuf> {
     let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/histories");

@@ -1,17 +1,9 @@
 //! The `locksim` command as a user meets it: exit codes, one-line errors, JSON output.
 
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn locksim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_locksim"))
-        .args(args)
-        .output()
-        .expect("locksim runs")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{locksim, stderr};
 
 /// Bad input: exit code 2 and exactly one line on stderr that contains every `needles`.
 fn rejects(args: &[&str], needles: &[&str]) {

@@ -4,25 +4,17 @@
 //! time (real runs share the 127.0.0.N addresses).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+mod common;
+use common::{locksim, text};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn locksim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_locksim"))
-        .args(args)
-        .output()
-        .expect("locksim runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn have(tool: &str, why: &str) -> bool {

@@ -2,14 +2,9 @@
 //! named and refused; the same trace renders to the same bytes.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn locksim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_locksim"))
-        .args(args)
-        .output()
-        .expect("locksim runs")
-}
+mod common;
+use common::locksim;
 
 fn traces() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces");

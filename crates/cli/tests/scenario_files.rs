@@ -2,22 +2,9 @@
 //! `run`/`shrink FILE.toml --seed N`, `--plan`, and the errors a person meets writing them.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn locksim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_locksim"))
-        .args(args)
-        .output()
-        .expect("locksim runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{locksim, stderr, stdout};
 
 /// A fresh folder for one test's files.
 fn scratch(name: &str) -> PathBuf {

@@ -1,18 +1,10 @@
 //! `locksim sweep` as a user meets it: the JSON a sweep prints, sharding and `merge`, the
 //! report page and its files, frontier files that fail when a boundary moves, bad input.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn locksim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_locksim"))
-        .args(args)
-        .output()
-        .expect("locksim runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod common;
+use common::{locksim, text};
 
 const SWEEP: &[&str] = &[
     "sweep",

@@ -6,28 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-fn locksim(args: &[&str]) -> Output {
-    locksim_env(args, &[])
-}
-
-fn locksim_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_locksim"));
-    c.args(args)
-        .env_remove("JOB_COMPLETION_INDEX")
-        .env_remove("JOB_COMPLETIONS");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().expect("locksim runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{locksim, locksim_env, stderr, stdout};
 
 /// Exit 2, one line on stderr holding every needle, nothing on stdout.
 fn refused(o: &Output, needles: &[&str]) {

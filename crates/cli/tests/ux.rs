@@ -3,18 +3,10 @@
 //! given twice, a shard's summary, and tables whose columns line up.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn locksim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_locksim"))
-        .args(args)
-        .output()
-        .expect("locksim runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod common;
+use common::{locksim, text};
 
 /// A fresh folder for one test (removed first if an earlier run left it).
 fn scratch(name: &str) -> PathBuf {

@@ -109,34 +109,15 @@ struct Run<'a> {
     server_clocks: BTreeMap<NodeId, crate::clockfile::ClockFile>,
 }
 
-/// `redis-server --version`'s first line.
+/// The first line `SERVER --version` prints (`Redis server v=7.0.15 …`, `etcd Version: 3.4.23`).
 ///
 /// # Errors
-/// When it cannot be run.
-pub fn redis_version(redis: &str) -> Result<String, String> {
-    let out = Command::new(redis).arg("--version").output().map_err(|e| {
-        format!(
-            "cannot run {redis} ({e}): real mode needs redis-server (Debian: apt-get install redis-server)"
-        )
-    })?;
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_string())
-}
-
-/// `etcd --version`'s first line.
-///
-/// # Errors
-/// When it cannot be run.
-pub fn etcd_version(etcd: &str) -> Result<String, String> {
-    let out = Command::new(etcd).arg("--version").output().map_err(|e| {
-        format!(
-            "cannot run {etcd} ({e}): real mode of raft-lease needs etcd 3.4 (Debian: apt-get install etcd-server)"
-        )
-    })?;
+/// When it cannot be run: `needs` says what needs it and how to install it.
+pub fn server_version(server: &str, needs: &str) -> Result<String, String> {
+    let out = Command::new(server)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("cannot run {server} ({e}): {needs}"))?;
     Ok(String::from_utf8_lossy(&out.stdout)
         .lines()
         .next()
@@ -626,9 +607,15 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         )));
     }
     let version = if backend.etcd() {
-        etcd_version(&opts.etcd)
+        server_version(
+            &opts.etcd,
+            "real mode of raft-lease needs etcd 3.4 (Debian: apt-get install etcd-server)",
+        )
     } else {
-        redis_version(&opts.redis)
+        server_version(
+            &opts.redis,
+            "real mode needs redis-server (Debian: apt-get install redis-server)",
+        )
     }
     .map_err(RealError::Setup)?;
     if has_network_faults(scenario) {

@@ -1,0 +1,38 @@
+//! What every CLI test file needs: running the `locksim` binary under test and reading its
+//! output. (`tests/common/` is a module, not a test binary: each test file says `mod common;`.)
+#![allow(dead_code)] // each test file uses some of these
+
+use std::process::{Command, Output};
+
+/// Runs `locksim ARGS` and waits for it. A Kubernetes Indexed Job's shard variables are
+/// removed, so a test run inside such a Job still sees an unsharded `locksim`.
+pub fn locksim(args: &[&str]) -> Output {
+    locksim_env(args, &[])
+}
+
+/// Runs `locksim ARGS` with the extra environment `env`.
+pub fn locksim_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_locksim"));
+    c.args(args)
+        .env_remove("JOB_COMPLETION_INDEX")
+        .env_remove("JOB_COMPLETIONS");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("locksim runs")
+}
+
+/// Bytes as text (lossy).
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A run's standard output.
+pub fn stdout(o: &Output) -> String {
+    text(&o.stdout)
+}
+
+/// A run's standard error.
+pub fn stderr(o: &Output) -> String {
+    text(&o.stderr)
+}
