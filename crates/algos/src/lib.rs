@@ -31,6 +31,7 @@ use locksim_sim::LockAlgorithm;
 pub mod aplock;
 pub mod central;
 pub mod dblease;
+mod inputs;
 pub mod k8slease;
 pub mod knobs;
 pub mod lockserver;

@@ -173,25 +173,8 @@ pub async fn serve(ctx: NodeCtx, cfg: ServerConfig) {
     s.roles_changed();
 
     let (tx, mut rx) = mpsc::unbounded();
-    let (ticks, tick) = (tx.clone(), cfg.tick);
-    let c = ctx.clone();
-    madsim::task::spawn_local(async move {
-        loop {
-            c.sleep(tick).await;
-            if ticks.unbounded_send(Input::Tick).is_err() {
-                return;
-            }
-        }
-    });
-    let c = ctx.clone();
-    madsim::task::spawn_local(async move {
-        loop {
-            let m = c.recv().await;
-            if tx.unbounded_send(Input::Net(m)).is_err() {
-                return;
-            }
-        }
-    });
+    crate::inputs::every(&ctx, cfg.tick, tx.clone(), || Input::Tick);
+    crate::inputs::messages(&ctx, tx, Input::Net);
     while let Some(input) = rx.next().await {
         match input {
             Input::Tick => {

@@ -45,25 +45,8 @@ pub async fn serve(ctx: NodeCtx, cfg: RedisFailover) {
         _ => (0, 0),
     };
     let (tx, mut rx) = mpsc::unbounded();
-    let ticks = tx.clone();
-    let c = ctx.clone();
-    madsim::task::spawn_local(async move {
-        loop {
-            c.sleep(PING_EVERY).await;
-            if ticks.unbounded_send(Input::Tick).is_err() {
-                return;
-            }
-        }
-    });
-    let (c, net) = (ctx.clone(), tx.clone());
-    madsim::task::spawn_local(async move {
-        loop {
-            let m = c.recv().await;
-            if net.unbounded_send(Input::Net(m)).is_err() {
-                return;
-            }
-        }
-    });
+    crate::inputs::every(&ctx, PING_EVERY, tx.clone(), || Input::Tick);
+    crate::inputs::messages(&ctx, tx.clone(), Input::Net);
     // Pings run in their own task so that clients are answered meanwhile.
     let mut pinging = false;
     let mut last_ok = ctx.mono_now();

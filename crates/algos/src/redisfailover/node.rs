@@ -189,25 +189,8 @@ pub async fn serve(ctx: NodeCtx, cfg: RedisFailover) {
         tx: tx.clone(),
     };
     n.announce();
-    let beats = tx.clone();
-    let c = ctx.clone();
-    madsim::task::spawn_local(async move {
-        loop {
-            c.sleep(100_000_000).await;
-            if beats.unbounded_send(Input::Heartbeat).is_err() {
-                return;
-            }
-        }
-    });
-    let c = ctx.clone();
-    madsim::task::spawn_local(async move {
-        loop {
-            let m = c.recv().await;
-            if tx.unbounded_send(Input::Net(m)).is_err() {
-                return;
-            }
-        }
-    });
+    crate::inputs::every(&ctx, 100_000_000, tx.clone(), || Input::Heartbeat);
+    crate::inputs::messages(&ctx, tx, Input::Net);
     while let Some(input) = rx.next().await {
         match input {
             Input::Net(m) => n.on_message(m).await,

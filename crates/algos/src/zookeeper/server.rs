@@ -270,24 +270,8 @@ pub async fn serve(ctx: NodeCtx, cfg: Zookeeper) {
     if ctx.id() == LEADER {
         ctx.set_leader(Some(1));
     }
-    let (c, ticks, tick) = (ctx.clone(), tx.clone(), s.cfg.tick);
-    madsim::task::spawn_local(async move {
-        loop {
-            c.sleep(tick).await;
-            if ticks.unbounded_send(Input::Tick).is_err() {
-                return;
-            }
-        }
-    });
-    let c = ctx.clone();
-    madsim::task::spawn_local(async move {
-        loop {
-            let m = c.recv().await;
-            if tx.unbounded_send(Input::Net(m)).is_err() {
-                return;
-            }
-        }
-    });
+    crate::inputs::every(&ctx, s.cfg.tick, tx.clone(), || Input::Tick);
+    crate::inputs::messages(&ctx, tx, Input::Net);
     while let Some(input) = rx.next().await {
         match input {
             Input::Net(m) => s.on_message(m).await,
