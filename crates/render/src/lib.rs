@@ -213,6 +213,20 @@ pub(crate) fn fill(template: &str, values: &[(&str, String)]) -> String {
     out
 }
 
+/// The start of a self-contained report page: doctype, `title` (escaped) as title and
+/// heading, the page's `style`, then each of `notes` as a subtitle line.
+fn page_head(title: &str, style: &str, notes: &[String]) -> String {
+    let mut h = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"generator\" content=\"locksim render\">\n<title>{}</title><style>{style}</style></head><body>\n<h1>{}</h1>\n",
+        text(title),
+        text(title)
+    );
+    for n in notes {
+        h += &format!("<p class=\"sub\">{}</p>\n", text(n));
+    }
+    h
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -175,14 +175,7 @@ fn metrics_table(cells: &[ReportCell]) -> String {
 /// The report page: `title`, lines of `notes`, then each section's matrix and its lock
 /// metrics. Self-contained (no script, no external resource).
 pub fn campaign_report(title: &str, notes: &[String], sections: &[ReportSection]) -> String {
-    let mut h = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"generator\" content=\"locksim render\">\n<title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
-        text(title),
-        text(title)
-    );
-    for n in notes {
-        h += &format!("<p class=\"sub\">{}</p>\n", text(n));
-    }
+    let mut h = crate::page_head(title, STYLE, notes);
     h += "<p>Each number counts seeds (runs) that violate the property: S1 = a double grant (two clients held the lock at the same true time); S2 = a stale write (the resource accepted an older grant's write after a newer one's); S3 = the lock service's answers fit no correct lease lock. Each violated cell links to the timeline of its first failing seed, shrunk to a minimal scenario that fails the same way.</p>\n";
     for s in sections {
         if let Some(heading) = &s.heading {

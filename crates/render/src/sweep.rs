@@ -591,14 +591,7 @@ const SCRIPT: &str = r#"(function () {
 /// The page: `title`, `notes`, then each section's plots and table. Self-contained (inline
 /// SVG, style and script; nothing fetched); the same input gives the same bytes.
 pub fn sweep_report(title: &str, notes: &[String], sections: &[SweepSection]) -> String {
-    let mut h = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"generator\" content=\"locksim render\">\n<title>{}</title><style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
-        text(title),
-        text(title)
-    );
-    for n in notes {
-        h += &format!("<p class=\"sub\">{}</p>\n", text(n));
-    }
+    let mut h = crate::page_head(title, STYLE, notes);
     h += "<p>Each rate counts the seeds (runs) that violate the property, out of the seeds on which it was judged, with a 95% Wilson score interval (the band). S1 = a double grant; S2 = a stale write accepted; S3 = the lock service's answers fit no correct lease lock; S4 = a release freed another grant's lock. A cross marks a point that proves nothing or less than it seems (no grants, undecided checks, seeds that failed to run); the table says why. Each point links to the timeline of its first failing seed, shrunk.</p>\n<div id=\"readout\"></div>\n";
     for s in sections {
         if let Some(heading) = &s.heading {
