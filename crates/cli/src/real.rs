@@ -171,7 +171,18 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
     let opts = options(&a.redis, &a.etcd)?;
     // Refuse what real mode cannot run before anything starts (one line, exit 2).
     locksim_real::support::backend(&scenario)
-        .and_then(|b| locksim_real::support::check_plan(&scenario, &b, opts.clockshim.is_some()))
+        .and_then(|b| {
+            // The file's own names for its faults (number and line); a drawn one by its time.
+            let name = |tf: &locksim_core::fault::TimedFault| {
+                file.plan
+                    .faults
+                    .iter()
+                    .position(|f| f == tf)
+                    .and_then(|i| file.fault_names.get(i).cloned())
+                    .unwrap_or_else(|| locksim_real::support::fault_at(tf))
+            };
+            locksim_real::support::check_plan(&scenario, &b, opts.clockshim.is_some(), &name)
+        })
         .map_err(|e| format!("{}: real mode: {e}", a.file.display()))?;
     if let Some(t) = &a.trace {
         if t.exists() && !a.force {

@@ -68,7 +68,7 @@ fn what_real_mode_cannot_run_is_one_line_and_exit_2() {
             "delay.toml",
             "algorithm = \"redlock\"\n",
             "[[fault]]\nat = \"0s\"\ntype = \"delay\"\nfrom = \"c1\"\nto = \"servers\"\nmin = \"1ms\"\nmax = \"2ms\"\nduration = \"1s\"\n",
-            "fault 1 (delay)",
+            "fault #1 (delay, line 8)",
         ),
         (
             "step.toml",

@@ -294,19 +294,34 @@ fn read_fault(c: &Cluster, t: &toml::Table) -> Result<TimedFault, String> {
 /// The first bad entry: `fault #N (TYPE, line L): `field`: problem` — an unknown type, field
 /// or node, a missing field, a negative duration, an `at` at or after the run's end.
 pub fn read_faults(raw: &[RawFault], cluster: &Cluster, end: Nanos) -> Result<FaultPlan, String> {
+    read_faults_named(raw, cluster, end).map(|(plan, _)| plan)
+}
+
+/// How errors name entry `i` (from 0) of `raw`: `fault #N (TYPE, line L)`.
+pub fn fault_name(raw: &[RawFault], i: usize) -> String {
+    let r = &raw[i];
+    let kind = r.table.get("type").and_then(|t| t.as_str()).unwrap_or("?");
+    let kind = quote(kind);
+    let kind = kind.trim_matches('"');
+    match r.line {
+        Some(l) => format!("fault #{} ({kind}, line {l})", i + 1),
+        None => format!("fault #{} ({kind})", i + 1),
+    }
+}
+
+/// [`read_faults`], and for each fault of the plan (which is sorted by time, so not always
+/// in the file's order) the name errors give it ([`fault_name`]).
+///
+/// # Errors
+/// As [`read_faults`].
+pub fn read_faults_named(
+    raw: &[RawFault],
+    cluster: &Cluster,
+    end: Nanos,
+) -> Result<(FaultPlan, Vec<String>), String> {
     let mut faults = Vec::with_capacity(raw.len());
     for (i, r) in raw.iter().enumerate() {
-        let what = {
-            let kind = r.table.get("type").and_then(|t| t.as_str()).unwrap_or("?");
-            match r.line {
-                Some(l) => format!(
-                    "fault #{} ({}, line {l})",
-                    i + 1,
-                    quote(kind).trim_matches('"')
-                ),
-                None => format!("fault #{} ({})", i + 1, quote(kind).trim_matches('"')),
-            }
-        };
+        let what = fault_name(raw, i);
         let tf = read_fault(cluster, &r.table).map_err(|e| format!("{what}: {e}"))?;
         if tf.at >= end {
             return Err(format!(
@@ -315,9 +330,12 @@ pub fn read_faults(raw: &[RawFault], cluster: &Cluster, end: Nanos) -> Result<Fa
                 fmt_nanos(end as i128)
             ));
         }
-        faults.push(tf);
+        faults.push((tf, what));
     }
-    Ok(FaultPlan::new(faults))
+    // The plan's own order: by time, stably (FaultPlan::new sorts the same way).
+    faults.sort_by_key(|(tf, _)| tf.at);
+    let (faults, names): (Vec<TimedFault>, Vec<String>) = faults.into_iter().unzip();
+    Ok((FaultPlan::new(faults), names))
 }
 
 /// The per-client settings, with what each means, for `locksim list` and errors.

@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use locksim_core::fault::parse_kinds;
-use locksim_core::scenario_file::{read_clients, read_faults, RawFault};
+use locksim_core::scenario_file::{read_clients, read_faults, read_faults_named, RawFault};
 use locksim_core::text::plural;
 use locksim_core::{ClientProfile, FaultPlan, Property};
 use serde::Deserialize;
@@ -89,6 +89,9 @@ pub struct CampaignFile {
     pub faults: String,
     /// The explicit plan (`[[fault]]` entries), in every seed.
     pub plan: FaultPlan,
+    /// For each fault of `plan` (sorted by time), how errors name it: `fault #N (TYPE, line
+    /// L)`, its number and line in the file.
+    pub fault_names: Vec<String>,
     /// Per-client settings (`[client.cN]` tables).
     pub clients: BTreeMap<String, ClientProfile>,
     /// The file's description, if any.
@@ -277,7 +280,8 @@ impl CampaignFile {
                 table: f.get_ref().clone(),
             })
             .collect();
-        let plan = read_faults(&raw_faults, &setup.cluster, setup.end()).map_err(at)?;
+        let (plan, fault_names) =
+            read_faults_named(&raw_faults, &setup.cluster, setup.end()).map_err(at)?;
         Ok(CampaignFile {
             path: path.to_path_buf(),
             name: raw.name.unwrap_or_else(|| {
@@ -290,6 +294,7 @@ impl CampaignFile {
             algorithm: raw.algorithm,
             faults,
             plan,
+            fault_names,
             clients,
             description: raw.description,
             seeds: raw.seeds,

@@ -598,8 +598,13 @@ fn first_error_lines(dir: &Path) -> String {
 /// [`RealError`]: unsupported input (exit 2), missing tools, a failed or interrupted run.
 pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError> {
     let backend = crate::support::backend(scenario).map_err(RealError::Unsupported)?;
-    crate::support::check_plan(scenario, &backend, opts.clockshim.is_some())
-        .map_err(RealError::Unsupported)?;
+    crate::support::check_plan(
+        scenario,
+        &backend,
+        opts.clockshim.is_some(),
+        &crate::support::fault_at,
+    )
+    .map_err(RealError::Unsupported)?;
     if backend.servers != scenario.cluster.servers {
         return Err(RealError::Unsupported(format!(
             "the cluster has {} servers where {} needs {}",

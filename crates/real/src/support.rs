@@ -310,10 +310,22 @@ pub fn fault_type(f: &Fault) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// How a plan's fault is named in errors when nothing better is known: its time and type
+/// (`fault at 1.000s (delay)`); a file's own names (number and line) come from
+/// `CampaignFile::fault_names`.
+pub fn fault_at(tf: &locksim_core::fault::TimedFault) -> String {
+    format!(
+        "fault at {} ({})",
+        locksim_core::time::fmt_nanos(tf.at as i128),
+        fault_type(&tf.fault)
+    )
+}
+
 /// Checks that real mode can apply every fault of the plan and run the workload.
 ///
 /// # Errors
-/// One line naming the fault (its number from 1 and type) or the setting.
+/// One line naming the fault (as `name` gives it: [`fault_at`], or the file's number and
+/// line) or the setting.
 ///
 /// `backend`: the service the run starts; `server_clocks`: whether the clock shim is
 /// available, so clock faults on Redis servers can be applied.
@@ -321,6 +333,7 @@ pub fn check_plan(
     scenario: &Scenario,
     backend: &Backend,
     server_clocks: bool,
+    name: &dyn Fn(&locksim_core::fault::TimedFault) -> String,
 ) -> Result<(), String> {
     let c = &scenario.cluster;
     if c.nodes() > crate::addr::MAX_NODES {
@@ -341,9 +354,8 @@ pub fn check_plan(
             "`renew_every` / `renew_deadline`: lease renewal is not in real mode yet".into(),
         );
     }
-    for (i, tf) in scenario.faults.faults.iter().enumerate() {
-        let n = i + 1;
-        let refuse = |why: &str| Err(format!("fault {n} ({}): {why}", fault_type(&tf.fault)));
+    for tf in &scenario.faults.faults {
+        let refuse = |why: &str| Err(format!("{}: {why}", name(tf)));
         match &tf.fault {
             Fault::Partition { .. }
             | Fault::PartitionOneway { .. }
@@ -509,14 +521,14 @@ mod tests {
             }],
         );
         plan.cluster.servers = 3;
-        check_plan(&plan, &b, true).unwrap();
+        check_plan(&plan, &b, true, &fault_at).unwrap();
         plan.faults = FaultPlan::new(vec![TimedFault {
             at: SEC,
             fault: Fault::ClockStep { node: 1, delta: 1 },
         }]);
-        let e = check_plan(&plan, &b, true).unwrap_err();
+        let e = check_plan(&plan, &b, true, &fault_at).unwrap_err();
         assert!(
-            e.contains("fault 1 (clock_step)") && e.contains("etcd member"),
+            e.contains("fault at 1.000s (clock_step)") && e.contains("etcd member"),
             "{e}"
         );
         let redlock = scenario(
@@ -533,7 +545,7 @@ mod tests {
     }
 
     fn check_plan_of(s: &Scenario, shim: bool) -> Result<(), String> {
-        check_plan(s, &backend(s).unwrap(), shim)
+        check_plan(s, &backend(s).unwrap(), shim, &fault_at)
     }
 
     #[test]
@@ -565,14 +577,16 @@ mod tests {
         });
         let e = check_plan_of(&scenario("redlock", &[], bad), true).unwrap_err();
         assert!(
-            e.starts_with("fault 4 (delay)") && e.contains("netem"),
+            e.starts_with("fault at 1.000s (delay)") && e.contains("netem"),
             "{e}"
         );
         let mut bad = ok;
         bad[2] = Fault::ClockStep { node: 2, delta: 1 };
         let e = check_plan_of(&scenario("redlock", &[], bad.clone()), false).unwrap_err();
         assert!(
-            e.contains("fault 3 (clock_step)") && e.contains("n3") && e.contains("clock shim"),
+            e.contains("fault at 1.000s (clock_step)")
+                && e.contains("n3")
+                && e.contains("clock shim"),
             "{e}"
         );
         // With the shim, a server's clock step runs; the resource's clock is never faulted.
