@@ -787,6 +787,8 @@ struct Merged {
     shapes: BTreeSet<(usize, u64, u64)>,
     /// Shards named by the records, `I/N`.
     shards: BTreeSet<String>,
+    /// Whether the records are a sweep's (they name a point) or a campaign's; set by the first.
+    sweep: Option<bool>,
     /// A sweep's records name their point: by cell.
     points: BTreeMap<usize, String>,
     /// Per cell, the smallest failing seed whose record carries its scenario.
@@ -934,6 +936,17 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                 r.campaign.clone()
             };
             let m = by_campaign.entry(r.campaign.clone()).or_default();
+            // A sweep's records (they name a point) and a campaign's under one name (both
+            // from the command line, say) would be counted as one or the other: refuse.
+            let sweep = !r.point.is_empty();
+            if *m.sweep.get_or_insert(sweep) != sweep {
+                return Err(format!(
+                    "{}:{i}: a {} record among {} records of {label}: merge one kind at a time",
+                    path.display(),
+                    if sweep { "sweep's" } else { "campaign's" },
+                    if sweep { "campaign" } else { "sweep" }
+                ));
+            }
             m.shapes.insert((r.cells, r.first_seed, r.seeds));
             // One cell, one configuration: never add up runs of different settings.
             let this = (r.algorithm.clone(), r.faults, r.settings.clone());

@@ -8,9 +8,9 @@ use clap::Args;
 use locksim_core::{History, Property, Scenario, Trace, Verdict};
 use locksim_real::{RealError, RealOptions};
 
-use crate::out;
 use crate::run::verdict_code;
 use crate::scenario_args::{choose, Chosen};
+use crate::{out, plural};
 
 pub const REAL_HELP: &str = "\
 Starts the lock service as real processes, each on its own loopback address 127.0.0.N with a
@@ -169,21 +169,38 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
     let seed = a.seed.unwrap_or(file.first_seed);
     let scenario = chosen.scenario(seed);
     let opts = options(&a.redis, &a.etcd)?;
-    // Refuse what real mode cannot run before anything starts (one line, exit 2).
-    locksim_real::support::backend(&scenario)
-        .and_then(|b| {
-            // The file's own names for its faults (number and line); a drawn one by its time.
-            let name = |tf: &locksim_core::fault::TimedFault| {
-                file.plan
-                    .faults
-                    .iter()
-                    .position(|f| f == tf)
-                    .and_then(|i| file.fault_names.get(i).cloned())
-                    .unwrap_or_else(|| locksim_real::support::fault_at(tf))
-            };
-            locksim_real::support::check_plan(&scenario, &b, opts.clockshim.is_some(), &name)
-        })
-        .map_err(|e| format!("{}: real mode: {e}", a.file.display()))?;
+    if a.compare && a.trace.is_some() {
+        return Err(
+            "--trace records one real run; with --compare, run `locksim real FILE --seed N --trace F` for the run to keep"
+                .into(),
+        );
+    }
+    // Refuse what real mode cannot run before anything starts (one line, exit 2): with
+    // --compare, every seed's plan (seeded fault kinds draw a different one per seed).
+    let seeds = if a.compare { a.runs.clamp(1, 1000) } else { 1 };
+    for k in 0..seeds {
+        let s = chosen.scenario(seed + k);
+        let run = if a.compare {
+            format!(" (run {}, seed {})", k + 1, seed + k)
+        } else {
+            String::new()
+        };
+        locksim_real::support::backend(&s)
+            .and_then(|b| {
+                // The file's own names for its faults (number and line); a drawn one by its
+                // time.
+                let name = |tf: &locksim_core::fault::TimedFault| {
+                    file.plan
+                        .faults
+                        .iter()
+                        .position(|f| f == tf)
+                        .and_then(|i| file.fault_names.get(i).cloned())
+                        .unwrap_or_else(|| locksim_real::support::fault_at(tf))
+                };
+                locksim_real::support::check_plan(&s, &b, opts.clockshim.is_some(), &name)
+            })
+            .map_err(|e| format!("{}{run}: real mode: {e}", a.file.display()))?;
+    }
     if let Some(t) = &a.trace {
         if t.exists() && !a.force {
             return Err(format!(
@@ -240,15 +257,23 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
             "real run: {} (true time = host CLOCK_MONOTONIC; not replayable)\n",
             run.service
         ));
-        if grants(&run.history) == 0 {
-            out("WARNING: no client was granted the lock: this run proves nothing\n");
-        }
         out(&crate::timeline::render(
             &scenario,
             &run.history,
             &v,
             a.events,
+            a.liveness,
         ));
+    }
+    if grants(&run.history) == 0 {
+        // A zero is not a pass: said last, where it is seen, and exit 3 (proves nothing).
+        crate::error_line(&format!(
+            "{}: WARNING: no client was granted the lock in this real run: its verdict proves nothing (exit 3)",
+            a.file.display()
+        ));
+        if v.is_safe() {
+            return Ok(ExitCode::from(3));
+        }
     }
     Ok(ExitCode::from(verdict_code(&v)))
 }
@@ -269,6 +294,8 @@ fn compare(
     let mut real_count = vec![0u64; props.len()];
     let mut sim_count = vec![0u64; props.len()];
     let (mut real_grants, mut sim_grants, mut undecided) = (0, 0, 0);
+    // Runs (real) and seeds (simulated) in which no client was granted the lock.
+    let (mut real_empty, mut sim_empty) = (0u64, 0u64);
     for i in 0..a.runs {
         let s = chosen.scenario(first + i);
         let run = match real_run(&s, opts) {
@@ -280,12 +307,23 @@ fn compare(
         };
         let v = verdict(chosen, &s, &run.history, a.liveness);
         real_grants += grants(&run.history);
+        real_empty += (grants(&run.history) == 0) as u64;
         undecided += v.inconclusive.len();
         let got = violated(&v);
         for (k, p) in props.iter().enumerate() {
             real_count[k] += got.contains(p) as u64;
         }
-        eprintln!("real run {} of {}: {}", i + 1, a.runs, props_text(&got));
+        let none = if grants(&run.history) == 0 {
+            " (NO GRANT: proves nothing)"
+        } else {
+            ""
+        };
+        eprintln!(
+            "real run {} of {}: {}{none}",
+            i + 1,
+            a.runs,
+            props_text(&got)
+        );
         if locksim_real::interrupted() {
             return Ok(ExitCode::from(130));
         }
@@ -302,6 +340,7 @@ fn compare(
         let h = o.history.expect("a history");
         let v = verdict(chosen, &s, &h, a.liveness);
         sim_grants += grants(&h);
+        sim_empty += (grants(&h) == 0) as u64;
         undecided += v.inconclusive.len();
         let got = violated(&v);
         for (k, p) in props.iter().enumerate() {
@@ -325,14 +364,16 @@ fn compare(
             "{}\n",
             serde_json::json!({"file": a.file.display().to_string(), "runs": a.runs,
                 "first_seed": first, "properties": rows, "real_grants": real_grants,
-                "sim_grants": sim_grants, "undecided": undecided, "agree": all_agree})
+                "sim_grants": sim_grants, "real_runs_without_grants": real_empty,
+                "sim_seeds_without_grants": sim_empty, "undecided": undecided,
+                "agree": all_agree})
         ));
     } else {
         let mut t = format!(
-            "{}: {} real runs and {} simulated seeds (from seed {first})\n",
+            "{}: {} and {} (from seed {first})\n",
             a.file.display(),
-            a.runs,
-            a.runs
+            plural(a.runs, "real run"),
+            plural(a.runs, "simulated seed")
         );
         t += "property    real     sim  agree\n";
         for (k, p) in props.iter().enumerate() {
@@ -347,13 +388,23 @@ fn compare(
             );
         }
         t += &format!("grants: {real_grants} real, {sim_grants} simulated\n");
-        if real_grants == 0 || sim_grants == 0 {
-            t += "WARNING: a side granted nothing: its column proves nothing\n";
+        if real_empty > 0 || sim_empty > 0 {
+            t += &format!(
+                "WARNING: no client was granted the lock in {} and {}: those prove nothing\n",
+                plural(real_empty, "real run"),
+                plural(sim_empty, "simulated seed")
+            );
         }
         if undecided > 0 {
             t += &format!("UNDECIDED: {undecided} checks ran out of budget\n");
         }
         out(&t);
     }
-    Ok(ExitCode::from(if all_agree { 0 } else { 1 }))
+    Ok(ExitCode::from(if !all_agree {
+        1
+    } else if real_empty > 0 || sim_empty > 0 {
+        3
+    } else {
+        0
+    }))
 }

@@ -119,6 +119,7 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
             history,
             &result.verdict,
             a.events,
+            true,
         ));
     }
     Ok(ExitCode::from(verdict_code(&result.verdict)))
@@ -139,12 +140,12 @@ mod tests {
         let out = locksim_explore::check_scenario(&scenario, setup.algo.clone());
         let history = out.history.expect("runs");
         let mut v = Verdict::default();
-        let safe = crate::timeline::render(&scenario, &history, &v, false);
+        let safe = crate::timeline::render(&scenario, &history, &v, false, true);
         assert!(safe.contains("verdict: SAFE"), "{safe}");
         assert_eq!(verdict_code(&v), 0);
         v.inconclusive
             .push("S3, k0: step budget of 5000000 exhausted".into());
-        let text = crate::timeline::render(&scenario, &history, &v, false);
+        let text = crate::timeline::render(&scenario, &history, &v, false, true);
         assert!(text.contains("verdict: UNDECIDED S3"), "{text}");
         assert!(!text.contains("SAFE"), "{text}");
         assert_eq!(verdict_code(&v), 3);
@@ -155,7 +156,9 @@ mod tests {
             events: vec![],
             window: None,
         });
-        assert!(crate::timeline::render(&scenario, &history, &v, false).contains("VIOLATED S1"));
+        assert!(
+            crate::timeline::render(&scenario, &history, &v, false, true).contains("VIOLATED S1")
+        );
         assert_eq!(verdict_code(&v), 1);
     }
 }

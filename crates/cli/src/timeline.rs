@@ -91,7 +91,8 @@ fn interesting(e: &Event) -> bool {
 }
 
 /// The scenario, a timeline and the verdict, as text.
-pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool) -> String {
+/// `liveness`: whether L1–L3 were checked (a safe verdict says so, or says they were not).
+pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool) -> String {
     let c = &s.cluster;
     let mut t = String::new();
     let _ = writeln!(
@@ -190,7 +191,12 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool) -> String {
         );
     } else if v.is_safe() {
         t += "\nverdict: SAFE (S1 mutual exclusion, S2 resource safety, S3 linearizability and S4 \
-              own-incarnation release hold; so do the liveness properties L1-L3)\n";
+              own-incarnation release hold; ";
+        t += if liveness {
+            "so do the liveness properties L1-L3)\n"
+        } else {
+            "liveness, L1-L3, was not checked: --liveness checks it)\n"
+        };
     } else {
         let kinds: Vec<String> = v.kinds().iter().map(|k| k.to_string()).collect();
         let _ = writeln!(t, "\nverdict: VIOLATED {}", kinds.join(", "));

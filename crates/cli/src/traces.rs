@@ -85,7 +85,14 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
                     "a trace carries its own settings: --set applies to --algo/--seed runs".into(),
                 );
             }
-            Trace::read(t).map_err(|e| e.to_string())?.scenario
+            let trace = Trace::read(t).map_err(|e| e.to_string())?;
+            if let Some(what) = &trace.real {
+                return Err(format!(
+                    "{}: it records a real run ({what}): there is no seed to shrink; shrink the scenario in the simulator with `locksim shrink FILE.toml --seed N`",
+                    t.display()
+                ));
+            }
+            trace.scenario
         }
         (_, Some(seed)) => choose(
             campaign_file.map(|p| p.as_path()),

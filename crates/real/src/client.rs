@@ -32,8 +32,10 @@ impl Host for Client {
     fn now(&self, clock: LocalClock) -> i64 {
         self.clock.read(clock, true_now(self.spec.t0))
     }
-    fn granted(&self, server: u32, key: u32, token: Option<u64>) {
-        let t = true_now(self.spec.t0);
+    fn true_time(&self) -> Nanos {
+        true_now(self.spec.t0)
+    }
+    fn granted(&self, t: Nanos, server: u32, key: u32, token: Option<u64>) {
         self.log.record(
             t,
             server,
@@ -288,7 +290,10 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
     let s = &spec.scenario;
     let me = s.workload.client(spec.node - s.cluster.servers + 1);
     let w = s.workload.clone();
-    let mut lock = LockClient::new(spec.backend, spec.me, &spec.servers)?;
+    // A client's own `client_clock` setting overrides the algorithm's, as in the simulator.
+    let mut backend = spec.backend;
+    backend.client_clock = me.client_clock.unwrap_or(backend.client_clock);
+    let mut lock = LockClient::new(backend, spec.me, &spec.servers)?;
     let mut res = Conn::new(spec.me, spec.resource);
     let mut rng = ChaCha8Rng::seed_from_u64(
         s.seed ^ ((spec.node as u64) << 48) ^ ((spec.incarnation as u64) << 32),

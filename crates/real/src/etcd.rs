@@ -88,6 +88,8 @@ pub struct EtcdLock {
     /// The member asked first.
     current: usize,
     session: Option<Session>,
+    /// Each member's id, by node (`n1` first), learnt from the member list at the first grant.
+    ids: Vec<u64>,
 }
 
 fn lock_prefix(key: u32) -> String {
@@ -116,6 +118,7 @@ impl EtcdLock {
             clients: vec![None; servers.len()],
             current: 0,
             session: None,
+            ids: Vec::new(),
         })
     }
 
@@ -360,7 +363,12 @@ impl EtcdLock {
                     return Outcome::Fail("session lease expired while waiting".into());
                 }
                 Ok(((Some(h), true), member)) if h == rev => {
-                    host.granted(member as u32, key, Some(rev as u64));
+                    // The service's record belongs to the leader, which decided it (a follower
+                    // forwards); the member that answered when the leader is not known. Its
+                    // time is the answer's, not that of the question that follows.
+                    let at = host.true_time();
+                    let by = self.leader_seen_by(member).unwrap_or(member);
+                    host.granted(at, by as u32, key, Some(rev as u64));
                     return self.granted(host, rev, ttl);
                 }
                 Ok(_) | Err(_) => {}
@@ -379,6 +387,31 @@ impl EtcdLock {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// The node that leads as member `m` sees it now (one `Status` request to it), if it
+    /// answers in time.
+    fn leader_seen_by(&mut self, m: usize) -> Option<usize> {
+        let t = self.timeout();
+        if self.ids.is_empty() {
+            let (list, _) = self
+                .call(t, |mut c| async move { c.member_list().await })
+                .ok()?;
+            let mut ids = vec![0; self.servers.len()];
+            for member in list.members() {
+                let n = member.name().strip_prefix('n')?.parse::<usize>().ok()?;
+                *ids.get_mut(n.checked_sub(1)?)? = member.id();
+            }
+            self.ids = ids;
+        }
+        let mut c = self.client(m).ok()?;
+        let leader = self
+            .rt
+            .block_on(async { tokio::time::timeout(t, c.status()).await })
+            .ok()?
+            .ok()?
+            .leader();
+        self.ids.iter().position(|&id| id == leader && leader != 0)
     }
 
     /// The lock is ours: one keep-alive starts the grant's validity.
@@ -452,8 +485,8 @@ impl EtcdLock {
 }
 
 /// Each reachable member's `(member id, leader id, raft term)`, asked from the harness
-/// (`127.0.0.1`, which no fault touches) with a short timeout; `None` for a member that did
-/// not answer.
+/// (`127.0.0.1`, which no fault touches) all at once, each with `timeout`; `None` for a
+/// member that did not answer (stopped, or cut off).
 pub fn statuses(servers: &[SocketAddrV4], timeout: Duration) -> Vec<Option<(u64, u64, u64)>> {
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -461,14 +494,14 @@ pub fn statuses(servers: &[SocketAddrV4], timeout: Duration) -> Vec<Option<(u64,
     else {
         return vec![None; servers.len()];
     };
-    servers
-        .iter()
-        .map(|a| {
-            rt.block_on(async {
+    rt.block_on(async {
+        let mut asks = tokio::task::JoinSet::new();
+        for (i, &a) in servers.iter().enumerate() {
+            asks.spawn(async move {
                 let opts = ConnectOptions::new()
                     .with_connect_timeout(timeout)
                     .with_timeout(timeout);
-                let fut = async {
+                let ask = async {
                     let mut c = Client::connect([format!("http://{a}")], Some(opts)).await?;
                     let s = c.status().await?;
                     Ok::<_, etcd_client::Error>((
@@ -477,17 +510,28 @@ pub fn statuses(servers: &[SocketAddrV4], timeout: Duration) -> Vec<Option<(u64,
                         s.raft_term(),
                     ))
                 };
-                tokio::time::timeout(timeout, fut).await.ok()?.ok()
-            })
-        })
-        .collect()
+                (
+                    i,
+                    tokio::time::timeout(timeout, ask)
+                        .await
+                        .ok()
+                        .and_then(Result::ok),
+                )
+            });
+        }
+        let mut out = vec![None; servers.len()];
+        while let Some(Ok((i, answer))) = asks.join_next().await {
+            out[i] = answer;
+        }
+        out
+    })
 }
 
 /// The member that leads now, by the answers of [`statuses`]: the leader named in the
-/// highest term, if it is one of `servers`.
-pub fn leader(servers: &[SocketAddrV4], timeout: Duration) -> Option<usize> {
+/// highest term, found among `ids` (each member's id, learnt when all answered at start-up),
+/// so a leader that cannot answer itself (stopped) is still found.
+pub fn leader(servers: &[SocketAddrV4], timeout: Duration, ids: &[u64]) -> Option<usize> {
     let st = statuses(servers, timeout);
     let (_, leader, _) = st.iter().flatten().max_by_key(|s| s.2)?;
-    st.iter()
-        .position(|s| s.is_some_and(|(id, _, _)| id == *leader && *leader != 0))
+    ids.iter().position(|id| id == leader && *leader != 0)
 }

@@ -59,23 +59,39 @@ struct HostLock {
 
 impl HostLock {
     fn take() -> Result<HostLock, RealError> {
-        let path = std::env::temp_dir().join("locksim-real.lock");
+        // One fixed path, whatever TMPDIR says: every run on the host must see the same lock.
+        let path = Path::new("/tmp/locksim-real.lock");
+        // Another user's lock file can still be locked: flock needs only a read descriptor.
         let f = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(&path)
+            .open(path)
+            .or_else(|_| std::fs::File::open(path))
             .map_err(|e| RealError::Setup(format!("{}: {e}", path.display())))?;
         use std::os::fd::AsRawFd;
-        // SAFETY: flock on an open descriptor we own.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(RealError::Setup(format!(
-                "cannot lock {}: {}",
-                path.display(),
-                std::io::Error::last_os_error()
-            )));
+        let mut said = false;
+        loop {
+            // SAFETY: flock on an open descriptor we own.
+            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(HostLock { _file: f });
+            }
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
+                return Err(RealError::Setup(format!(
+                    "cannot lock {}: {e}",
+                    path.display()
+                )));
+            }
+            if interrupted() {
+                return Err(RealError::Interrupted);
+            }
+            if !said {
+                eprintln!("waiting for another real run on this host to finish (they share the 127.0.0.N addresses)");
+                said = true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
-        Ok(HostLock { _file: f })
     }
 }
 
@@ -96,11 +112,18 @@ struct Run<'a> {
     servers: Vec<SocketAddrV4>,
     /// etcd members' peer (Raft) addresses; empty for Redis.
     peers: Vec<SocketAddrV4>,
+    /// etcd members run as their own user ids ([`member_uid`]), for the table's source NAT.
+    member_uids: bool,
+    /// Each etcd member's id, by node (learnt at start-up).
+    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
+    member_ids: Vec<u64>,
     resource: SocketAddrV4,
     procs: Procs,
     table: nft::Table,
     net: BTreeMap<usize, Vec<String>>,
     paused: BTreeMap<NodeId, u32>,
+    /// The node each `isolate_leader` of the plan (by index) was applied to.
+    resolved: BTreeMap<usize, NodeId>,
     down: BTreeMap<NodeId, bool>,
     incarnation: BTreeMap<NodeId, u32>,
     events: Vec<Event>,
@@ -124,6 +147,36 @@ pub fn server_version(server: &str, needs: &str) -> Result<String, String> {
         .unwrap_or("")
         .trim()
         .to_string())
+}
+
+/// `; its log ends: LINE` with the last line of lock server `name`'s log in the run folder
+/// `dir` (quoted now: the folder goes with the run), or nothing.
+fn log_tail(dir: &Path, name: &str) -> String {
+    ["redis.log", "etcd.log"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(dir.join(name).join(f)).ok())
+        .find_map(|t| {
+            t.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| format!("; its log ends: {}", l.trim()))
+        })
+        .unwrap_or_default()
+}
+
+/// The user id etcd member `n` runs as when the plan has network faults (see
+/// [`nft::Table::with_snat`]): no process of this host should have it.
+fn member_uid(n: NodeId) -> u32 {
+    61_000 + n
+}
+
+/// nft's "Operation not permitted", said as what it means here.
+fn root_hint(e: String) -> String {
+    if e.contains("Operation not permitted") {
+        format!("network faults in real mode need root for nftables ({e})")
+    } else {
+        e
+    }
 }
 
 fn has_network_faults(s: &Scenario) -> bool {
@@ -204,9 +257,24 @@ impl Run<'_> {
             .server_ids()
             .map(|m| format!("{}={}", self.name(m), url(self.peers[m as usize])))
             .collect();
+        if self.member_uids {
+            // Its own user id (for the source NAT): it must own its directory and be able to
+            // pass through the run's.
+            use std::os::unix::fs::PermissionsExt;
+            let uid = member_uid(n);
+            std::os::unix::fs::chown(&data, Some(uid), Some(uid))
+                .and_then(|_| {
+                    std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o711))
+                })
+                .map_err(|e| RealError::Setup(format!("{}: {e}", data.display())))?;
+        }
         let (client, peer) = (url(self.servers[n as usize]), url(self.peers[n as usize]));
         let tick_ms = self.backend.tick / MS;
         let mut c = Command::new(&self.opts.etcd);
+        if self.member_uids {
+            use std::os::unix::process::CommandExt;
+            c.uid(member_uid(n)).gid(member_uid(n));
+        }
         c.arg("--name")
             .arg(self.name(n))
             .arg("--data-dir")
@@ -234,28 +302,32 @@ impl Run<'_> {
 
     /// Waits until every etcd member answers and one of them leads.
     #[cfg(feature = "etcd")]
-    fn wait_etcd(&self) -> Result<(), RealError> {
+    fn wait_etcd(&mut self) -> Result<(), RealError> {
         for _ in 0..200 {
             if interrupted() {
                 return Err(RealError::Interrupted);
+            }
+            for n in self.s.cluster.server_ids() {
+                self.exited_early(n)?;
             }
             let st = crate::etcd::statuses(&self.servers, Duration::from_millis(300));
             if st
                 .iter()
                 .all(|s| s.is_some_and(|(_, leader, _)| leader != 0))
             {
+                self.member_ids = st.iter().flatten().map(|s| s.0).collect();
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(50));
         }
         Err(RealError::Failed(format!(
-            "the etcd members did not elect a leader within 10 s (logs in {})",
-            self.dir.display()
+            "the etcd members did not elect a leader within 10 s{}",
+            log_tail(&self.dir, &self.name(0))
         )))
     }
 
     #[cfg(not(feature = "etcd"))]
-    fn wait_etcd(&self) -> Result<(), RealError> {
+    fn wait_etcd(&mut self) -> Result<(), RealError> {
         Err(RealError::Unsupported(
             "this locksim was built without --features etcd".into(),
         ))
@@ -264,7 +336,8 @@ impl Run<'_> {
     /// The etcd member that leads now.
     #[cfg(feature = "etcd")]
     fn etcd_leader(&self) -> Option<NodeId> {
-        crate::etcd::leader(&self.servers, Duration::from_millis(200)).map(|m| m as NodeId)
+        crate::etcd::leader(&self.servers, Duration::from_millis(100), &self.member_ids)
+            .map(|m| m as NodeId)
     }
 
     #[cfg(not(feature = "etcd"))]
@@ -311,13 +384,27 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// A server (or the resource) that has exited while the run starts up: the run fails now,
+    /// quoting its log.
+    fn exited_early(&mut self, n: NodeId) -> Result<(), RealError> {
+        if let Some(status) = self.procs.by_node.get_mut(&n).and_then(|p| p.exited()) {
+            return Err(RealError::Failed(format!(
+                "{} exited as it started ({status}){}",
+                self.name(n),
+                log_tail(&self.dir, &self.name(n))
+            )));
+        }
+        Ok(())
+    }
+
     /// Waits until `addr` answers (a PING for Redis, a connect for the resource).
-    fn wait_up(&self, n: NodeId, addr: SocketAddrV4, redis: bool) -> Result<(), RealError> {
+    fn wait_up(&mut self, n: NodeId, addr: SocketAddrV4, redis: bool) -> Result<(), RealError> {
         let mut conn = Conn::new(Ipv4Addr::LOCALHOST, addr);
         for _ in 0..500 {
             if interrupted() {
                 return Err(RealError::Interrupted);
             }
+            self.exited_early(n)?;
             let ok = if redis {
                 conn.call(&request(&[b"PING"]), Duration::from_millis(200), |r| {
                     read_reply(r)
@@ -333,15 +420,17 @@ impl Run<'_> {
             std::thread::sleep(Duration::from_millis(10));
         }
         Err(RealError::Failed(format!(
-            "{} did not come up on {addr} within 5 s (logs in {})",
+            "{} did not come up on {addr} within 5 s{}",
             self.name(n),
-            self.dir.display()
+            log_tail(&self.dir, &self.name(n))
         )))
     }
 
     fn apply_net(&mut self) -> Result<(), RealError> {
         let rules: Vec<String> = self.net.values().flatten().cloned().collect();
-        self.table.set(&rules).map_err(RealError::Failed)
+        self.table
+            .set(&rules)
+            .map_err(|e| RealError::Failed(root_hint(e)))
     }
 
     fn act(&mut self, a: Action) -> Result<(), RealError> {
@@ -353,6 +442,7 @@ impl Run<'_> {
                 if let Fault::IsolateLeader { duration, mode } = fault {
                     match self.etcd_leader() {
                         Some(node) => {
+                            self.resolved.insert(i, node);
                             fault = Fault::Isolate {
                                 node,
                                 duration,
@@ -415,7 +505,8 @@ impl Run<'_> {
             }
             Action::End(i) => {
                 let fault = self.s.faults.faults[i].fault.clone();
-                let at = fault.node().unwrap_or(0);
+                // An isolate_leader ends where it was applied.
+                let at = self.resolved.get(&i).copied().or(fault.node()).unwrap_or(0);
                 match fault {
                     Fault::Pause { node, .. } => {
                         let n = self.paused.entry(node).or_default();
@@ -484,21 +575,10 @@ impl Run<'_> {
         for (n, p) in self.procs.by_node.iter_mut() {
             let client = self.s.cluster.role(*n) == Role::Client;
             if let Some(status) = p.exited().filter(|st| !client || !st.success()) {
-                // The folder goes with the run: quote the server's last log line now.
-                let name = self.s.cluster.name(*n);
-                let last = ["redis.log", "etcd.log"]
-                    .iter()
-                    .filter_map(|f| std::fs::read_to_string(self.dir.join(&name).join(f)).ok())
-                    .find_map(|t| {
-                        t.lines()
-                            .rev()
-                            .find(|l| !l.trim().is_empty())
-                            .map(|l| format!("; its log ends: {}", l.trim()))
-                    })
-                    .unwrap_or_default();
                 return Err(RealError::Failed(format!(
-                    "{} exited unexpectedly ({status}){last}",
-                    p.name
+                    "{} exited unexpectedly ({status}){}",
+                    p.name,
+                    log_tail(&self.dir, &self.s.cluster.name(*n))
                 )));
             }
         }
@@ -636,9 +716,8 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
     install_signal_handler();
     let _host = HostLock::take()?;
     sweep_stale_dirs();
-    if has_network_faults(scenario) {
-        nft::sweep_stale();
-    }
+    // Always: a table that a killed harness left would cut this run's links too.
+    nft::sweep_stale();
     let dir = tempfile::Builder::new()
         .prefix(&format!("locksim-real-{}-", std::process::id()))
         .tempdir()
@@ -670,9 +749,24 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         peers,
         resource,
         procs: Procs::default(),
-        table: nft::Table::new(),
+        table: if has_network_faults(scenario) {
+            // Made now: without root this fails before anything starts. etcd members dial
+            // each other from 127.0.0.1: each runs as a user id of its own, whose
+            // connections the table gives the member's address.
+            let snat = if backend.etcd() {
+                c.server_ids().map(|n| (member_uid(n), ip(n))).collect()
+            } else {
+                Vec::new()
+            };
+            nft::Table::with_snat(snat).map_err(|e| RealError::Setup(root_hint(e)))?
+        } else {
+            nft::Table::new()
+        },
+        member_uids: backend.etcd() && has_network_faults(scenario),
+        member_ids: Vec::new(),
         net: BTreeMap::new(),
         paused: BTreeMap::new(),
+        resolved: BTreeMap::new(),
         down: BTreeMap::new(),
         incarnation: BTreeMap::new(),
         events: Vec::new(),
@@ -723,6 +817,9 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
                 .any(|(n, p)| c.role(*n) == Role::Client && p.exited().is_none())
         {
             std::thread::sleep(Duration::from_millis(10));
+        }
+        if interrupted() {
+            return Err(RealError::Interrupted);
         }
         Ok(())
     })();

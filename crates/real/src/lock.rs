@@ -57,8 +57,10 @@ pub struct Grant {
 pub trait Host {
     /// The reading of `clock` now.
     fn now(&self, clock: LocalClock) -> i64;
-    /// Lock server `server` answered that it granted `key`.
-    fn granted(&self, server: u32, key: u32, token: Option<u64>);
+    /// True time now, ns since the run's start.
+    fn true_time(&self) -> Nanos;
+    /// Lock server `server` answered at true time `at` that it granted `key`.
+    fn granted(&self, at: Nanos, server: u32, key: u32, token: Option<u64>);
 }
 
 /// The lock client of one client process: Redis or etcd.
@@ -215,7 +217,7 @@ impl RedisLock {
         for m in 0..self.conns.len() {
             match self.set(m, key, owner, ttl) {
                 Ok(Some(t)) => {
-                    host.granted(m as u32, key, t);
+                    host.granted(host.true_time(), m as u32, key, t);
                     yes += 1;
                     token = token.or(t);
                 }

@@ -4,6 +4,14 @@
 //! is `mode = "reset"` (the sender learns at once), `numgen random mod 100 < p drop` is loss.
 //! The whole table is rewritten in one `nft -f` transaction at every change, and deleted at
 //! the end of the run (also on failure and Ctrl-C: [`Table`]'s `Drop`).
+//!
+//! Processes that cannot bind their own address before they connect (etcd members dialling
+//! each other: Go's etcd has no flag for it, so the kernel gives them `127.0.0.1`) run under
+//! a user id of their own, and a source-NAT rule (`meta skuid U … snat to 127.0.0.N`) gives
+//! their connections their node's address. A rule then sees such a link on the way in (the
+//! `input` chain, which only looks at source-NATed connections, after the rewrite) and its
+//! replies on the way out (the `output` chain, where they are addressed to the node's
+//! address); every other packet is judged once, on the way out.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -43,12 +51,18 @@ pub fn rules(fault: &Fault, cluster: &Cluster) -> Vec<String> {
                 links.push((y, *node, cut(mode)));
             }
         }
+        // `numgen random mod 100` is 0..=99: 100 % is a plain drop, 0 % no rule.
         Fault::Loss {
             from, to, rate_pct, ..
-        } => {
+        } if *rate_pct > 0 => {
+            let action = if *rate_pct >= 100 {
+                "drop".to_string()
+            } else {
+                format!("numgen random mod 100 < {rate_pct} drop")
+            };
             for &x in from {
                 for &y in to {
-                    links.push((x, y, format!("numgen random mod 100 < {rate_pct} drop")));
+                    links.push((x, y, action.clone()));
                 }
             }
         }
@@ -61,20 +75,39 @@ pub fn rules(fault: &Fault, cluster: &Cluster) -> Vec<String> {
         .collect()
 }
 
-/// The nft script that replaces table `name` with one output-hook chain holding `rules`.
-pub fn script(name: &str, rules: &[String]) -> String {
+/// The nft script that replaces table `name` with an output-hook chain holding `rules` and,
+/// when `snat` names processes (user id, node address) whose connections are source-NATed
+/// to their node's address, the NAT chain and an input-hook chain holding `rules` again for
+/// those connections only.
+pub fn script(name: &str, rules: &[String], snat: &[(u32, std::net::Ipv4Addr)]) -> String {
     let mut s = format!(
         "table inet {name}\ndelete table inet {name}\ntable inet {name} {{\n  chain out {{\n    type filter hook output priority 0; policy accept;\n"
     );
     // A reset rule's own RST travels the reverse link, which the same cut rejects: let RSTs
     // through, or the sender would wait for its timeout as in a black hole.
-    if rules.iter().any(|r| r.contains("reject")) {
-        s += "    tcp flags & rst == rst accept\n";
+    let resets = rules.iter().any(|r| r.contains("reject"));
+    let chain = |s: &mut String, prefix: &str| {
+        if resets {
+            *s += "    tcp flags & rst == rst accept\n";
+        }
+        for r in rules {
+            *s += &format!("    {prefix}{r}\n");
+        }
+    };
+    chain(&mut s, "");
+    s += "  }\n";
+    if !snat.is_empty() {
+        s += "  chain in {\n    type filter hook input priority 0; policy accept;\n";
+        chain(&mut s, "ct status snat ");
+        s += "  }\n  chain nat {\n    type nat hook postrouting priority srcnat; policy accept;\n";
+        for (uid, addr) in snat {
+            s += &format!(
+                "    meta skuid {uid} ip saddr 127.0.0.1 ip daddr 127.0.0.0/8 snat ip to {addr}\n"
+            );
+        }
+        s += "  }\n";
     }
-    for r in rules {
-        s += &format!("    {r}\n");
-    }
-    s += "  }\n}\n";
+    s += "}\n";
     s
 }
 
@@ -129,6 +162,7 @@ pub fn sweep_stale() {
 pub struct Table {
     name: String,
     created: bool,
+    snat: Vec<(u32, std::net::Ipv4Addr)>,
 }
 
 impl Table {
@@ -137,7 +171,22 @@ impl Table {
         Table {
             name: format!("locksim_{}", std::process::id()),
             created: false,
+            snat: Vec::new(),
         }
+    }
+
+    /// The table of this process, source-NATing the connections of each process running as
+    /// user id `uid` to `addr` (see the module docs); created at once, before those processes
+    /// start, so their first connections carry their address.
+    ///
+    /// # Errors
+    /// When nft is missing or refuses the table (not root).
+    pub fn with_snat(snat: Vec<(u32, std::net::Ipv4Addr)>) -> Result<Table, String> {
+        let mut t = Table::new();
+        t.snat = snat;
+        t.created = true;
+        nft(&script(&t.name, &[], &t.snat))?;
+        Ok(t)
     }
 
     /// The table's name.
@@ -154,7 +203,7 @@ impl Table {
             return Ok(());
         }
         self.created = true;
-        nft(&script(&self.name, rules))
+        nft(&script(&self.name, rules, &self.snat))
     }
 }
 
@@ -220,6 +269,23 @@ mod tests {
             ["ip saddr 127.0.0.12 ip daddr 127.0.0.10 numgen random mod 100 < 30 drop"]
         );
         assert!(rules(&Fault::Heal, &c).is_empty());
+        let all = Fault::Loss {
+            from: vec![2],
+            to: vec![0],
+            rate_pct: 100,
+            duration: SEC,
+        };
+        assert_eq!(
+            rules(&all, &c),
+            ["ip saddr 127.0.0.12 ip daddr 127.0.0.10 drop"]
+        );
+        let none = Fault::Loss {
+            from: vec![2],
+            to: vec![0],
+            rate_pct: 0,
+            duration: SEC,
+        };
+        assert!(rules(&none, &c).is_empty());
     }
 
     #[test]
@@ -234,6 +300,7 @@ mod tests {
         let s = script(
             "locksim_7",
             &["ip saddr 127.0.0.10 ip daddr 127.0.0.11 drop".into()],
+            &[],
         );
         assert!(
             s.starts_with("table inet locksim_7\ndelete table inet locksim_7\n"),
@@ -251,11 +318,31 @@ mod tests {
                 "ip saddr 127.0.0.10 ip daddr 127.0.0.11 meta l4proto tcp reject with tcp reset"
                     .into(),
             ],
+            &[],
         );
         let (exception, rule) = (
             r.find("rst == rst accept").unwrap(),
             r.find("reject").unwrap(),
         );
         assert!(exception < rule, "{r}");
+        assert!(!r.contains("hook input") && !r.contains("snat"), "{r}");
+        // NATed processes: their connections get the node's address, and the same rules see
+        // them on the way in, for those connections only.
+        let n = script(
+            "t",
+            &["ip saddr 127.0.0.10 ip daddr 127.0.0.11 drop".into()],
+            &[(61_010, std::net::Ipv4Addr::new(127, 0, 0, 10))],
+        );
+        assert!(
+            n.contains(
+                "meta skuid 61010 ip saddr 127.0.0.1 ip daddr 127.0.0.0/8 snat ip to 127.0.0.10"
+            ),
+            "{n}"
+        );
+        assert!(n.contains("hook input priority 0"), "{n}");
+        assert!(
+            n.contains("    ct status snat ip saddr 127.0.0.10 ip daddr 127.0.0.11 drop\n"),
+            "{n}"
+        );
     }
 }

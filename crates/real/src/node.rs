@@ -52,14 +52,16 @@ pub fn true_now(t0: u64) -> Nanos {
     host_mono().saturating_sub(t0)
 }
 
-/// Sleeps until true time `t`.
+/// Sleeps until true time `t` (host reading `t0 + t`; before `t0` true time reads 0, so the
+/// host clock, not [`true_now`], says when `t = 0` has come).
 pub fn sleep_until(t0: u64, t: Nanos) {
+    let target = t0.saturating_add(t);
     loop {
-        let now = true_now(t0);
-        if now >= t {
+        let now = host_mono();
+        if now >= target {
             return;
         }
-        std::thread::sleep(std::time::Duration::from_nanos(t - now));
+        std::thread::sleep(std::time::Duration::from_nanos(target - now));
     }
 }
 
@@ -112,4 +114,21 @@ impl Log {
 pub fn read_spec(path: &std::path::Path) -> Result<NodeSpec, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sleeping_until_true_time_zero_waits_for_the_runs_start() {
+        // A run whose start is 50 ms ahead: true time reads 0 until then, and a client that
+        // sleeps "until 0" must not start early.
+        let t0 = host_mono() + 50_000_000;
+        assert_eq!(true_now(t0), 0);
+        sleep_until(t0, 0);
+        assert!(host_mono() >= t0);
+        sleep_until(t0, 10_000_000);
+        assert!(true_now(t0) >= 10_000_000);
+    }
 }

@@ -272,6 +272,13 @@ fn etcd_backend(scenario: &Scenario) -> Result<Backend, String> {
     };
     // etcd's lease TTLs are whole seconds, at least 1.5 election timeouts rounded up.
     let election = tick * election_ticks as u64;
+    if election >= 50 * SEC {
+        return Err(format!(
+            "{algo}: an election timeout of {} (tick × election_ticks) is too long for etcd, \
+             which refuses 50 s or more",
+            fmt_nanos(election as i128)
+        ));
+    }
     let min_ttl = (election * 3 / 2).div_ceil(SEC).max(1) * SEC;
     let mut ttls = vec![scenario.workload.ttl];
     ttls.extend(scenario.workload.per_client.values().filter_map(|p| p.ttl));
