@@ -77,6 +77,19 @@ fn what_real_mode_cannot_run_is_one_line_and_exit_2() {
             "clock shim",
         ),
     ];
+    let f = temp(
+        "cmp.toml",
+        &format!("algorithm = \"central\"\nfaults = [\"none\"]\n{BASE}"),
+    );
+    let o = locksim(&[
+        "real",
+        "--compare",
+        f.to_str().unwrap(),
+        "--trace",
+        "/tmp/x.json",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("--trace records one real run"));
     for (name, head, faults, needle) in cases {
         let f = temp(name, &format!("{head}{BASE}{faults}"));
         // Without the clock shim a server's clock cannot be faulted.
@@ -181,6 +194,74 @@ fn shipped_etcd_scenarios_agree_with_the_simulator() {
         &[],
         &["S1", "S2", "S3", "S4"],
     );
+    // The isolation is real: the members elect another leader, which records the grants made
+    // from then on (grants are recorded on the leader the answering member names; after the
+    // heal the old leader, whose log fell behind, cannot win an election back). Before
+    // members' own connections carried their address, no rule matched their Raft traffic and
+    // the isolated leader went on leading.
+    let trace =
+        std::env::temp_dir().join(format!("locksim-real-test-iso-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&trace);
+    let f = sims().join("raft-lease-leader-isolation.toml");
+    let o = locksim(&[
+        "real",
+        f.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = t["events"].as_array().unwrap();
+    let iso = events
+        .iter()
+        .find(|e| e["type"] == "fault" && e["fault"]["type"] == "isolate")
+        .expect("the leader was found and isolated");
+    let (cut, from) = (
+        iso["fault"]["node"].as_u64().unwrap(),
+        iso["time"].as_u64().unwrap(),
+    );
+    // From one second after the cut (etcd's election timeout here is 200 ms) to the end.
+    let during: Vec<u64> = events
+        .iter()
+        .filter(|e| e["type"] == "grant")
+        .filter(|e| e["time"].as_u64().unwrap() >= from + 1_000_000_000)
+        .map(|e| e["node"].as_u64().unwrap())
+        .collect();
+    assert!(
+        !during.is_empty(),
+        "no grant after the leader was cut off: {t}"
+    );
+    assert!(
+        during.iter().all(|&n| n != cut),
+        "the isolated member n{} still recorded grants: {during:?}",
+        cut + 1
+    );
+    let _ = std::fs::remove_file(&trace);
+}
+
+/// A real run in which nobody was granted the lock proves nothing: exit 3, said on stderr.
+#[test]
+fn a_real_run_without_grants_exits_3() {
+    let _g = serial();
+    if !have("redis-server", "real Redis") || !have("nft", "nftables network faults") {
+        return;
+    }
+    let body = format!(
+        "algorithm = \"central\"\n{BASE}\
+         [[fault]]\nat = \"0s\"\ntype = \"isolate\"\nnode = \"n1\"\nduration = \"2s\"\nmode = \"reset\"\n"
+    );
+    let f = temp("nogrant.toml", &body);
+    let o = locksim(&["real", f.to_str().unwrap()]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(3), "{}{err}", text(&o.stdout));
+    assert!(err.contains("no client was granted the lock"), "{err}");
 }
 
 fn nft_tables() -> String {
