@@ -36,7 +36,8 @@ Ctrl-C (exit 130). A real run cannot be replayed; --trace keeps a record `locksi
 draws from its embedded events.
 
 Exit codes: 0 safe, 1 violated (with --compare: the two sides disagree on a property),
-2 bad input or missing tools, 3 undecided, 4 the real run failed, 130 interrupted.
+2 bad input or missing tools (or not root, for network faults), 3 undecided or no client was
+granted the lock (the run proves nothing), 4 the real run failed, 130 interrupted.
 
 Examples:
   locksim real sims/real/redlock-pause.toml

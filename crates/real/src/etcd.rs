@@ -17,8 +17,9 @@
 //!   gives up, revokes the session and reports the acquire as unknown;
 //! - **release**: a transaction deletes the key only if its creation revision is still the
 //!   grant's; a grant whose validity had passed is not touched (the key dies with the lease);
-//!   an unlock without an answer gives the session up (revoked if possible), so the key goes
-//!   when its lease does.
+//!   an unlock without an answer gives the session up (revoked if possible: unknown), so the
+//!   key goes when its lease does; an unlock no member took fails and drops the session
+//!   without revoking it (the lock stays held until the lease runs out).
 //!
 //! Requests go to the member the client last got an answer from (asking for a leader, etcd's
 //! `WithRequireLeader`), and move to the next member on a refused connection or a member
@@ -474,8 +475,13 @@ impl EtcdLock {
         match self.call(self.timeout(), unlock) {
             Ok((true, _)) => Outcome::Ok(()),
             Ok((false, _)) => Outcome::Unknown("key already gone (expired or released)".into()),
+            // Surely not done: the lock stays held until the lease runs out. The session is
+            // dropped (not revoked: a revoke would free the lock after all, and "fail" would
+            // be a lie, which a real run's S3 caught), so the next acquire queues a new key.
             Err(RpcError::NoLeader(e)) => {
-                self.abandon();
+                if self.session.is_some_and(|s| s.lease == lease) {
+                    self.session = None;
+                }
                 Outcome::Fail(format!("unlock: {e}"))
             }
             Err(RpcError::Unknown(e)) => {
