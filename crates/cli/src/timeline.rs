@@ -106,12 +106,20 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool)
         fmt_nanos(s.workload.duration as i128),
         fmt_nanos(h.end as i128),
         {
-            let kinds: Vec<&str> = s.fault_kinds.iter().map(|k| k.name()).collect();
-            format!(
-                "{} ({} in its plan, drawn and explicit)",
-                kinds.join(","),
-                plural(s.faults.len() as u64, "fault")
-            )
+            // Seeded kinds draw faults; a file's [[fault]] entries are explicit. "none" with
+            // a plan is a plan-only file: say "plan", as the campaign table does.
+            let kinds: Vec<&str> = s
+                .fault_kinds
+                .iter()
+                .map(|k| k.name())
+                .filter(|k| *k != "none")
+                .collect();
+            let n = plural(s.faults.len() as u64, "fault");
+            match (kinds.is_empty(), s.faults.is_empty()) {
+                (true, true) => "none".to_string(),
+                (true, false) => format!("plan ({n})"),
+                (false, _) => format!("{} ({n} in its plan, drawn and explicit)", kinds.join(",")),
+            }
         }
     );
     if !s.config.is_empty() {
