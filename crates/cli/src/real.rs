@@ -307,14 +307,15 @@ fn compare(
             }
         };
         let v = verdict(chosen, &s, &run.history, a.liveness);
-        real_grants += grants(&run.history);
-        real_empty += (grants(&run.history) == 0) as u64;
+        let granted = grants(&run.history);
+        real_grants += granted;
+        real_empty += (granted == 0) as u64;
         undecided += v.inconclusive.len();
         let got = violated(&v);
         for (k, p) in props.iter().enumerate() {
             real_count[k] += got.contains(p) as u64;
         }
-        let none = if grants(&run.history) == 0 {
+        let none = if granted == 0 {
             " (NO GRANT: proves nothing)"
         } else {
             ""
@@ -340,8 +341,9 @@ fn compare(
         }
         let h = o.history.expect("a history");
         let v = verdict(chosen, &s, &h, a.liveness);
-        sim_grants += grants(&h);
-        sim_empty += (grants(&h) == 0) as u64;
+        let granted = grants(&h);
+        sim_grants += granted;
+        sim_empty += (granted == 0) as u64;
         undecided += v.inconclusive.len();
         let got = violated(&v);
         for (k, p) in props.iter().enumerate() {

@@ -210,8 +210,8 @@ impl EtcdLock {
     }
 
     fn valid_until(&self, sent: i64, ttl: Nanos) -> i64 {
-        let drift = (ttl as u128 * self.backend.drift_ppm as u128 / 1_000_000) as i64 + 2_000_000;
-        sent.saturating_add(ttl as i64).saturating_sub(drift)
+        sent.saturating_add(ttl as i64)
+            .saturating_sub(self.backend.drift(ttl))
     }
 
     /// One keep-alive of `lease`: `Ok(Some(sent))` renewed (sent at client-clock reading
@@ -419,23 +419,11 @@ impl EtcdLock {
 
     /// The lock is ours: one keep-alive starts the grant's validity.
     fn granted(&mut self, host: &dyn Host, rev: i64, ttl: Nanos) -> Outcome<Grant> {
-        let s = self.session.expect("a session holds the lock");
-        match self.keep_alive(host, s.lease) {
-            Ok(None) => {
-                self.session = None;
-                return Outcome::Fail("session lease expired as the lock was granted".into());
-            }
-            Ok(Some(sent)) => {
-                let until = self.valid_until(sent, ttl);
-                if let Some(s) = &mut self.session {
-                    s.deadline = s.deadline.max(until);
-                    s.renewed = sent;
-                }
-            }
-            // No answer: the validity is what the last acknowledged keep-alive gave.
-            Err(_) => {}
+        // No answer: the validity is what the last acknowledged keep-alive gave.
+        if let Ok(false) = self.renew(host, ttl) {
+            return Outcome::Fail("session lease expired as the lock was granted".into());
         }
-        let s = self.session.expect("still there");
+        let s = self.session.expect("a session holds the lock");
         Outcome::Ok(Grant {
             owner: s.lease as u64,
             token: Some(rev as u64),

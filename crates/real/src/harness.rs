@@ -703,7 +703,8 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         )
     }
     .map_err(RealError::Setup)?;
-    if has_network_faults(scenario) {
+    let network_faults = has_network_faults(scenario);
+    if network_faults {
         Command::new("nft")
             .arg("--version")
             .output()
@@ -749,7 +750,7 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         peers,
         resource,
         procs: Procs::default(),
-        table: if has_network_faults(scenario) {
+        table: if network_faults {
             // Made now: without root this fails before anything starts. etcd members dial
             // each other from 127.0.0.1: each runs as a user id of its own, whose
             // connections the table gives the member's address.
@@ -762,7 +763,7 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         } else {
             nft::Table::new()
         },
-        member_uids: backend.etcd() && has_network_faults(scenario),
+        member_uids: backend.etcd() && network_faults,
         member_ids: Vec::new(),
         net: BTreeMap::new(),
         paused: BTreeMap::new(),

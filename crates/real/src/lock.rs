@@ -141,8 +141,7 @@ impl RedisLock {
         let clock = self.backend.client_clock;
         let now = host.now(clock);
         let elapsed = now as i128 - start as i128;
-        let drift = (ttl as u128 * self.backend.drift_ppm as u128 / 1_000_000) as i128 + 2_000_000;
-        let validity = ttl as i128 - elapsed - drift;
+        let validity = ttl as i128 - elapsed - self.backend.drift(ttl) as i128;
         let until = (now as i128 + validity).clamp(i64::MIN as i128, i64::MAX as i128) as i64;
         (validity, (clock, until))
     }

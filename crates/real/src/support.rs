@@ -63,6 +63,11 @@ impl Backend {
     pub fn quorum(&self) -> u32 {
         self.servers / 2 + 1
     }
+    /// The clock-drift allowance for a lease of `ttl` ns: `ttl·drift_factor + 2 ms` (Redlock's
+    /// formula, which the raft-lease client uses too), ns.
+    pub fn drift(&self, ttl: Nanos) -> i64 {
+        (ttl as u128 * self.drift_ppm as u128 / 1_000_000) as i64 + 2_000_000
+    }
 }
 
 fn knob_duration(name: &str, v: &str) -> Result<Nanos, String> {
