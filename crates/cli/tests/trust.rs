@@ -3,11 +3,11 @@
 //! files left on a full disk), bounded memory (sizes checked, estimates refused), and the
 //! small things (plurals, --json everywhere, one-line errors).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 mod common;
-use common::{locksim, locksim_env, stderr, stdout};
+use common::{locksim, locksim_env, s, scratch, stderr, stdout};
 
 /// Exit 2, one line on stderr holding every needle, nothing on stdout.
 fn refused(o: &Output, needles: &[&str]) {
@@ -18,17 +18,6 @@ fn refused(o: &Output, needles: &[&str]) {
         assert!(err.contains(n), "`{n}` missing from: {err}");
     }
     assert!(o.stdout.is_empty(), "printed to stdout on error");
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("locksim-trust-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
 }
 
 fn corpus(name: &str) -> String {
@@ -69,7 +58,7 @@ fn campaign(extra: &[&str]) -> Output {
 
 #[test]
 fn campaign_out_streams_refuses_to_replace_and_resumes() {
-    let d = scratch("out");
+    let d = scratch("trust", "out");
     let out = d.join("run.jsonl");
     let o = campaign(&["--out", s(&out), "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -141,7 +130,7 @@ fn campaign_out_streams_refuses_to_replace_and_resumes() {
 
 #[test]
 fn merge_refuses_missing_shards_and_mixed_ranges_unless_partial() {
-    let d = scratch("merge");
+    let d = scratch("trust", "merge");
     let part = |i: u32| d.join(format!("p{i}.jsonl"));
     for i in 0..3 {
         let o = locksim(&[
@@ -205,7 +194,7 @@ fn merge_refuses_missing_shards_and_mixed_ranges_unless_partial() {
 
 #[test]
 fn kubernetes_gives_the_index_and_shards_gives_the_count() {
-    let d = scratch("k8s");
+    let d = scratch("trust", "k8s");
     let out = d.join("p.jsonl");
     let args = [
         "campaign", "--algo", "central", "--faults", "none", "--seeds", "6", "--out",
@@ -239,7 +228,7 @@ fn kubernetes_gives_the_index_and_shards_gives_the_count() {
 
 #[test]
 fn trace_events_with_unknown_fields_are_refused() {
-    let d = scratch("fields");
+    let d = scratch("trust", "fields");
     let (text, mut v) = corpus_json("central-s3-833bbd03.json");
     v["events"][4]["tokn"] = serde_json::json!(7);
     let edited = d.join("edited.json");
@@ -264,7 +253,7 @@ fn trace_events_with_unknown_fields_are_refused() {
 
 #[test]
 fn export_tla_keeps_files_it_did_not_write_unless_forced() {
-    let d = scratch("tla");
+    let d = scratch("trust", "tla");
     let module = d.join("Spec.tla");
     let trace = corpus("central-s3-833bbd03.json");
     std::fs::write(&module, "---- MODULE Spec ----\n(* mine *)\n====\n").unwrap();
@@ -295,7 +284,7 @@ fn export_tla_keeps_files_it_did_not_write_unless_forced() {
 /// `locksim_core::file` inject the same failure without a mount).
 #[test]
 fn a_full_disk_leaves_no_temporary_files() {
-    let d = scratch("full");
+    let d = scratch("trust", "full");
     let mnt = d.join("tiny");
     std::fs::create_dir_all(&mnt).unwrap();
     let mounted = Command::new("mount")
@@ -364,7 +353,7 @@ fn a_full_disk_leaves_no_temporary_files() {
 
 #[test]
 fn sizes_in_traces_are_checked_and_huge_runs_refused_before_running() {
-    let d = scratch("sizes");
+    let d = scratch("trust", "sizes");
     let (_, mut v) = corpus_json("central-s3-833bbd03.json");
     v.as_object_mut().unwrap().remove("events");
     // 2^32 - 1 clients wrapped to 1 node in the cluster's arithmetic.
@@ -448,7 +437,7 @@ fn json_everywhere_and_plurals_and_one_line_errors() {
         .iter()
         .all(|x| x["kind"] != "S2"));
 
-    let d = scratch("json");
+    let d = scratch("trust", "json");
     let o = locksim(&[
         "shrink",
         "--algo",

@@ -2,23 +2,10 @@
 //! sweep's shards printing what `sweep` prints, files given to the wrong command, settings
 //! given twice, a shard's summary, and tables whose columns line up.
 
-use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
-use common::{locksim, text};
-
-/// A fresh folder for one test (removed first if an earlier run left it).
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("locksim-ux-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{locksim, s, scratch, text};
 
 /// Exit 2 with one line on stderr holding every needle.
 fn refused(o: &Output, needles: &[&str]) -> String {
@@ -49,7 +36,7 @@ const SWEEP: &[&str] = &[
 
 #[test]
 fn out_files_get_their_folders_and_are_never_replaced_without_force() {
-    let dir = scratch("out");
+    let dir = scratch("ux", "out");
     let rec = dir.join("runs/new/a.jsonl");
     let campaign = [
         "campaign", "--algo", "central", "--faults", "none", "--seeds", "3", "--jobs", "1", "--out",
@@ -92,7 +79,7 @@ fn out_files_get_their_folders_and_are_never_replaced_without_force() {
 
 #[test]
 fn merge_of_sweep_shards_prints_the_json_and_csv_the_sweep_prints() {
-    let dir = scratch("merge-sweep");
+    let dir = scratch("ux", "merge-sweep");
     let whole = locksim(&[SWEEP, &["--json"]].concat());
     assert!(whole.status.success(), "{}", text(&whole.stderr));
     let whole: serde_json::Value = serde_json::from_slice(&whole.stdout).unwrap();
@@ -181,7 +168,7 @@ fn merge_of_sweep_shards_prints_the_json_and_csv_the_sweep_prints() {
 
 #[test]
 fn merge_of_frontier_shards_prints_the_frontiers_the_sweep_prints() {
-    let dir = scratch("merge-frontier");
+    let dir = scratch("ux", "merge-frontier");
     let file = dir.join("f.toml");
     std::fs::write(
         &file,
@@ -220,7 +207,7 @@ fn merge_of_frontier_shards_prints_the_frontiers_the_sweep_prints() {
 
 #[test]
 fn files_that_are_not_records_say_what_records_are() {
-    let dir = scratch("not-records");
+    let dir = scratch("ux", "not-records");
     let notes = dir.join("notes.txt");
     std::fs::write(&notes, "hello\n").unwrap();
     let err = refused(
@@ -384,7 +371,7 @@ fn a_knob_or_an_algorithm_given_twice_is_an_error() {
 
 #[test]
 fn a_sharded_campaign_says_its_expectations_are_judged_at_merge() {
-    let dir = scratch("shard-summary");
+    let dir = scratch("ux", "shard-summary");
     std::fs::write(
         dir.join("a.toml"),
         "algorithm = \"central\"\nfaults = [\"none\"]\nseeds = 4\nexpect = \"safe\"\n",
@@ -425,7 +412,7 @@ fn assert_aligned(block: &[&str], name: &str) {
 
 #[test]
 fn tables_line_up_with_long_labels_and_say_one_server() {
-    let dir = scratch("tables");
+    let dir = scratch("ux", "tables");
     let plan = dir.join("plan.toml");
     std::fs::write(
         &plan,

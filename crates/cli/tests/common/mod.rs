@@ -2,6 +2,7 @@
 //! output. (`tests/common/` is a module, not a test binary: each test file says `mod common;`.)
 #![allow(dead_code)] // each test file uses some of these
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Runs `locksim ARGS` and waits for it. A Kubernetes Indexed Job's shard variables are
@@ -35,4 +36,18 @@ pub fn stdout(o: &Output) -> String {
 /// A run's standard error.
 pub fn stderr(o: &Output) -> String {
     text(&o.stderr)
+}
+
+/// A fresh folder `locksim-FILE-NAME-PID` in the temporary directory for one test of test
+/// file `file` (removed first if an earlier run left it).
+pub fn scratch(file: &str, name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("locksim-{file}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A path as an argument.
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
 }
