@@ -6,7 +6,8 @@ use locksim_explore::CellSummary;
 
 /// What one cell says: `safe`, or the violated properties with their seed counts
 /// (`S1 74 · S2 70`); a cell with no grants, failed seeds or undecided checks says so, since
-/// it proves nothing.
+/// it proves nothing, and a cell whose faults never took effect (`leader-change` where no
+/// server leads) is `n/a`, never `safe`.
 fn cell_text(c: &CellSummary) -> String {
     let mut parts: Vec<String> = Property::ALL
         .iter()
@@ -22,6 +23,9 @@ fn cell_text(c: &CellSummary) -> String {
     if c.grants == 0 {
         parts.push("no grants".into());
     }
+    if c.no_fault_took_effect() {
+        parts.push("n/a".into());
+    }
     if parts.is_empty() {
         "safe".into()
     } else {
@@ -29,13 +33,17 @@ fn cell_text(c: &CellSummary) -> String {
     }
 }
 
-/// `true` when no seed of the cell violated a safety property (S1–S4) and the cell proves
-/// something (grants, every seed ran and was decided).
+/// `true` when the cell is a fault kind survived: its plans held faults (the `none` column is
+/// the control group, not a fault survived), no seed violated a safety property (S1–S4), and
+/// the cell proves something (grants, every seed ran and was decided, some fault took
+/// effect).
 fn survives(c: &CellSummary) -> bool {
-    Property::SAFETY.iter().all(|p| c.violated(*p) == 0)
+    c.faults_meant()
+        && Property::SAFETY.iter().all(|p| c.violated(*p) == 0)
         && c.errors == 0
         && c.undecided_seeds == 0
         && c.grants > 0
+        && !c.no_fault_took_effect()
 }
 
 /// The table: `| algorithm | kind… | survives |`, each cell as [`cell_text`], then the line
@@ -55,7 +63,7 @@ pub fn table(cells: &[CellSummary], describe: impl Fn(&str) -> String, command: 
     for k in &kinds {
         out += &format!(" `{}` |", k.name());
     }
-    out += " survives (no S1–S4 in any seed) |\n|---|---|";
+    out += " survives (no S1–S4 in any seed; faults took effect) |\n|---|---|";
     out += &"---|".repeat(kinds.len() + 1);
     out.push('\n');
     for a in algos {
@@ -80,7 +88,11 @@ pub fn table(cells: &[CellSummary], describe: impl Fn(&str) -> String, command: 
         out += &format!(" {ok} |\n");
     }
     out += &format!(
-        "\nEach cell counts the seeds (runs) that violated each property; `safe`: none did. Made by `{command}`.\n"
+        "\nEach cell counts the seeds (runs) that violated each property; `safe`: none did; `n/a`: \
+         no fault of the kind took effect in any seed (e.g. `leader-change` where no server \
+         leads), so the cell ran fault-free and counts as neither safe nor survived. `none` is \
+         the control group: no faults, judged as it is (a violation there needs no fault), \
+         and not listed under survives. Made by `{command}`.\n"
     );
     out
 }
@@ -94,6 +106,10 @@ mod tests {
         let mut c = CellSummary::new(algo, kind, 0);
         c.seeds = 10;
         c.grants = grants;
+        if kind != FaultKind::None {
+            c.faults_applied = 12;
+            c.faulted_seeds = 10;
+        }
         if s1 > 0 {
             c.violations.insert(Property::S1, s1);
         }
@@ -116,10 +132,32 @@ mod tests {
         let lines: Vec<&str> = t.lines().collect();
         assert_eq!(
             lines[0],
-            "| algorithm | what | `none` | `pause` | survives (no S1–S4 in any seed) |"
+            "| algorithm | what | `none` | `pause` | survives (no S1–S4 in any seed; faults took effect) |"
         );
-        assert_eq!(lines[2], "| `a` | about a | safe | S1 3 | none |");
+        assert_eq!(lines[2], "| `a` | about a | safe | S1 3 | nothing |");
         assert_eq!(lines[3], "| `b` | about b | no grants | safe | pause |");
         assert!(t.contains("Made by `locksim campaign --markdown`"));
+    }
+
+    /// Issue #24, item 5: a leader-change cell of an algorithm without a leader applied no
+    /// fault. It read `safe` and was listed under "survives"; it is `n/a` and is not.
+    #[test]
+    fn a_cell_whose_faults_never_took_effect_is_na_and_not_survived() {
+        let mut none = cell("redlock", FaultKind::LeaderChange, 0, 40);
+        none.faults_applied = 0;
+        none.faulted_seeds = 0;
+        let t = table(
+            &[cell("redlock", FaultKind::None, 0, 40), none.clone()],
+            |_| String::new(),
+            "x",
+        );
+        let row = t.lines().nth(2).unwrap();
+        assert_eq!(row, "| `redlock` |  | safe | n/a | nothing |", "{t}");
+        // A violation found without faults is still shown, beside the n/a.
+        none.violations.insert(Property::S1, 2);
+        assert_eq!(cell_text(&none), "S1 2 · n/a");
+        // Records that predate the count are not taken for "no fault took effect".
+        none.faults_unrecorded = 10;
+        assert!(!none.no_fault_took_effect());
     }
 }

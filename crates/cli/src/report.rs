@@ -284,6 +284,7 @@ pub fn write(
                         undecided: c.undecided_seeds,
                         grants: c.grants,
                         errors: c.errors,
+                        no_fault: c.no_fault_took_effect(),
                         first_failing_seed: c.first_failing_seed,
                         page: m.and_then(|m| m.page.clone()),
                         trace: m.and_then(|m| m.trace.clone()),

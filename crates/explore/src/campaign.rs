@@ -14,7 +14,7 @@ use locksim_core::text::one_line;
 use locksim_core::{FaultKind, Property};
 use serde::{Deserialize, Serialize};
 
-use crate::outcome::{check_options_for, check_scenario};
+use crate::outcome::{check_options_for, check_scenario, faults_applied, grants};
 use crate::setup::Setup;
 
 /// What to run.
@@ -140,7 +140,7 @@ impl Shard {
 /// ```json
 /// {"cell":0,"cells":2,"algorithm":"central","faults":"pause","first_seed":0,"seeds":300,
 ///  "seed":5,"checked":["S1","S2","S3","S4"],"violated":["S1","S2"],"grants":14,
-///  "settings":"…16 hex…","shard":"0/1","metrics":{…}}
+///  "faults_applied":2,"settings":"…16 hex…","shard":"0/1","metrics":{…}}
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -183,6 +183,11 @@ pub struct SeedRecord {
     pub error: Option<String>,
     /// Successful acquires.
     pub grants: u64,
+    /// Faults of the run's plan that took effect ([`crate::outcome::faults_applied`]: an
+    /// `isolate_leader` that found no leader does not count). Absent in records written
+    /// before it was counted, and when the simulation failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faults_applied: Option<u64>,
     /// A fingerprint of the cell's settings (algorithm knobs, cluster, workload): `merge` and
     /// `--resume` refuse to add up records of one cell made with different settings.
     pub settings: String,
@@ -211,7 +216,8 @@ impl SeedRecord {
 /// As JSON (`locksim campaign --json`) it is flat: `algorithm`, `faults`, `seeds`, `checked`,
 /// then for each checked property `p` (lower case) `p_violations` and `p_undecided` (seeds),
 /// `undecided_seeds`, `first_failing_seed`, `first_violation` (`{"S1": seed, …}`),
-/// `first_undecided_seed`, `errors`, `first_error_seed`, `first_error`, `grants`, the counters
+/// `first_undecided_seed`, `errors`, `first_error_seed`, `first_error`, `grants`,
+/// `faults_applied` and `faulted_seeds` (`null` when some record predates their count), the counters
 /// of [`Counts`] and the `…_p50_ns`/`…_p99_ns` percentiles (`null` without samples).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CellSummary {
@@ -245,6 +251,14 @@ pub struct CellSummary {
     pub first_error: Option<String>,
     /// Client-visible lock grants over all seeds (a liveness indicator).
     pub grants: u64,
+    /// Faults that took effect over all seeds (see [`crate::outcome::faults_applied`]).
+    pub faults_applied: u64,
+    /// Seeds in which at least one fault took effect.
+    pub faulted_seeds: u64,
+    /// Seeds (that ran) whose records do not say how many faults took effect (written before
+    /// the count existed): while any, the two counts above are lower bounds and the cell is
+    /// never shown `n/a` for them.
+    pub faults_unrecorded: u64,
     /// Lock operations and messages over all seeds: `acquires`, `acquires_ok`,
     /// `acquires_failed`, `acquires_unknown`, `retries`, `expired_while_held` (grants whose
     /// lease, by the client's own deadline, passed while the holder still wrote, renewed or
@@ -290,6 +304,9 @@ impl CellSummary {
             first_error_seed: None,
             first_error: None,
             grants: 0,
+            faults_applied: 0,
+            faulted_seeds: 0,
+            faults_unrecorded: 0,
             counts: Counts::default(),
             acquire_latency_p50_ns: None,
             acquire_latency_p99_ns: None,
@@ -319,6 +336,31 @@ impl CellSummary {
             (FaultKind::None, _) => "plan".to_string(),
             (k, _) => format!("{}+plan", k.name()),
         }
+    }
+
+    /// `true` when the cell's plans hold faults: a fault kind other than `none`, or an
+    /// explicit plan. A `none` cell without a plan is the control group.
+    pub fn faults_meant(&self) -> bool {
+        self.faults != FaultKind::None || self.plan > 0
+    }
+
+    /// `true` when faults were meant ([`CellSummary::faults_meant`]) and not one took effect
+    /// in any seed that ran (e.g. `leader-change` against an algorithm without a leader): the
+    /// cell tested the fault-free case only, so it is `n/a`, never `safe` nor survived.
+    pub fn no_fault_took_effect(&self) -> bool {
+        self.faults_meant()
+            && self.seeds > self.errors
+            && self.faults_unrecorded == 0
+            && self.faults_applied == 0
+    }
+
+    /// Seeds that ran and in which no fault took effect, for a cell whose plans hold
+    /// faults (0 for the control group, and while some records do not say).
+    pub fn unfaulted_seeds(&self) -> u64 {
+        if !self.faults_meant() || self.faults_unrecorded > 0 {
+            return 0;
+        }
+        (self.seeds - self.errors).saturating_sub(self.faulted_seeds)
     }
 
     /// Smallest seed violating one of `properties`.
@@ -354,6 +396,9 @@ impl Serialize for CellSummary {
         m.serialize_entry("first_error_seed", &self.first_error_seed)?;
         m.serialize_entry("first_error", &self.first_error)?;
         m.serialize_entry("grants", &self.grants)?;
+        let known = |n: u64| (self.faults_unrecorded == 0).then_some(n);
+        m.serialize_entry("faults_applied", &known(self.faults_applied))?;
+        m.serialize_entry("faulted_seeds", &known(self.faulted_seeds))?;
         // The counters flat beside the rest (as `#[serde(flatten)]` would put them).
         if let Ok(serde_json::Value::Object(counts)) = serde_json::to_value(&self.counts) {
             for (k, v) in counts {
@@ -412,6 +457,14 @@ impl Summary {
         if !r.undecided.is_empty() {
             c.undecided_seeds += 1;
             c.first_undecided_seed = min(c.first_undecided_seed);
+        }
+        match (r.faults_applied, &r.error) {
+            (_, Some(_)) => {}
+            (Some(n), None) => {
+                c.faults_applied += n;
+                c.faulted_seeds += u64::from(n > 0);
+            }
+            (None, None) => c.faults_unrecorded += 1,
         }
         if let Some(e) = &r.error {
             c.errors += 1;
@@ -475,7 +528,8 @@ fn run_one(spec: &CampaignSpec, cell: usize, kind: FaultKind, a: usize, seed: u6
         violated: v.kinds(),
         undecided: v.undecided(),
         error: out.error.clone(),
-        grants: out.history.as_ref().map_or(0, count_grants),
+        grants: out.history.as_ref().map_or(0, grants),
+        faults_applied: out.history.as_ref().map(faults_applied),
         settings: fingerprint(setup),
         shard: String::new(),
         metrics: out.history.as_ref().map(|h| Metrics::of(h).aggregate()),
@@ -639,21 +693,4 @@ pub fn fingerprint(setup: &Setup) -> String {
     }
     .expect("serializable");
     format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
-}
-
-fn count_grants(h: &locksim_core::History) -> u64 {
-    use locksim_core::history::{EventKind, OpF, Phase};
-    h.events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e.kind,
-                EventKind::Op {
-                    f: OpF::Acquire,
-                    phase: Phase::Ok,
-                    ..
-                }
-            )
-        })
-        .count() as u64
 }

@@ -642,6 +642,7 @@ mod tests {
             undecided,
             error: None,
             grants,
+            faults_applied: Some(1),
             settings: String::new(),
             shard: "0/1".into(),
             scenario: None,

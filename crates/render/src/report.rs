@@ -22,6 +22,9 @@ pub struct ReportCell {
     pub grants: u64,
     /// Seeds whose simulation failed.
     pub errors: u64,
+    /// The cell's plans held faults and not one took effect in any seed (e.g. leader-change
+    /// where no server leads): it ran fault-free, so it is shown `n/a`, never `safe`.
+    pub no_fault: bool,
     /// Smallest failing seed.
     pub first_failing_seed: Option<u64>,
     /// Relative link to the rendered shrunk trace (HTML), if one was made.
@@ -49,7 +52,8 @@ fn attr(s: &str) -> String {
 
 fn cell_html(c: &ReportCell) -> String {
     let bad = c.violations.iter().any(|(_, n)| *n > 0);
-    let class = if c.errors > 0 || (!bad && c.undecided > 0) {
+    let proves_nothing = c.grants == 0 || c.no_fault;
+    let class = if c.errors > 0 || (!bad && (c.undecided > 0 || proves_nothing)) {
         "err"
     } else if bad {
         "bad"
@@ -66,6 +70,10 @@ fn cell_html(c: &ReportCell) -> String {
         parts.join(" ")
     } else if c.undecided > 0 {
         "undecided".to_string()
+    } else if c.no_fault {
+        "n/a".to_string()
+    } else if c.grants == 0 {
+        "no grants".to_string()
     } else {
         "safe".to_string()
     };
@@ -79,6 +87,9 @@ fn cell_html(c: &ReportCell) -> String {
             "<br><small>{} undecided (a check ran out of budget)</small>",
             locksim_core::text::plural(c.undecided, "seed")
         );
+    }
+    if c.no_fault {
+        inner += "<br><small>no fault took effect in any seed: it ran fault-free</small>";
     }
     if c.errors > 0 {
         inner += &format!(
@@ -176,7 +187,7 @@ fn metrics_table(cells: &[ReportCell]) -> String {
 /// metrics. Self-contained (no script, no external resource).
 pub fn campaign_report(title: &str, notes: &[String], sections: &[ReportSection]) -> String {
     let mut h = crate::page_head(title, STYLE, notes);
-    h += "<p>Each number counts seeds (runs) that violate the property: S1 = a double grant (two clients held the lock at the same true time); S2 = a stale write (the resource accepted an older grant's write after a newer one's); S3 = the lock service's answers fit no correct lease lock. Each violated cell links to the timeline of its first failing seed, shrunk to a minimal scenario that fails the same way.</p>\n";
+    h += "<p>Each number counts seeds (runs) that violate the property: S1 = a double grant (two clients held the lock at the same true time); S2 = a stale write (the resource accepted an older grant's write after a newer one's); S3 = the lock service's answers fit no correct lease lock. Each violated cell links to the timeline of its first failing seed, shrunk to a minimal scenario that fails the same way. A cell is n/a when no fault of its kind took effect in any seed (leader-change where no server leads): it ran fault-free and proves nothing about the faults; a cell with no grants proves nothing either. The none column is the control group (no faults meant).</p>\n";
     for s in sections {
         if let Some(heading) = &s.heading {
             h += &format!("<h2>{}</h2>\n", text(heading));
@@ -206,4 +217,37 @@ pub fn campaign_report(title: &str, notes: &[String], sections: &[ReportSection]
     }
     h += "</body></html>\n";
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(grants: u64, no_fault: bool) -> ReportCell {
+        ReportCell {
+            algorithm: "redlock".into(),
+            faults: "leader-change".into(),
+            seeds: 10,
+            violations: vec![("S1".into(), 0)],
+            grants,
+            no_fault,
+            ..ReportCell::default()
+        }
+    }
+
+    /// Issue #24, item 5: a cell whose faults never took effect, or without grants, read
+    /// `safe` in green. It is n/a (or "no grants"), never safe.
+    #[test]
+    fn cells_that_prove_nothing_are_never_safe() {
+        let safe = cell_html(&cell(40, false));
+        assert!(safe.starts_with("<td class=\"safe\">safe<br>"), "{safe}");
+        let na = cell_html(&cell(40, true));
+        assert!(na.starts_with("<td class=\"err\">n/a<br>"), "{na}");
+        assert!(na.contains("no fault took effect"), "{na}");
+        let empty = cell_html(&cell(0, false));
+        assert!(
+            empty.starts_with("<td class=\"err\">no grants<br>"),
+            "{empty}"
+        );
+    }
 }
