@@ -83,8 +83,9 @@ pub struct CampaignArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
-    /// Also show these properties' columns: `liveness` (L1–L3; campaign files that name an
-    /// L property show them anyway). They are always checked and always in --json.
+    /// Also show these properties' columns: `liveness` (L1–L3; shown anyway when a seed
+    /// violates one or leaves one undecided, and for campaign files that name an L property).
+    /// They are always checked and always in --json.
     #[arg(long, value_name = "liveness")]
     check: Option<Check>,
     /// Add the explicit faults of this file (`[[fault]]` entries, as in campaign files) to
@@ -98,6 +99,8 @@ pub struct CampaignArgs {
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
     #[command(flatten)]
+    fail_on: FailOn,
+    #[command(flatten)]
     memory: MemoryArgs,
 }
 
@@ -108,19 +111,112 @@ pub enum Check {
     Liveness,
 }
 
-/// The note under a table whose L1–L3 columns are hidden although some seed violates one.
-fn hidden_liveness(cells: &[CellSummary]) -> String {
-    let n: u64 = cells
-        .iter()
-        .flat_map(|c| Property::LIVENESS.map(|p| c.violated(p)))
-        .sum();
-    if n == 0 {
-        String::new()
-    } else {
-        format!(
-            "note: {} of liveness (L1–L3) violations over the cells: add --check liveness to see them\n",
-            plural(n, "count")
+/// Whether a table of `cells` shows the L1–L3 columns: when asked (`--check liveness`, a
+/// campaign file that names an L property), and whenever some seed violates one or leaves one
+/// undecided (issue #24, item 7: a violated property is never hidden behind a footnote).
+fn shows_liveness(cells: &[CellSummary], asked: bool) -> bool {
+    asked
+        || cells.iter().any(|c| {
+            Property::LIVENESS
+                .iter()
+                .any(|&p| c.violated(p) > 0 || c.undecided_on(p) > 0)
+        })
+}
+
+/// `--fail-on`: the properties whose violation fails a campaign or a merge (exit 1), and
+/// whose cells must have been exercised (grants, faults that took effect, decided checks)
+/// for a clean exit 0 (else exit 3).
+#[derive(Args, Clone, Default)]
+pub struct FailOn {
+    /// Exit 1 when a seed violates one of these properties, comma-separated (S1..S4, L1..L3,
+    /// `safety` for S1–S4, `liveness` for L1–L3), or a seed failed to run; else exit 3 when a
+    /// cell proves nothing for them (no grants, no fault took effect, or one of them
+    /// undecided); else 0. For CI; without it the matrix is exploratory and exits 0 whatever
+    /// it finds (a campaign file's own expectations still give exit 1).
+    #[arg(long, value_name = "P[,P]")]
+    fail_on: Option<String>,
+}
+
+impl FailOn {
+    /// The properties, validated, in report order (empty without the flag).
+    ///
+    /// # Errors
+    /// An empty list or a name that is no property, naming it.
+    pub(crate) fn properties(&self) -> Result<Vec<Property>, String> {
+        let Some(text) = &self.fail_on else {
+            return Ok(Vec::new());
+        };
+        let mut list = Vec::new();
+        for word in text.split(',').map(str::trim) {
+            let add: Vec<Property> = match word.to_ascii_lowercase().as_str() {
+                "" => continue,
+                "safety" => Property::SAFETY.to_vec(),
+                "liveness" => Property::LIVENESS.to_vec(),
+                _ => vec![word.parse::<Property>().map_err(|e| {
+                    format!("--fail-on: {e} (give properties such as S1,S2, or safety, liveness)")
+                })?],
+            };
+            list.extend(add);
+        }
+        if list.is_empty() {
+            return Err("--fail-on: an empty list; give properties such as S1,S2 or safety".into());
+        }
+        list.sort();
+        list.dedup();
+        Ok(list)
+    }
+}
+
+/// The exit code `--fail-on properties` gives `cells` (see [`FailOn`]): 1 with the
+/// violations, 3 with what proves nothing, else 0; and one line per reason, for stderr.
+pub(crate) fn fail_on_code(cells: &[CellSummary], properties: &[Property]) -> (u8, Vec<String>) {
+    let names: Vec<String> = properties.iter().map(|p| p.to_string()).collect();
+    let (mut violated, mut empty) = (Vec::new(), Vec::new());
+    for c in cells {
+        let at = format!("{} × {}", c.algorithm, c.faults_label());
+        for &p in properties {
+            if c.violated(p) > 0 {
+                violated.push(format!(
+                    "{p} violated in {at} ({}, first seed {})",
+                    plural(c.violated(p), "seed"),
+                    c.first_violation.get(&p).copied().unwrap_or(0)
+                ));
+            }
+        }
+        if c.errors > 0 {
+            violated.push(format!("{at}: {} failed to run", plural(c.errors, "seed")));
+        }
+        let undecided: Vec<String> = properties
+            .iter()
+            .filter(|p| c.undecided_on(**p) > 0)
+            .map(|p| p.to_string())
+            .collect();
+        if !undecided.is_empty() {
+            empty.push(format!("{at}: {} undecided", undecided.join(", ")));
+        }
+        if c.grants == 0 && c.seeds > c.errors {
+            empty.push(format!("{at}: no client was ever granted the lock"));
+        }
+        if c.no_fault_took_effect() {
+            empty.push(format!("{at}: no fault took effect in any seed"));
+        }
+    }
+    let head = format!("--fail-on {}: ", names.join(","));
+    if !violated.is_empty() {
+        (
+            1,
+            violated.into_iter().map(|v| format!("{head}{v}")).collect(),
         )
+    } else if !empty.is_empty() {
+        (
+            3,
+            empty
+                .into_iter()
+                .map(|v| format!("{head}{v}: proves nothing (exit 3)"))
+                .collect(),
+        )
+    } else {
+        (0, Vec::new())
     }
 }
 
@@ -131,7 +227,8 @@ pub struct MergeArgs {
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Summarize what the files hold even when seeds or shards are missing (by default that is
-    /// an error): exit 0, say which are missing, and judge no campaign file.
+    /// an error): say which are missing and judge no campaign file (exit 3 when a campaign
+    /// file's expectation or --fail-on is left unjudged so, else 0).
     #[arg(long)]
     partial: bool,
     /// Print one JSON object instead of a table: for a sweep's records the object `sweep
@@ -156,6 +253,8 @@ pub struct MergeArgs {
     /// Replace a --report page that locksim did not write.
     #[arg(long)]
     force: bool,
+    #[command(flatten)]
+    fail_on: FailOn,
 }
 
 /// The most seeds per cell one invocation runs; bigger campaigns are sharded.
@@ -466,6 +565,7 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         return Err("--first-seed + --seeds does not fit in 64 bits".into());
     }
     let jobs = jobs(&a)?;
+    let fail_on = a.fail_on.properties()?;
     let shard = Shard::resolve(a.shard.as_deref(), a.shards, &|k| std::env::var(k).ok())?
         .unwrap_or(Shard::ALL);
     let started = Instant::now();
@@ -588,9 +688,6 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
     } else {
         let liveness = a.check == Some(Check::Liveness);
         out(&table(&cells, liveness));
-        if !liveness {
-            out(&hidden_liveness(&cells));
-        }
         let secs = started.elapsed().as_secs_f64();
         let mut tail = format!(
             "\n{} in {secs:.1}s on {} ({:.0} seeds/s){}{}.\n",
@@ -619,7 +716,36 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         }
         eprint!("{tail}");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(gate(&cells, &fail_on, 0)))
+}
+
+/// The exit code of a campaign or merge whose campaign files' expectations gave `code` (0 or
+/// 1): with `--fail-on`, also [`fail_on_code`] of `cells` (its reasons on stderr); the
+/// highest-priority code wins: 1, then 3, then 0.
+fn gate(cells: &[CellSummary], fail_on: &[Property], code: u8) -> u8 {
+    if fail_on.is_empty() {
+        return code;
+    }
+    let (own, why) = fail_on_code(cells, fail_on);
+    for w in &why {
+        crate::error_line(w);
+    }
+    worst(code, own)
+}
+
+/// The stronger of two exit codes: 1 (a violation) over 3 (proves nothing) over 0.
+fn worst(a: u8, b: u8) -> u8 {
+    let rank = |c: u8| match c {
+        1 => 3,
+        3 => 2,
+        0 => 0,
+        _ => 4,
+    };
+    if rank(a) >= rank(b) {
+        a
+    } else {
+        b
+    }
 }
 
 fn write_report(
@@ -684,11 +810,14 @@ fn files(
         })
         .collect();
     let out_file = open_out(a, &mut campaign_jobs, shard)?;
+    let fail_on = a.fail_on.properties()?;
+    let mut every_cell = Vec::new();
     let (mut report, mut json, mut failed, mut total) = (String::new(), Vec::new(), 0, 0u64);
     let mut sections = Vec::new();
     for (f, mut job) in files.iter().zip(campaign_jobs) {
         run(&mut job, shard, out_file.as_ref())?;
         let cells = job.summary.cells();
+        every_cell.extend(cells.iter().cloned());
         total += cells.iter().map(|c| c.seeds).sum::<u64>();
         // A shard sees only part of the seeds: expectations are judged after `merge`.
         let problems = if shard == Shard::ALL {
@@ -715,9 +844,6 @@ fn files(
         }
         let liveness = f.asks_liveness() || a.check == Some(Check::Liveness);
         report += &table(&cells, liveness);
-        if !liveness {
-            report += &hidden_liveness(&cells);
-        }
         report += "\n";
         json.push(FileResult {
             name: f.name.clone(),
@@ -753,11 +879,11 @@ fn files(
             expectations(failed, shard),
         );
     }
-    Ok(if failed > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    Ok(ExitCode::from(gate(
+        &every_cell,
+        &fail_on,
+        if failed > 0 { 1 } else { 0 },
+    )))
 }
 
 /// The summary's last words on the files' expectations: how many failed, or, for one shard
@@ -885,6 +1011,7 @@ fn missing(m: &Merged) -> Vec<String> {
 }
 
 pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
+    let fail_on = a.fail_on.properties()?;
     if let Some(r) = &a.report {
         crate::render::check_page_target(r, a.force)?;
     }
@@ -985,7 +1112,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
     let mut json = Vec::new();
     let mut sweeps: Vec<(String, crate::sweep::MergedSweep)> = Vec::new();
     let mut text = String::new();
-    let mut failed = 0;
+    let (mut failed, mut unjudged) = (0, 0);
     let mut sections = Vec::new();
     for (campaign, m) in &by_campaign {
         let label = if campaign.is_empty() {
@@ -1063,6 +1190,10 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
             }
             eprintln!("note: {label} is partial: {}", lacking.join("; "));
             verdict = format!(" (partial, not judged: {})", lacking.join("; "));
+            // A campaign file's expectation, or --fail-on, left unjudged: exit 3.
+            if !campaign.is_empty() || !fail_on.is_empty() {
+                unjudged += 1;
+            }
         } else if !campaign.is_empty() {
             // Judge the campaign file's expectation, if the file is still where it was run.
             match CampaignFile::read(Path::new(campaign)) {
@@ -1092,9 +1223,6 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         }
         let asks = file.as_ref().is_some_and(|f| f.asks_liveness());
         text += &table(&cells, asks);
-        if !asks {
-            text += &hidden_liveness(&cells);
-        }
         if !campaign.is_empty() {
             text += "\n";
         }
@@ -1109,6 +1237,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         }
         json.push((campaign.clone(), cells, verdict, lacking));
     }
+    let json_cells: Vec<CellSummary> = json.iter().flat_map(|j| j.1.iter().cloned()).collect();
     if let Some(path) = &a.report {
         let files: Vec<String> = a.files.iter().map(|p| p.display().to_string()).collect();
         let notes = vec![
@@ -1204,11 +1333,12 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
     } else {
         out(&text);
     }
-    Ok(if failed > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let code = match (failed, unjudged) {
+        (0, 0) => 0,
+        (0, _) => 3,
+        _ => 1,
+    };
+    Ok(ExitCode::from(gate(&json_cells, &fail_on, code)))
 }
 
 /// Where `merge --report` gets each violated cell's first failing seed: the scenario its
@@ -1287,8 +1417,11 @@ fn to_json(v: &impl serde::Serialize) -> String {
     serde_json::to_string(v).expect("summaries serialize")
 }
 
-/// The matrix as text: S1–S4, and with `liveness` L1–L3, as columns.
+/// The matrix as text: S1–S4, and L1–L3 when asked (`liveness`) or violated (see
+/// [`shows_liveness`]), as columns. A cell whose plans held faults of which none took effect
+/// shows `n/a` for the properties no seed violated (it tested the fault-free case only).
 fn table(cells: &[CellSummary], liveness: bool) -> String {
+    let liveness = shows_liveness(cells, liveness);
     let cols: Vec<Property> = Property::ALL
         .into_iter()
         .filter(|p| liveness || !p.is_liveness())
@@ -1300,7 +1433,9 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
     }
     t += &format!(" {:>8}  first failing seed\n", "grants");
     let mark = |c: &CellSummary, p: Property| {
-        if !c.checked.contains(&p) && c.seeds > c.errors {
+        if (!c.checked.contains(&p) && c.seeds > c.errors)
+            || (c.violated(p) == 0 && c.no_fault_took_effect())
+        {
             "n/a".to_string()
         } else if c.violated(p) == 0 {
             "-".to_string()
@@ -1329,6 +1464,15 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
         }
         if let Some(w) = starved(c) {
             first += &format!("  {w}");
+        }
+        if c.no_fault_took_effect() {
+            first += "  (n/a: no fault took effect in any seed)";
+        } else if c.unfaulted_seeds() > 0 {
+            first += &format!(
+                "  (faults took effect in {} of {} seeds)",
+                c.faulted_seeds,
+                c.seeds - c.errors
+            );
         }
         t += &format!(
             "{:<aw$} {:<width$} {:>6}",
@@ -1359,6 +1503,10 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
         t += "L3 = a lock stayed taken longer than ttl + slack while no live client believed it held it\n";
     }
     t += "UNDECIDED = a check ran out of its budget on those seeds: they count as neither safe nor violated\n";
+    t += "n/a = not judged: the property is not checked for this algorithm (L1 for a lock that never\n";
+    t += "     expires), or the cell's faults never took effect (e.g. leader-change where no server\n";
+    t += "     leads): it ran fault-free, so it is no evidence of surviving them. `none` is the control\n";
+    t += "     group: no faults are meant, and its cells are judged as they are\n";
     t += "grants = successful acquires over all seeds (a cell with none would prove nothing;\n";
     t += "     `starved`: fewer than 1% of the acquire attempts succeeded)\n";
     t += "lock metrics (true time, over all seeds of the cell; percentiles within 1.6%): acquire =\n";

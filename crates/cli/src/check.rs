@@ -227,7 +227,7 @@ pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
             }
         }
     }
-    let (mut unknown, mut bad_input) = (false, false);
+    let (mut unknown, mut bad_input, mut failing) = (false, false, false);
     let mut page: Vec<PageItem> = Vec::new();
     for file in &a.files {
         let name = file.display().to_string();
@@ -282,6 +282,7 @@ pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
             }
         }
         unknown |= matches!(c.verdict, Verdict::Unknown(_));
+        failing |= matches!(c.verdict, Verdict::NotLinearizable(_));
         page.push(PageItem {
             file: name,
             verdict: c.verdict.name(),
@@ -305,11 +306,35 @@ pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
             eprintln!("wrote {}", h.display());
         }
     }
-    Ok(if bad_input {
-        ExitCode::from(2)
+    Ok(ExitCode::from(exit_code(bad_input, failing, unknown)))
+}
+
+/// The exit-code table every command keeps (issue #24, item 8): a history that is not
+/// linearizable is a violation (1, as Jepsen's checker fails an invalid result), one whose
+/// search gave up is undecided (3), an unreadable file is bad input (2); 2 wins over 1, 1
+/// over 3.
+fn exit_code(bad_input: bool, failing: bool, unknown: bool) -> u8 {
+    if bad_input {
+        2
+    } else if failing {
+        1
     } else if unknown {
-        ExitCode::from(1)
+        3
     } else {
-        ExitCode::SUCCESS
-    })
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Issue #24, item 8: "not linearizable" exited 0 and "unknown" 1.
+    #[test]
+    fn not_linearizable_is_a_violation_and_unknown_is_undecided() {
+        use super::exit_code;
+        assert_eq!(exit_code(false, false, false), 0);
+        assert_eq!(exit_code(false, true, false), 1);
+        assert_eq!(exit_code(false, false, true), 3);
+        assert_eq!(exit_code(false, true, true), 1);
+        assert_eq!(exit_code(true, true, true), 2);
+    }
 }

@@ -51,15 +51,31 @@ Scenarios can be written as TOML: campaign files with seeded fault kinds and/or 
 [[fault]] plans and per-client [client.cN] settings (sims/README.md); `locksim run FILE.toml
 --seed N` runs one seed of a file, `--plan FILE.toml` adds a plan to any run.
 
-A run's verdict is SAFE, VIOLATED (with witnesses) or UNDECIDED (a check ran out of its
-budget: never shown as safe). Exit codes: 0 safe or done, 1 violated (or a campaign file's
-expectation failed, or a replay differs), 2 bad input, 3 undecided.";
+A run's verdict is SAFE, VIOLATED (with witnesses), UNDECIDED (a check ran out of its budget)
+or NOTHING EXERCISED (no client was granted the lock); only SAFE is a pass.
+
+Exit codes, the same for every command:
+  0  judged and clean: safe, linearizable, every expectation met, a replay identical, the
+     page or file written
+  1  a violation or a failed expectation: a property violated, a history not linearizable
+     (check), a campaign file's expect/forbid unmet, a frontier boundary moved, a replay or
+     re-drawn trace that differs, a --fail-on property violated or a seed that failed to run
+  2  bad input: a file, flag or setting that cannot be used (one line names it); shrink of a
+     run that violates nothing
+  3  undecided or nothing exercised: a check out of its budget (UNDECIDED, check's unknown),
+     a run in which no client got the lock, a --fail-on cell without grants or whose faults
+     never took effect (n/a), a merge --partial that leaves an expectation unjudged
+The matrix (campaign without files) and sweep without frontier files are exploratory: they
+exit 0 whatever they find, unless --fail-on S1,S2,... (campaign, merge) names the properties
+that fail them, for CI. One shard of campaign files exits 0 (judged at merge). real adds 4 (the
+real run failed) and 130 (interrupted).";
 
 const AFTER_HELP: &str = "\
 Examples:
   locksim campaign                                  the default matrix, a few hundred seeds per cell
   locksim campaign --algo redlock --faults pause --seeds 1000
   locksim campaign sims/                            the campaign files; exit 1 if an expectation fails
+  locksim campaign --algo raft-lease --fail-on safety   for CI: exit 1 on any S1-S4, 3 if a cell proves nothing
   locksim run sims/slow-step-down.toml --seed 0     one seed of a campaign file (its plan, its clients)
   locksim run --algo central --seed 1 --faults none --plan plan.toml --set c2.ttl=5s
   locksim campaign --shard 0/4 --out part0.jsonl    one of four machines; then: locksim merge part*.jsonl

@@ -36,8 +36,10 @@ pub struct RunArgs {
     /// Print every event, not only faults, losses, rejections and the violations' witnesses.
     #[arg(long)]
     events: bool,
-    /// Print one JSON object (scenario, node names, digest, verdict, counts) instead of text;
-    /// with --events, the history too.
+    /// Print one JSON object instead of text: `scenario`, `nodes`, `digest`, `events`,
+    /// `messages_sent`, `messages_dropped`, `grants` (successful acquires), `faults_planned`,
+    /// `faults_applied` (the plan's faults that took effect), `exit` (the exit code) and
+    /// `verdict`; with --events, the `history` too.
     #[arg(long)]
     json: bool,
     /// Also draw the run as a self-contained HTML page (as `locksim render` draws a trace).
@@ -59,6 +61,15 @@ pub fn verdict_code(v: &locksim_core::Verdict) -> u8 {
     }
 }
 
+/// The exit code of a simulated run: [`verdict_code`], and 3 for a clean run in which no
+/// client was granted the lock (`grants` = 0): it exercised nothing, so it proves nothing.
+pub fn run_code(v: &locksim_core::Verdict, grants: u64) -> u8 {
+    match verdict_code(v) {
+        0 if grants == 0 => 3,
+        code => code,
+    }
+}
+
 pub fn main(a: RunArgs) -> Result<ExitCode, String> {
     let chosen = choose(
         a.file.as_deref(),
@@ -75,6 +86,7 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
         return Err(format!("the simulation of seed {} failed: {e}", a.seed));
     }
     let history = result.history.as_ref().expect("no error means a history");
+    let grants = locksim_explore::outcome::grants(history);
     if let Some(path) = &a.html {
         let page = locksim_render::render_html(&locksim_render::Run {
             scenario: &scenario,
@@ -107,6 +119,10 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
             "events": history.events.len(),
             "messages_sent": history.messages_sent,
             "messages_dropped": history.messages_dropped,
+            "grants": grants,
+            "faults_planned": scenario.faults.len(),
+            "faults_applied": locksim_explore::outcome::faults_applied(history),
+            "exit": run_code(&result.verdict, grants),
             "verdict": result.verdict,
         });
         if a.events {
@@ -122,7 +138,7 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
             true,
         ));
     }
-    Ok(ExitCode::from(verdict_code(&result.verdict)))
+    Ok(ExitCode::from(run_code(&result.verdict, grants)))
 }
 
 #[cfg(test)]

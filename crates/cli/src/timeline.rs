@@ -189,6 +189,16 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool)
     t += "(Jepsen's terms: ok = it happened, fail = it did not, info = unknown, e.g. a timeout; \
           a handle is one grant of the lock)\n";
     let _ = writeln!(t, "digest: {}", h.digest());
+    let applied = locksim_explore::outcome::faults_applied(h);
+    if !s.faults.is_empty() && applied == 0 {
+        // Issue #24, item 5: e.g. `isolate the leader` with no leader to isolate.
+        let _ = writeln!(
+            t,
+            "note: none of the plan's {} took effect (nothing to act on, e.g. no leader to \
+             isolate): this run tested the fault-free case",
+            plural(s.faults.len() as u64, "fault")
+        );
+    }
     if v.is_safe() && !v.inconclusive.is_empty() {
         let undecided: Vec<String> = v.undecided().iter().map(|p| p.to_string()).collect();
         let _ = writeln!(
@@ -197,6 +207,11 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool)
              the run is not shown safe)",
             undecided.join(", ")
         );
+    } else if v.is_safe() && locksim_explore::outcome::grants(h) == 0 {
+        // A zero is not a pass (issue #24, item 6): nothing held the lock, so nothing could
+        // break it.
+        t += "\nverdict: NOTHING EXERCISED (no client was granted the lock, so S1-S4 and L1-L3 \
+              hold only because nothing happened: the run proves nothing; exit 3)\n";
     } else if v.is_safe() {
         t += "\nverdict: SAFE (S1 mutual exclusion, S2 resource safety, S3 linearizability and S4 \
               own-incarnation release hold; ";

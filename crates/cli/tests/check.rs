@@ -51,7 +51,7 @@ fn a_failing_history_is_explained_in_text_and_json() {
     let f = d.join("etcd/etcd_001.log");
     let o = locksim(&["check", "--model", "etcd", f.to_str().unwrap()]);
     let out = text(&o.stdout);
-    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("not linearizable"), "{out}");
     assert!(out.contains("longest linearizable prefix has"), "{out}");
     assert!(out.contains("none of these can take effect next"), "{out}");
@@ -117,7 +117,7 @@ fn a_tight_memory_budget_gives_unknown_with_the_reason() {
         f.to_str().unwrap(),
     ]);
     let out = text(&o.stdout);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_eq!(o.status.code(), Some(3), "{out}");
     assert!(
         out.contains("unknown") && out.contains("memory budget"),
         "{out}"
@@ -139,7 +139,7 @@ fn html_draws_the_reasons_and_keeps_other_files() {
         page.to_str().unwrap(),
         f,
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let html = std::fs::read_to_string(&page).unwrap();
     // The reason is in the page's text, not only in its script's data.
     let body = &html[..html.find("<script").unwrap()];
@@ -156,7 +156,7 @@ fn html_draws_the_reasons_and_keeps_other_files() {
         page.to_str().unwrap(),
         f,
     ]);
-    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(o.status.code(), Some(1));
     let other = dir.join("notes.html");
     std::fs::write(&other, "my notes").unwrap();
     let o = locksim(&[
@@ -180,7 +180,7 @@ fn html_draws_the_reasons_and_keeps_other_files() {
         other.to_str().unwrap(),
         f,
     ]);
-    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(o.status.code(), Some(1));
     assert!(std::fs::read_to_string(&other)
         .unwrap()
         .contains("locksim render"));

@@ -1,0 +1,392 @@
+//! Issue #24, items 5–8: claims that test nothing are not passes (faults that never took
+//! effect, runs without grants, liveness hidden behind a footnote), and one exit-code table
+//! for every command (0 judged and clean, 1 a violation or failed expectation, 2 bad input,
+//! 3 undecided or nothing exercised).
+
+use std::path::Path;
+use std::process::Output;
+
+mod common;
+use common::{locksim, s, scratch, stderr, stdout};
+
+fn code(o: &Output) -> Option<i32> {
+    o.status.code()
+}
+
+/// A plan that cuts every client off from every server for the whole run.
+fn cut_everyone(dir: &Path) -> std::path::PathBuf {
+    let p = dir.join("cut.toml");
+    std::fs::write(
+        &p,
+        "[[fault]]\nat = \"0s\"\ntype = \"partition\"\na = \"clients\"\nb = \"servers\"\nduration = \"1000s\"\n",
+    )
+    .unwrap();
+    p
+}
+
+/// Item 5: `redlock` has no leader, so `leader-change` isolates nobody. The run says so; the
+/// campaign cell is `n/a`, its JSON says `faults_applied: 0`, and the markdown table no longer
+/// lists `leader-change` under "survives".
+#[test]
+fn faults_that_never_took_effect_are_not_survived() {
+    let o = locksim(&[
+        "run",
+        "--algo",
+        "redlock",
+        "--seed",
+        "3",
+        "--faults",
+        "leader-change",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v["faults_planned"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["faults_applied"], 0, "{v}");
+    let o = locksim(&[
+        "run",
+        "--algo",
+        "redlock",
+        "--seed",
+        "3",
+        "--faults",
+        "leader-change",
+    ]);
+    assert!(
+        stdout(&o).contains("took effect") && stdout(&o).contains("fault-free case"),
+        "{}",
+        stdout(&o)
+    );
+
+    let args = [
+        "campaign",
+        "--algo",
+        "redlock,raft-lease",
+        "--faults",
+        "none,leader-change",
+        "--seeds",
+        "4",
+    ];
+    let o = locksim(&args);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let t = stdout(&o);
+    let row = |algo: &str, kind: &str| {
+        t.lines()
+            .find(|l| l.starts_with(algo) && l.split_whitespace().nth(1) == Some(kind))
+            .unwrap_or_else(|| panic!("no {algo} {kind} row in {t}"))
+            .to_string()
+    };
+    let redlock = row("redlock", "leader-change");
+    assert!(
+        redlock.split_whitespace().filter(|w| *w == "n/a").count() >= 4,
+        "{redlock}"
+    );
+    assert!(redlock.contains("no fault took effect"), "{redlock}");
+    // The control group and a leader that exists are judged as before.
+    assert!(!row("redlock", "none").contains("n/a"), "{t}");
+    assert!(!row("raft-lease", "leader-change").contains("n/a"), "{t}");
+
+    let o = locksim(&[&args[..], &["--json"]].concat());
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells[0]["faults"], "none");
+    assert_eq!(cells[0]["faults_applied"], 0);
+    assert_eq!(cells[1]["faults_applied"], 0, "{}", cells[1]);
+    assert!(
+        cells[3]["faults_applied"].as_u64().unwrap() > 0,
+        "{}",
+        cells[3]
+    );
+
+    let o = locksim(&[&args[..], &["--markdown"]].concat());
+    let md = stdout(&o);
+    let line = md.lines().find(|l| l.starts_with("| `redlock`")).unwrap();
+    assert!(line.contains("| safe | n/a |"), "{line}");
+    assert!(
+        line.ends_with("| nothing |"),
+        "leader-change is not survived: {line}"
+    );
+    let line = md
+        .lines()
+        .find(|l| l.starts_with("| `raft-lease`"))
+        .unwrap();
+    // `none` is the control group: shown, judged, never listed as a fault survived.
+    assert!(line.ends_with("| leader-change |"), "{line}");
+}
+
+/// Item 6: a run in which nobody got the lock said `verdict: SAFE … so do the liveness
+/// properties` and exited 0. It proves nothing: exit 3, and `--json` carries the grants.
+#[test]
+fn a_run_without_grants_proves_nothing() {
+    let d = scratch("claims", "nogrants");
+    let plan = cut_everyone(&d);
+    let run = [
+        "run",
+        "--algo",
+        "central",
+        "--seed",
+        "1",
+        "--faults",
+        "none",
+        "--plan",
+        s(&plan),
+    ];
+    let o = locksim(&run);
+    let t = stdout(&o);
+    assert_eq!(code(&o), Some(3), "{t}{}", stderr(&o));
+    assert!(!t.contains("verdict: SAFE"), "{t}");
+    assert!(
+        t.contains("NOTHING EXERCISED") && t.contains("proves nothing"),
+        "{t}"
+    );
+    let o = locksim(&[&run[..], &["--json"]].concat());
+    assert_eq!(code(&o), Some(3));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["grants"], 0, "{v}");
+    assert_eq!(v["exit"], 3, "{v}");
+    // The same run without the cut: grants, SAFE, exit 0.
+    let o = locksim(&run[..7]);
+    assert_eq!(code(&o), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("verdict: SAFE"));
+    let o = locksim(&[&run[..7], &["--json"]].concat());
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v["grants"].as_u64().unwrap() > 0, "{v}");
+    // A campaign gated on it says why and exits 3.
+    let o = locksim(&[
+        "campaign",
+        "--algo",
+        "central",
+        "--faults",
+        "none",
+        "--plan",
+        s(&plan),
+        "--seeds",
+        "3",
+        "--fail-on",
+        "safety",
+    ]);
+    assert_eq!(code(&o), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no client was ever granted"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// Item 7: liveness violations were hidden (an all-`-` row and a footnote) unless
+/// `--check liveness` was given. Their columns show whenever one is violated.
+#[test]
+fn violated_liveness_is_shown_without_asking() {
+    let o = locksim(&[
+        "campaign",
+        "--algo",
+        "pg-advisory",
+        "--faults",
+        "partition",
+        "--seeds",
+        "60",
+    ]);
+    let t = stdout(&o);
+    let head = t.lines().next().unwrap();
+    assert!(head.contains(" L3 "), "{t}");
+    let row = t.lines().nth(1).unwrap();
+    let l3: u64 = row.split_whitespace().nth(9).unwrap().parse().unwrap();
+    assert!(l3 > 0, "{row}");
+    assert!(!stderr(&o).contains("--check liveness") && !t.contains("--check liveness"));
+    // Nothing violated, nothing asked: the columns stay out of the way.
+    let o = locksim(&[
+        "campaign", "--algo", "central", "--faults", "none", "--seeds", "3",
+    ]);
+    assert!(!stdout(&o).lines().next().unwrap().contains("L1"));
+}
+
+/// Item 8: `campaign --fail-on` for CI: 1 on a listed violation, 0 when clean and exercised,
+/// 2 on a bad list; without it the matrix is exploratory (0 with violations).
+#[test]
+fn campaign_and_merge_fail_on_listed_properties() {
+    let base = [
+        "campaign", "--algo", "central", "--faults", "pause", "--seeds", "12",
+    ];
+    let o = locksim(&base);
+    assert_eq!(code(&o), Some(0), "exploratory: {}", stderr(&o));
+    assert!(stdout(&o).lines().nth(1).unwrap().split_whitespace().nth(3) != Some("-"));
+    let o = locksim(&[&base[..], &["--fail-on", "S1,S2"]].concat());
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("S1 violated in central × pause"),
+        "{}",
+        stderr(&o)
+    );
+    let o = locksim(&[&base[..], &["--fail-on", "S4"]].concat());
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    for bad in ["S9", ",", "safe"] {
+        let o = locksim(&[&base[..], &["--fail-on", bad]].concat());
+        assert_eq!(code(&o), Some(2), "{bad}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--fail-on"), "{}", stderr(&o));
+        assert_eq!(stderr(&o).trim_end().lines().count(), 1, "{}", stderr(&o));
+        assert!(o.stdout.is_empty(), "refused before running");
+    }
+    // A cell whose faults never took effect proves nothing: 3.
+    let o = locksim(&[
+        "campaign",
+        "--algo",
+        "redlock",
+        "--faults",
+        "leader-change",
+        "--seeds",
+        "3",
+        "--fail-on",
+        "safety",
+    ]);
+    assert_eq!(code(&o), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no fault took effect"),
+        "{}",
+        stderr(&o)
+    );
+
+    // merge: the same gate over the shards; --partial of a campaign file leaves its
+    // expectation unjudged (3).
+    let d = scratch("claims", "merge");
+    for i in 0..2 {
+        let o = locksim(
+            &[
+                &base[..],
+                &[
+                    "--shard",
+                    &format!("{i}/2"),
+                    "--out",
+                    s(&d.join(format!("p{i}.jsonl"))),
+                ],
+            ]
+            .concat(),
+        );
+        assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    }
+    let (p0, p1) = (d.join("p0.jsonl"), d.join("p1.jsonl"));
+    let o = locksim(&["merge", s(&p0), s(&p1)]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let o = locksim(&["merge", s(&p0), s(&p1), "--fail-on", "S1"]);
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
+    let o = locksim(&["merge", s(&p0), s(&p1), "--fail-on", "S4"]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let o = locksim(&["merge", s(&p0), "--partial", "--fail-on", "S4"]);
+    assert_eq!(code(&o), Some(3), "{}", stderr(&o));
+    let o = locksim(&["merge", s(&p0), s(&p1), "--fail-on", "X"]);
+    assert_eq!(code(&o), Some(2), "{}", stderr(&o));
+
+    let file = d.join("c.toml");
+    std::fs::write(
+        &file,
+        "algorithm = \"central\"\nfaults = [\"pause\"]\nseeds = 6\nexpect = [\"S1\"]\n",
+    )
+    .unwrap();
+    let o = locksim(&[
+        "campaign",
+        s(&file),
+        "--shard",
+        "0/2",
+        "--out",
+        s(&d.join("f0.jsonl")),
+    ]);
+    assert_eq!(
+        code(&o),
+        Some(0),
+        "one shard is judged at merge: {}",
+        stderr(&o)
+    );
+    let o = locksim(&["merge", s(&d.join("f0.jsonl")), "--partial"]);
+    assert_eq!(code(&o), Some(3), "{}{}", stdout(&o), stderr(&o));
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// Item 8: `check` exited 0 on "not linearizable" (Jepsen exits non-zero on an invalid
+/// result) and 1 on "unknown". Now 1 and 3; 0 for a linearizable history, 2 for bad input.
+#[test]
+fn check_exits_by_the_table() {
+    let d = scratch("claims", "check");
+    let bad = d.join("bad.edn");
+    std::fs::write(
+        &bad,
+        "{:process 0, :type :invoke, :f :put, :key \"a\", :value \"1\"}\n\
+         {:process 0, :type :ok, :f :put, :key \"a\", :value \"1\"}\n\
+         {:process 1, :type :invoke, :f :get, :key \"a\", :value nil}\n\
+         {:process 1, :type :ok, :f :get, :key \"a\", :value \"2\"}\n",
+    )
+    .unwrap();
+    let good = d.join("good.edn");
+    std::fs::write(
+        &good,
+        std::fs::read_to_string(&bad)
+            .unwrap()
+            .replace("\"2\"}", "\"1\"}"),
+    )
+    .unwrap();
+    let junk = d.join("junk.edn");
+    std::fs::write(&junk, "garbage\n").unwrap();
+    let o = locksim(&["check", "--model", "kv", s(&bad)]);
+    assert_eq!(code(&o), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("not linearizable"));
+    let o = locksim(&["check", "--model", "kv", "--json", s(&good), s(&bad)]);
+    assert_eq!(code(&o), Some(1), "{}", stdout(&o));
+    let o = locksim(&["check", "--model", "kv", s(&good)]);
+    assert_eq!(code(&o), Some(0), "{}", stdout(&o));
+    let o = locksim(&["check", "--model", "kv", s(&bad), s(&junk)]);
+    assert_eq!(code(&o), Some(2), "{}", stderr(&o));
+    std::fs::remove_dir_all(&d).ok();
+}
+
+/// Item 8: the table is in `--help`, with `--fail-on`; the other commands keep it (0 clean,
+/// 1 a difference or violation, 2 bad input).
+#[test]
+fn every_command_keeps_the_exit_code_table() {
+    let o = locksim(&["--help"]);
+    let help = stdout(&o);
+    for needle in [
+        "Exit codes, the same for every command",
+        "3  undecided or nothing exercised",
+        "--fail-on",
+    ] {
+        assert!(help.contains(needle), "`{needle}` not in --help: {help}");
+    }
+    let o = locksim(&["campaign", "--help"]);
+    assert!(stdout(&o).contains("--fail-on"), "{}", stdout(&o));
+    let o = locksim(&["merge", "--help"]);
+    assert!(stdout(&o).contains("--fail-on"), "{}", stdout(&o));
+    assert_eq!(code(&locksim(&["list"])), Some(0));
+    let trace = format!(
+        "{}/../../traces/central-s2-0f3b8de2.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    assert_eq!(code(&locksim(&["replay", &trace])), Some(0));
+    let d = scratch("claims", "codes");
+    let tampered = d.join("t.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    v["scenario"]["seed"] = (v["scenario"]["seed"].as_u64().unwrap() + 1).into();
+    std::fs::write(&tampered, v.to_string()).unwrap();
+    assert_eq!(code(&locksim(&["replay", s(&tampered)])), Some(1));
+    assert_eq!(
+        code(&locksim(&["replay", s(&d.join("missing.json"))])),
+        Some(2)
+    );
+    assert_eq!(
+        code(&locksim(&["export-tla", s(&d.join("missing.json"))])),
+        Some(2)
+    );
+    assert_eq!(
+        code(&locksim(&["render", s(&d.join("missing.json"))])),
+        Some(2)
+    );
+    // shrink of a run that violates nothing: refused, 2.
+    let o = locksim(&[
+        "shrink", "--algo", "central", "--seed", "1", "--faults", "none",
+    ]);
+    assert_eq!(code(&o), Some(2), "{}", stderr(&o));
+    // A violated run: 1.
+    let o = locksim(&[
+        "run", "--algo", "central", "--seed", "5", "--faults", "pause",
+    ]);
+    assert_eq!(code(&o), Some(1), "{}", stdout(&o));
+    std::fs::remove_dir_all(&d).ok();
+}
