@@ -392,6 +392,15 @@ impl CampaignFile {
                 c.faults, c.seeds
             ));
         }
+        // Nor does a cell whose faults never took effect (issue #24, item 5): it ran
+        // fault-free.
+        for c in cells.iter().filter(|c| c.no_fault_took_effect()) {
+            problems.push(format!(
+                "no fault took effect under {} in any of its {} (e.g. no leader to isolate): it ran fault-free, so its result says nothing about the faults",
+                c.faults_label(),
+                plural(c.seeds, "seed")
+            ));
+        }
         problems
     }
 }

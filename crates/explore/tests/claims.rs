@@ -64,3 +64,26 @@ fn leader_change_with_a_leader_applies_and_none_is_the_control_group() {
     );
     assert_eq!(c[1].unfaulted_seeds(), 0);
 }
+
+/// A campaign file that expects `safe` of `redlock` under `leader-change` passed, though no
+/// seed isolated anything. It fails, saying why.
+#[test]
+fn a_campaign_file_whose_faults_never_took_effect_fails_its_expectation() {
+    use locksim_explore::campaign_file::CampaignFile;
+    let f = CampaignFile::parse(
+        std::path::Path::new("t.toml"),
+        "algorithm = \"redlock\"\nfaults = [\"leader-change\"]\nseeds = 4\nexpect = \"safe\"\n",
+    )
+    .unwrap();
+    let cells = summarize(&run_seeds(&f.spec(2).unwrap(), Shard::ALL, &|_, _| {}));
+    let problems = f.judge(&cells);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(problems[0].contains("no fault took effect"), "{problems:?}");
+    let f = CampaignFile::parse(
+        std::path::Path::new("t.toml"),
+        "algorithm = \"raft-lease\"\nfaults = [\"leader-change\"]\nseeds = 4\nexpect = \"safe\"\n",
+    )
+    .unwrap();
+    let cells = summarize(&run_seeds(&f.spec(2).unwrap(), Shard::ALL, &|_, _| {}));
+    assert_eq!(f.judge(&cells), Vec::<String>::new());
+}
