@@ -728,7 +728,7 @@ fn gate(cells: &[CellSummary], fail_on: &[Property], code: u8) -> u8 {
     }
     let (own, why) = fail_on_code(cells, fail_on);
     for w in &why {
-        crate::error_line(w);
+        eprintln!("{}", locksim_core::text::one_line(w));
     }
     worst(code, own)
 }

@@ -45,7 +45,8 @@ and three liveness properties:
   L2  a healthy holder that renews keeps its lock through outages shorter than
       ttl - renew_every (less the retry slack)
   L3  no lock stays taken longer than ttl + slack while no live client believes it holds it
-(campaign tables show L1-L3 when a campaign file names one, or with --check liveness).
+(campaign tables show L1-L3 whenever a seed violates one, when a campaign file names one,
+or with --check liveness).
 
 Scenarios can be written as TOML: campaign files with seeded fault kinds and/or explicit
 [[fault]] plans and per-client [client.cN] settings (sims/README.md); `locksim run FILE.toml
