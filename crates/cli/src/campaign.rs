@@ -132,7 +132,8 @@ pub struct FailOn {
     /// `safety` for S1–S4, `liveness` for L1–L3), or a seed failed to run; else exit 3 when a
     /// cell proves nothing for them (no grants, no fault took effect, or one of them
     /// undecided); else 0. For CI; without it the matrix is exploratory and exits 0 whatever
-    /// it finds (a campaign file's own expectations still give exit 1).
+    /// it finds (a campaign file's own expectations still give exit 1). On one shard it
+    /// judges that shard's seeds; on merge, every merged cell.
     #[arg(long, value_name = "P[,P]")]
     fail_on: Option<String>,
 }

@@ -390,3 +390,29 @@ fn every_command_keeps_the_exit_code_table() {
     assert_eq!(code(&o), Some(1), "{}", stdout(&o));
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// Item 6, on the page: `run --html` of a run without grants said "verdict: safe".
+#[test]
+fn the_page_of_a_run_without_grants_is_not_safe() {
+    let d = scratch("claims", "page");
+    let plan = cut_everyone(&d);
+    let page = d.join("p.html");
+    let o = locksim(&[
+        "run",
+        "--algo",
+        "central",
+        "--seed",
+        "1",
+        "--faults",
+        "none",
+        "--plan",
+        s(&plan),
+        "--html",
+        s(&page),
+    ]);
+    assert_eq!(code(&o), Some(3), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("verdict: nothing exercised"), "no verdict");
+    assert!(!html.contains("verdict: safe"));
+    std::fs::remove_dir_all(&d).ok();
+}

@@ -590,7 +590,27 @@ pub fn page_data(run: &Run) -> PageData {
             }
         })
         .collect();
-    let verdict = if v.is_safe() {
+    let grants = h
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::Op {
+                    f: OpF::Acquire,
+                    phase: Phase::Ok,
+                    ..
+                }
+            )
+        })
+        .count();
+    // As the text timeline says it (issue #24, item 6): a clean run is only "safe" when it
+    // was decided and someone held the lock.
+    let verdict = if v.is_safe() && !v.inconclusive.is_empty() {
+        "UNDECIDED (a check ran out of its budget)".to_string()
+    } else if v.is_safe() && grants == 0 {
+        "nothing exercised (no client was granted the lock: proves nothing)".to_string()
+    } else if v.is_safe() {
         "safe".to_string()
     } else {
         let k: Vec<String> = v.kinds().iter().map(|k| k.to_string()).collect();
