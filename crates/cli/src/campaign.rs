@@ -1239,6 +1239,13 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         json.push((campaign.clone(), cells, verdict, lacking));
     }
     let json_cells: Vec<CellSummary> = json.iter().flat_map(|j| j.1.iter().cloned()).collect();
+    if !fail_on.is_empty() && !sweeps.is_empty() {
+        // Judging nothing would be a silent pass.
+        return Err(
+            "--fail-on judges campaign records; these are a sweep's (a frontier file's boundaries judge a sweep: `locksim sweep FILE`)"
+                .into(),
+        );
+    }
     if let Some(path) = &a.report {
         let files: Vec<String> = a.files.iter().map(|p| p.display().to_string()).collect();
         let notes = vec![

@@ -274,6 +274,25 @@ fn campaign_and_merge_fail_on_listed_properties() {
     assert_eq!(code(&o), Some(3), "{}", stderr(&o));
     let o = locksim(&["merge", s(&p0), s(&p1), "--fail-on", "X"]);
     assert_eq!(code(&o), Some(2), "{}", stderr(&o));
+    // A sweep's records: --fail-on would judge nothing, so it is refused.
+    let sw = d.join("sweep.jsonl");
+    let o = locksim(&[
+        "sweep",
+        "--algo",
+        "central",
+        "--faults",
+        "pause",
+        "--vary",
+        "ttl=1s,2s",
+        "--seeds",
+        "2",
+        "--out",
+        s(&sw),
+    ]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let o = locksim(&["merge", s(&sw), "--fail-on", "S1"]);
+    assert_eq!(code(&o), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--fail-on"), "{}", stderr(&o));
 
     let file = d.join("c.toml");
     std::fs::write(
