@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use locksim_core::{History, Property, Scenario, Trace, Verdict};
+use locksim_explore::compare::{compare as compare_rates, Comparison, Tally, ALPHA};
 use locksim_real::{RealError, RealOptions};
 
 use crate::run::verdict_code;
@@ -35,9 +36,17 @@ Every process is stopped and every temporary file removed at the end, on failure
 Ctrl-C (exit 130). A real run cannot be replayed; --trace keeps a record `locksim render`
 draws from its embedded events.
 
-Exit codes: 0 safe, 1 violated (with --compare: the two sides disagree on a property),
-2 bad input or missing tools (or not root, for network faults), 3 undecided or no client was
-granted the lock (the run proves nothing), 4 the real run failed, 130 interrupted.
+With --compare, seed N of the real side draws the same workload (think times, keys, work
+lengths, retry delays) as simulated seed N. Per property (S1-S4, L1-L3 with --liveness, and
+runs with a grant) it prints both rates, violating runs / runs judged, with 95% Wilson score
+intervals, and Fisher's exact test (two-sided p): `differs` when p < 0.05. A property that
+some real run violates and no simulated seed does is SIM_OPTIMISTIC, on a line of its own:
+the simulator called safe what is not, a simulator bug by definition.
+
+Exit codes: 0 safe (with --compare: the sides agree), 1 violated (with --compare: a property
+is sim_optimistic or the sides differ), 2 bad input or missing tools (or not root, for
+network faults, or a clock shim that is not in force), 3 undecided or no client was granted
+the lock (the run proves nothing), 4 the real run failed, 130 interrupted.
 
 Examples:
   locksim real sims/real/redlock-pause.toml
@@ -279,6 +288,99 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::from(verdict_code(&v)))
 }
 
+/// `12%` for a rate in [0, 1].
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+/// One row of the comparison table: the sides' counts with their 95 % intervals, Fisher's p,
+/// and what the row means.
+fn compare_row(name: &str, c: &Comparison) -> String {
+    let side = |t: &Tally, ci: (f64, f64)| {
+        format!(
+            "{:>3}/{:<3} {:>4} [{}, {}]",
+            t.hits,
+            t.runs,
+            pct(t.rate()),
+            pct(ci.0),
+            pct(ci.1)
+        )
+    };
+    let mut what = Vec::new();
+    if c.differs {
+        what.push("differs");
+    }
+    if c.sim_optimistic {
+        what.push("SIM_OPTIMISTIC");
+    }
+    let p = if c.p < 0.001 {
+        "<0.001".to_string()
+    } else {
+        format!("{:.3}", c.p)
+    };
+    format!(
+        "{:<8} {:<24} {:<24} {:>6}  {}\n",
+        name,
+        side(&c.real, c.real_ci),
+        side(&c.sim, c.sim_ci),
+        p,
+        if what.is_empty() {
+            "-".to_string()
+        } else {
+            what.join(", ")
+        }
+    )
+}
+
+fn comparison_json(name: &str, c: &Comparison) -> serde_json::Value {
+    serde_json::json!({
+        "property": name,
+        "real": c.real.hits, "real_runs": c.real.runs, "real_rate": c.real.rate(),
+        "real_ci": [c.real_ci.0, c.real_ci.1],
+        "sim": c.sim.hits, "sim_runs": c.sim.runs, "sim_rate": c.sim.rate(),
+        "sim_ci": [c.sim_ci.0, c.sim_ci.1],
+        "p": c.p, "differs": c.differs, "sim_optimistic": c.sim_optimistic,
+        "agree": !c.differs && !c.sim_optimistic,
+    })
+}
+
+/// One side's tallies: per property, and runs with at least one grant.
+struct SideTally {
+    props: Vec<Tally>,
+    granted: Tally,
+    grants: usize,
+    undecided: usize,
+}
+
+impl SideTally {
+    fn new(n: usize) -> SideTally {
+        SideTally {
+            props: vec![Tally::default(); n],
+            granted: Tally::default(),
+            grants: 0,
+            undecided: 0,
+        }
+    }
+
+    /// Counts one run's verdict; returns its violated properties and grant count.
+    fn add(&mut self, props: &[Property], v: &Verdict, h: &History) -> (Vec<Property>, usize) {
+        let got = violated(v);
+        let undecided = v.undecided();
+        for (k, p) in props.iter().enumerate() {
+            self.props[k].add(got.contains(p), undecided.contains(p));
+        }
+        let granted = grants(h);
+        self.granted.add(granted > 0, false);
+        self.grants += granted;
+        self.undecided += v.inconclusive.len();
+        (got, granted)
+    }
+
+    fn empty(&self) -> u64 {
+        self.granted.runs - self.granted.hits
+    }
+}
+
 fn compare(
     a: &RealArgs,
     chosen: &Chosen,
@@ -292,11 +394,8 @@ fn compare(
     if a.liveness {
         props.extend(Property::LIVENESS);
     }
-    let mut real_count = vec![0u64; props.len()];
-    let mut sim_count = vec![0u64; props.len()];
-    let (mut real_grants, mut sim_grants, mut undecided) = (0, 0, 0);
-    // Runs (real) and seeds (simulated) in which no client was granted the lock.
-    let (mut real_empty, mut sim_empty) = (0u64, 0u64);
+    let mut real = SideTally::new(props.len());
+    let mut sim = SideTally::new(props.len());
     for i in 0..a.runs {
         let s = chosen.scenario(first + i);
         let run = match real_run(&s, opts) {
@@ -307,23 +406,17 @@ fn compare(
             }
         };
         let v = verdict(chosen, &s, &run.history, a.liveness);
-        let granted = grants(&run.history);
-        real_grants += granted;
-        real_empty += (granted == 0) as u64;
-        undecided += v.inconclusive.len();
-        let got = violated(&v);
-        for (k, p) in props.iter().enumerate() {
-            real_count[k] += got.contains(p) as u64;
-        }
+        let (got, granted) = real.add(&props, &v, &run.history);
         let none = if granted == 0 {
             " (NO GRANT: proves nothing)"
         } else {
             ""
         };
         eprintln!(
-            "real run {} of {}: {}{none}",
+            "real run {} of {} (seed {}): {}{none}",
             i + 1,
             a.runs,
+            first + i,
             props_text(&got)
         );
         if locksim_real::interrupted() {
@@ -341,56 +434,72 @@ fn compare(
         }
         let h = o.history.expect("a history");
         let v = verdict(chosen, &s, &h, a.liveness);
-        let granted = grants(&h);
-        sim_grants += granted;
-        sim_empty += (granted == 0) as u64;
-        undecided += v.inconclusive.len();
-        let got = violated(&v);
-        for (k, p) in props.iter().enumerate() {
-            sim_count[k] += got.contains(p) as u64;
-        }
+        sim.add(&props, &v, &h);
     }
-    let agree: Vec<bool> = (0..props.len())
-        .map(|k| (real_count[k] > 0) == (sim_count[k] > 0))
+    let rows: Vec<(String, Comparison)> = props
+        .iter()
+        .enumerate()
+        .map(|(k, p)| {
+            (
+                p.to_string(),
+                compare_rates(real.props[k], sim.props[k], true),
+            )
+        })
         .collect();
-    let all_agree = agree.iter().all(|&x| x);
+    let granted = compare_rates(real.granted, sim.granted, false);
+    let optimistic: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.1.sim_optimistic)
+        .map(|r| r.0.as_str())
+        .collect();
+    let grants_row = ("grants".to_string(), granted);
+    let differs: Vec<&str> = rows
+        .iter()
+        .chain([&grants_row])
+        .filter(|r| r.1.differs)
+        .map(|r| r.0.as_str())
+        .collect();
+    let (real_empty, sim_empty) = (real.empty(), sim.empty());
+    let undecided = real.undecided + sim.undecided;
     if a.json {
-        let rows: Vec<serde_json::Value> = props
-            .iter()
-            .enumerate()
-            .map(|(k, p)| {
-                serde_json::json!({"property": p.to_string(), "real": real_count[k],
-                    "sim": sim_count[k], "agree": agree[k]})
-            })
-            .collect();
+        let mut rows_json: Vec<serde_json::Value> =
+            rows.iter().map(|(n, c)| comparison_json(n, c)).collect();
+        rows_json.push(comparison_json("grants", &granted));
         out(&format!(
             "{}\n",
             serde_json::json!({"file": a.file.display().to_string(), "runs": a.runs,
-                "first_seed": first, "properties": rows, "real_grants": real_grants,
-                "sim_grants": sim_grants, "real_runs_without_grants": real_empty,
+                "first_seed": first, "properties": rows_json, "real_grants": real.grants,
+                "sim_grants": sim.grants, "real_runs_without_grants": real_empty,
                 "sim_seeds_without_grants": sim_empty, "undecided": undecided,
-                "agree": all_agree})
+                "alpha": ALPHA, "differs": differs, "sim_optimistic": optimistic,
+                "agree": differs.is_empty() && optimistic.is_empty()})
         ));
     } else {
         let mut t = format!(
-            "{}: {} and {} (from seed {first})\n",
+            "{}: {} and {} (from seed {first}; seed N draws the same workload on both sides)\n",
             a.file.display(),
             plural(a.runs, "real run"),
             plural(a.runs, "simulated seed")
         );
-        t += "property    real     sim  agree\n";
-        for (k, p) in props.iter().enumerate() {
+        t += &format!(
+            "{:<8} {:<24} {:<24} {:>6}  {}\n",
+            "property", "real      rate [95% CI]", "simulated rate [95% CI]", "p", "verdict"
+        );
+        for (n, c) in &rows {
+            t += &compare_row(n, c);
+        }
+        t += &compare_row("grants", &granted);
+        t += &format!(
+            "grants: {} real, {} simulated (the grants row counts runs with at least one)\n",
+            real.grants, sim.grants
+        );
+        t += "rates: violating runs / runs judged, 95% Wilson score intervals; p: Fisher's exact test, two-sided; differs: p < 0.05\n";
+        if !optimistic.is_empty() {
             t += &format!(
-                "{:<8} {:>3}/{:<3} {:>3}/{:<3} {}\n",
-                p.to_string(),
-                real_count[k],
-                a.runs,
-                sim_count[k],
-                a.runs,
-                if agree[k] { "yes" } else { "NO" }
+                "SIM_OPTIMISTIC: {}: real runs violate it and no simulated seed does (the simulator calls safe what is not: a simulator bug)\n",
+                optimistic.join(", ")
             );
         }
-        t += &format!("grants: {real_grants} real, {sim_grants} simulated\n");
         if real_empty > 0 || sim_empty > 0 {
             t += &format!(
                 "WARNING: no client was granted the lock in {} and {}: those prove nothing\n",
@@ -403,11 +512,13 @@ fn compare(
         }
         out(&t);
     }
-    Ok(ExitCode::from(if !all_agree {
-        1
-    } else if real_empty > 0 || sim_empty > 0 {
-        3
-    } else {
-        0
-    }))
+    Ok(ExitCode::from(
+        if !optimistic.is_empty() || !differs.is_empty() {
+            1
+        } else if real_empty > 0 || sim_empty > 0 || undecided > 0 {
+            3
+        } else {
+            0
+        },
+    ))
 }

@@ -5,6 +5,8 @@
 //! - [`time`]: true time and local clock readings, all in nanoseconds;
 //! - [`scenario`]: everything needed to re-run one simulation (seed, cluster, algorithm
 //!   configuration, workload, fault plan);
+//! - [`draw`]: the seed's random streams and a client's workload draws, one derivation for
+//!   the simulator and real mode;
 //! - [`fault`]: the nemesis' fault kinds and the explicit, timed [`FaultPlan`];
 //! - [`scenario_file`]: `[[fault]]` plans and `[client.cN]` settings as people write them in
 //!   campaign files (node names, durations with units);
@@ -18,6 +20,7 @@
 //! Data flows one way: scenario → simulation → history → checkers → verdict.
 
 pub mod clock;
+pub mod draw;
 pub mod fault;
 pub mod file;
 pub mod history;

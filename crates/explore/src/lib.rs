@@ -5,11 +5,13 @@
 //! simulation and the checkers, and [`campaign`] runs an algorithm × fault-kind matrix over a
 //! seed range on every core; [`shrink`] makes a failing scenario small, [`replay`] re-runs a
 //! trace and compares (your own algorithm's too), [`page`] draws it; [`tla`] exports a trace for validation against the TLA+ specifications;
-//! [`budget`] refuses scenarios whose estimated memory is over a limit.
+//! [`budget`] refuses scenarios whose estimated memory is over a limit; [`compare`] sets two
+//! sets of runs side by side per property (rates, intervals, Fisher's exact test).
 
 pub mod budget;
 pub mod campaign;
 pub mod campaign_file;
+pub mod compare;
 pub mod faultgen;
 pub mod frontier;
 pub mod outcome;

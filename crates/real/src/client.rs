@@ -8,11 +8,11 @@ use std::io::{BufReader, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+use locksim_core::draw::{self, WorkloadDraws};
 use locksim_core::history::{Deadline, EventKind, LocalClock, LostCause, OpF, Phase};
 use locksim_core::time::fmt_nanos;
 use locksim_core::{ClientParams, Nanos, Workload};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::Rng;
 
 use crate::conn::{read_line, CallError, Conn};
 use crate::lock::{Grant, Host, LockClient, Outcome};
@@ -143,7 +143,7 @@ fn hold(
     grant: &Grant,
     key: u32,
     handle: u64,
-    rng: &mut ChaCha8Rng,
+    rng: &mut WorkloadDraws,
     me: &ClientParams,
     w: &Workload,
 ) {
@@ -165,7 +165,7 @@ fn hold(
         if stopped(lost_at) {
             break;
         }
-        let work = rng.gen_range(me.work_min..=me.work_max.max(me.work_min));
+        let work = rng.work(me);
         if w.check_validity && lost_at.is_none() {
             let (clock, until) = grant.deadline;
             let now = c.now(clock);
@@ -295,8 +295,14 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
     backend.client_clock = me.client_clock.unwrap_or(backend.client_clock);
     let mut lock = LockClient::new(backend, spec.me, &spec.servers)?;
     let mut res = Conn::new(spec.me, spec.resource);
-    let mut rng = ChaCha8Rng::seed_from_u64(
-        s.seed ^ ((spec.node as u64) << 48) ^ ((spec.incarnation as u64) << 32),
+    // The simulator's derivation (locksim_core::draw): seed N draws the same think times,
+    // keys, work lengths and retry delays as simulated seed N. Owner values come from the
+    // node's own stream, as the simulator's clients draw theirs, never from the workload's.
+    let mut rng = WorkloadDraws::new(s.seed, spec.node, spec.incarnation);
+    let mut own = draw::stream(
+        s.seed,
+        draw::NODE,
+        draw::node_index(spec.node, spec.incarnation),
     );
     let end = s.end();
     let c = Client {
@@ -310,9 +316,9 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
     let mut key = 0;
     while c.t() < me.duration {
         if think {
-            c.sleep(rng.gen_range(0..=w.think_max));
+            c.sleep(rng.think(&w));
         }
-        let drawn = rng.gen_range(0..w.keys.max(1));
+        let drawn = rng.key(&w);
         if think {
             key = drawn;
         }
@@ -328,7 +334,7 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
             None,
             None,
         );
-        let owner: u64 = rng.gen();
+        let owner: u64 = own.gen();
         match lock.acquire(&c, key, owner, me.ttl) {
             Outcome::Ok(grant) => {
                 let handle = c.fresh();
@@ -351,7 +357,7 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
             other => {
                 let (phase, error) = outcome_phase(&other);
                 c.op(op, phase, OpF::Acquire, key, None, None, None, error, None);
-                c.sleep(rng.gen_range(0..=w.retry_delay_max));
+                c.sleep(rng.retry_delay(&w));
                 think = false;
             }
         }

@@ -43,7 +43,7 @@ pub struct ClockFile {
 unsafe impl Send for ClockFile {}
 
 /// The host's `CLOCK_REALTIME`, ns.
-fn host_realtime() -> i64 {
+pub fn host_realtime() -> i64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
@@ -134,6 +134,33 @@ impl ClockFile {
     }
 }
 
+/// How far [`probe`] shifts a server's clock to see that the shim is in force: far beyond any
+/// disagreement of a server's unshifted clock with the host's (they read the same kernel
+/// clock), so a shim that did not load cannot pass by chance.
+pub const PROBE: i64 = 1_000_000_000_000;
+
+/// Judges a probe of a server's shifted clock: `server` is the wall time (ns) the server
+/// answered while its clock file said `offset`, the host's `CLOCK_REALTIME` read just before
+/// the request (`before`) and just after the answer (`after`). The server's reading must lie
+/// in `[before + offset − 1 s, after + offset + 1 s]` (Redis `TIME` has µs resolution; the
+/// second absorbs nothing but rounding).
+///
+/// # Errors
+/// What the server's clock read instead, relative to the host's.
+pub fn judge_probe(server: i64, before: i64, after: i64, offset: i64) -> Result<(), String> {
+    let slack = 1_000_000_000;
+    let (lo, hi) = (before + offset - slack, after + offset + slack);
+    if (lo..=hi).contains(&server) {
+        return Ok(());
+    }
+    let off = server as i128 - before as i128;
+    Err(format!(
+        "its wall clock read {} from the host's where the clock file said {}",
+        locksim_core::time::fmt_nanos(off),
+        locksim_core::time::fmt_nanos(offset as i128)
+    ))
+}
+
 impl Drop for ClockFile {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `create`.
@@ -146,6 +173,19 @@ impl Drop for ClockFile {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_probe_passes_only_when_the_shift_is_seen() {
+        let (b, a) = (1_700_000_000_000_000_000, 1_700_000_000_002_000_000);
+        // Shifted as asked, at µs resolution.
+        assert!(judge_probe(b + PROBE + 1_000_000, b, a, PROBE).is_ok());
+        // A shim that did not load: the server's clock is the host's.
+        let e = judge_probe(b + 1_000_000, b, a, PROBE).unwrap_err();
+        assert!(e.contains("where the clock file said"), "{e}");
+        // Shifted the other way, or far too late.
+        assert!(judge_probe(b - PROBE, b, a, PROBE).is_err());
+        assert!(judge_probe(a + PROBE + 2_000_000_000, b, a, PROBE).is_err());
+    }
 
     #[test]
     fn steps_add_up_and_a_drift_reanchors_without_a_jump() {

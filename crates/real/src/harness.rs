@@ -426,6 +426,52 @@ impl Run<'_> {
         )))
     }
 
+    /// Proves that server `n`'s clock shim is in force before the run starts: shifts its clock
+    /// file by [`crate::clockfile::PROBE`], reads the server's `TIME`, shifts it back. A shim
+    /// that did not load (a wrong file, a loader that ignored `LD_PRELOAD`) would otherwise
+    /// leave the clock faults without effect and the run SAFE for no reason.
+    fn prove_shim(&mut self, n: NodeId) -> Result<(), RealError> {
+        use crate::clockfile::{host_realtime, judge_probe, PROBE};
+        let Some(file) = self.server_clocks.get(&n) else {
+            return Ok(());
+        };
+        let shim = self
+            .opts
+            .clockshim
+            .as_ref()
+            .map_or(String::new(), |p| p.display().to_string());
+        file.step(PROBE);
+        let before = host_realtime();
+        let mut conn = Conn::new(Ipv4Addr::LOCALHOST, self.servers[n as usize]);
+        let reply = conn.call(&request(&[b"TIME"]), Duration::from_secs(2), |r| {
+            read_reply(r)
+        });
+        let after = host_realtime();
+        file.step(-PROBE);
+        let seconds = |r: &Reply| match r {
+            Reply::Bulk(b) => std::str::from_utf8(b).ok()?.parse::<i64>().ok(),
+            _ => None,
+        };
+        let server = match &reply {
+            Ok(Reply::Array(v)) if v.len() == 2 => seconds(&v[0])
+                .zip(seconds(&v[1]))
+                .map(|(s, us)| s * 1_000_000_000 + us * 1_000),
+            _ => None,
+        };
+        let Some(server) = server else {
+            return Err(RealError::Failed(format!(
+                "{} did not answer TIME ({reply:?})",
+                self.name(n)
+            )));
+        };
+        judge_probe(server, before, after, PROBE).map_err(|e| {
+            RealError::Setup(format!(
+                "the clock shim {shim} is not in force in {} ({e}): its clock faults would do nothing; build it with `cargo build -p locksim-clockshim` or point LOCKSIM_CLOCKSHIM at liblocksim_clockshim.so",
+                self.name(n)
+            ))
+        })
+    }
+
     fn apply_net(&mut self) -> Result<(), RealError> {
         let rules: Vec<String> = self.net.values().flatten().cloned().collect();
         self.table
@@ -457,12 +503,6 @@ impl Run<'_> {
                         }
                     }
                 }
-                self.record(
-                    fault.node().unwrap_or(0),
-                    EventKind::Fault {
-                        fault: fault.clone(),
-                    },
-                );
                 match &fault {
                     Fault::Heal => {
                         self.net.clear();
@@ -502,6 +542,10 @@ impl Run<'_> {
                     }
                     _ => {}
                 }
+                // Recorded once the fault is in force (nft has returned, the signal is sent,
+                // the clock file rewritten), not when it was due: what the history says
+                // happened after it did happen after it.
+                self.record(fault.node().unwrap_or(0), EventKind::Fault { fault });
             }
             Action::End(i) => {
                 let fault = self.s.faults.faults[i].fault.clone();
@@ -795,6 +839,7 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         } else {
             for n in c.server_ids() {
                 run.wait_up(n, run.servers[n as usize], true)?;
+                run.prove_shim(n)?;
             }
         }
         // True time 0 a little ahead, so every client process is up and waiting for it.

@@ -20,10 +20,10 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
+use locksim_core::draw::WorkloadDraws;
 use locksim_core::history::{EventKind, LostCause, OpF, Phase};
 use locksim_core::time::fmt_nanos;
 use locksim_core::{ClientParams, RenewRetry, Workload};
-use rand::Rng;
 
 use crate::ctx::NodeCtx;
 use crate::protocol::{Grant, LockClient, Outcome, Validity};
@@ -72,7 +72,7 @@ pub(crate) async fn hold(
     grant: &Grant,
     handle: u64,
     asked: u64,
-    rng: &mut impl Rng,
+    rng: &mut WorkloadDraws,
     me: &ClientParams,
     w: &Workload,
 ) {
@@ -105,7 +105,7 @@ pub(crate) async fn hold(
         if state.stopped(ctx, me.step_down) {
             break;
         }
-        let work = rng.gen_range(me.work_min..=me.work_max.max(me.work_min));
+        let work = rng.work(me);
         if let (true, None, Some(v)) = (w.check_validity, state.lost_at.get(), state.deadline.get())
         {
             let now = ctx.now(v.clock);

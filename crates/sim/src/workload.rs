@@ -6,13 +6,13 @@
 
 use std::sync::Arc;
 
+use locksim_core::draw::WorkloadDraws;
 use locksim_core::history::{Deadline, EventKind, OpF, Phase};
-use rand::Rng;
 
 use crate::ctx::NodeCtx;
 use crate::holder::hold;
 use crate::protocol::{LockAlgorithm, Outcome, Validity};
-use crate::world::{stream, Stream, Task};
+use crate::world::Task;
 
 /// One operation's events in the history (an invoke and its completion share an op id).
 pub(crate) struct OpRec<'a> {
@@ -96,23 +96,20 @@ pub async fn client_main(ctx: NodeCtx, algo: Arc<dyn LockAlgorithm>) {
     let w = ctx.world().workload.clone();
     let me = w.client(ctx.id() - ctx.cluster().servers + 1);
     let client = algo.client(ctx.clone());
-    let mut rng = stream(
-        ctx.world().seed,
-        Stream::Workload,
-        ((ctx.id() as u64) << 16) | ctx.incarnation() as u64,
-    );
+    // One derivation with real mode: seed N of a real run draws the same.
+    let mut rng = WorkloadDraws::new(ctx.world().seed, ctx.id(), ctx.incarnation());
     let mut think = true;
     let mut key = 0;
     while ctx.world().now() < me.duration {
         // A stalled workload (a `pause` with `task = work`) starts no round.
         ctx.checkpoint(Task::Work).await;
         if think {
-            let d = rng.gen_range(0..=w.think_max);
+            let d = rng.think(&w);
             ctx.sleep(d).await;
         }
         // A new round picks a lock; a waiter whose acquire failed asks for the same one again
         // (the draw is made either way, so the random stream does not depend on it).
-        let drawn = rng.gen_range(0..w.keys.max(1));
+        let drawn = rng.key(&w);
         if think {
             key = drawn;
         }
@@ -133,7 +130,7 @@ pub async fn client_main(ctx: NodeCtx, algo: Arc<dyn LockAlgorithm>) {
             }
             other => {
                 acq.outcome(&other, None);
-                let delay = rng.gen_range(0..=w.retry_delay_max);
+                let delay = rng.retry_delay(&w);
                 ctx.sleep(delay).await;
                 think = false;
             }

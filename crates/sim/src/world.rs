@@ -6,9 +6,9 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use locksim_core::draw;
 use locksim_core::history::{Event, EventKind};
 use locksim_core::{Cluster, Nanos, NodeId, Workload};
-use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::clock::Clock;
@@ -21,20 +21,19 @@ use crate::links::Links;
 #[repr(u64)]
 pub enum Stream {
     /// Network routing (loss, delay and duplication draws).
-    Net = 1,
+    Net = draw::NET,
     /// A node's own randomness (owner values, retry delays), per node and incarnation.
-    Node = 2,
-    /// The workload's choices, per client.
-    Workload = 3,
+    Node = draw::NODE,
+    /// The workload's choices, per client ([`draw::WorkloadDraws`], which real mode shares).
+    Workload = draw::WORKLOAD,
     /// Fault plan generation.
-    Faults = 4,
+    Faults = draw::FAULTS,
 }
 
-/// A ChaCha8 stream derived from the scenario seed, a purpose and an index.
+/// A ChaCha8 stream derived from the scenario seed, a purpose and an index
+/// ([`draw::stream`], one derivation with real mode).
 pub fn stream(seed: u64, purpose: Stream, index: u64) -> ChaCha8Rng {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    rng.set_stream(((purpose as u64) << 48) ^ index);
-    rng
+    draw::stream(seed, purpose as u64, index)
 }
 
 /// Shared state of one run.

@@ -1,0 +1,115 @@
+//! The random draws of a run, derived from the scenario seed, shared by the simulator
+//! (`crates/sim`) and real mode (`crates/real`) so that seed N of a real run faces the same
+//! workload schedule as simulated seed N.
+//!
+//! Each purpose has its own ChaCha8 stream ([`stream`]): removing a fault or a client does not
+//! reshuffle the others' draws. A client's workload stream ([`WorkloadDraws`]) gives, in the
+//! order the client loop asks for them, its think times, lock keys, work lengths and retry
+//! delays; nothing else may draw from it (an owner value or a protocol's retry comes from the
+//! node's own stream, [`NODE`]), or the two sides would drift apart after the first round.
+
+use rand::Rng;
+use rand_chacha::rand_core::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::scenario::{ClientParams, NodeId, Workload};
+use crate::time::Nanos;
+
+/// Stream purpose: network routing (loss, delay and duplication draws).
+pub const NET: u64 = 1;
+/// Stream purpose: a node's own randomness (owner values, retry delays), per node and
+/// incarnation ([`node_index`]).
+pub const NODE: u64 = 2;
+/// Stream purpose: the workload's choices, per client and incarnation ([`node_index`]).
+pub const WORKLOAD: u64 = 3;
+/// Stream purpose: fault plan generation.
+pub const FAULTS: u64 = 4;
+
+/// A ChaCha8 stream from the scenario seed, a purpose (one of the constants above) and an
+/// index: `ChaCha8Rng::seed_from_u64(seed)` on stream `purpose << 48 ^ index` (the `rand_chacha`
+/// 0.3 stream selector; see its `set_stream` docs).
+pub fn stream(seed: u64, purpose: u64, index: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream((purpose << 48) ^ index);
+    rng
+}
+
+/// The stream index of node `node` in its `incarnation`-th start (0 for the first):
+/// `node << 16 | incarnation`.
+pub fn node_index(node: NodeId, incarnation: u32) -> u64 {
+    ((node as u64) << 16) | incarnation as u64
+}
+
+/// One client's workload draws (think, key, work, retry delay), in the order its loop asks.
+#[derive(Debug, Clone)]
+pub struct WorkloadDraws {
+    rng: ChaCha8Rng,
+}
+
+impl WorkloadDraws {
+    /// The draws of client node `node` (its id in the cluster, servers first) in its
+    /// `incarnation`-th start, for scenario seed `seed`.
+    pub fn new(seed: u64, node: NodeId, incarnation: u32) -> WorkloadDraws {
+        WorkloadDraws {
+            rng: stream(seed, WORKLOAD, node_index(node, incarnation)),
+        }
+    }
+
+    /// The think time before a new round, ns: uniform in `0..=think_max`.
+    pub fn think(&mut self, w: &Workload) -> Nanos {
+        self.rng.gen_range(0..=w.think_max)
+    }
+
+    /// The lock a round asks for: uniform in `0..keys` (made by a waiter too, so the stream
+    /// does not depend on whether the previous acquire succeeded).
+    pub fn key(&mut self, w: &Workload) -> u32 {
+        self.rng.gen_range(0..w.keys.max(1))
+    }
+
+    /// The local work before one write, ns: uniform in `work_min..=max(work_max, work_min)`.
+    pub fn work(&mut self, me: &ClientParams) -> Nanos {
+        self.rng
+            .gen_range(me.work_min..=me.work_max.max(me.work_min))
+    }
+
+    /// The wait after a failed acquire, ns: uniform in `0..=retry_delay_max`.
+    pub fn retry_delay(&mut self, w: &Workload) -> Nanos {
+        self.rng.gen_range(0..=w.retry_delay_max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::MS;
+
+    /// The derivation the simulator has always used (traces in traces/ replay against it):
+    /// the first draws of seed 7, node 2, first incarnation, pinned.
+    #[test]
+    fn the_workload_stream_is_the_simulators() {
+        let w = Workload {
+            think_max: 100 * MS,
+            retry_delay_max: 50 * MS,
+            keys: 5,
+            work_min: 10 * MS,
+            work_max: 30 * MS,
+            ..Workload::default()
+        };
+        let me = w.client(1);
+        let mut d = WorkloadDraws::new(7, 2, 0);
+        let got = [
+            d.think(&w),
+            d.key(&w) as u64,
+            d.work(&me),
+            d.retry_delay(&w),
+        ];
+        assert_eq!(got, PINNED, "{got:?}");
+        // Another incarnation, another node and another seed each give another stream.
+        let first = |mut d: WorkloadDraws| d.think(&w);
+        assert_ne!(first(WorkloadDraws::new(7, 2, 1)), got[0]);
+        assert_ne!(first(WorkloadDraws::new(7, 3, 0)), got[0]);
+        assert_ne!(first(WorkloadDraws::new(8, 2, 0)), got[0]);
+    }
+
+    const PINNED: [u64; 4] = [13_032_473, 0, 17_647_918, 41_740_225];
+}
