@@ -45,6 +45,7 @@ pub fn check_options(scenario: &Scenario, hints: LivenessHints) -> CheckOptions<
                         ClientTiming {
                             ttl: p.ttl,
                             renew_every: p.renew_every,
+                            renew_retry: p.renew_retry,
                             duration: p.duration,
                         },
                     )
