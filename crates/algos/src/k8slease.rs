@@ -33,6 +33,13 @@
 //! - The leader's own validity is `start + LeaseDuration − drift` on its monotonic clock, from
 //!   the send of its last successful acquire or renewal (a careful leader).
 //!
+//! - **What S3 holds it to** ([`LockAlgorithm::lock_is_record`]): the API server promises a
+//!   compare-and-swap record, not a lease it ends itself; so the recorded holder's release
+//!   (with `release_on_cancel`, an update the server accepts at any time; without it, the
+//!   client's own answer) and renewal take effect whatever the time, and the holder may take
+//!   the record back at once; another candidate's take-over must still come after the lease's
+//!   end (± the declared uncertainty), which is what the candidates' clocks promise.
+//!
 //! One deviation: when a leader's renewal finds another holder named it reports the lease lost,
 //! where client-go would try to take it back if that holder's lease looked expired.
 
@@ -540,6 +547,11 @@ impl LockAlgorithm for K8sLease {
             }
             ctx.reply(&msg, resp).await;
         }
+    }
+    /// The API server's update is a compare-and-swap on `resourceVersion` that judges no time:
+    /// S3 holds it to that (the record spec), not to a server that ends leases itself.
+    fn lock_is_record(&self) -> bool {
+        true
     }
     fn liveness(&self) -> locksim_sim::LivenessHints {
         // A candidate sees the last change up to one poll late and the expiry up to one poll

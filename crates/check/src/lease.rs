@@ -34,6 +34,13 @@ pub struct LeaseSpec {
     /// or until its holder crashed (a session lock, e.g. PostgreSQL's advisory locks, ends with
     /// the holder's session at some unknown moment after the crash). TTLs are then ignored.
     pub non_expiring: bool,
+    /// The compare-and-swap record spec instead of the plain lease spec: the service is a
+    /// record whose updates check its version and judge no time (a Kubernetes Lease on the API
+    /// server; expiry is each candidate's own judgement), so the holder's release or renewal
+    /// takes effect whatever the time and its own process may take the lock again at once;
+    /// another client's acquire must still wait for the lease's end (± `uncertainty`). See
+    /// [`crate::linear::models::lock`].
+    pub record: bool,
 }
 
 pub use crate::linear::models::lock::FOREVER;
@@ -52,6 +59,7 @@ impl LeaseSpec {
                 .collect(),
             uncertainty: w.uncertainty(),
             non_expiring: false,
+            record: false,
         }
     }
 
@@ -113,6 +121,9 @@ impl LeaseSpec {
             return "none: held until released or the holder crashed".into();
         }
         let mut t = fmt_nanos(self.ttl as i128);
+        if self.record {
+            t = format!("record, {t}");
+        }
         if !self.client_ttl.is_empty() {
             let own: Vec<String> = self
                 .client_ttl
@@ -138,6 +149,7 @@ fn key_of(op: &LockOp) -> u32 {
 fn model(history: &History, spec: &LeaseSpec, names: Names) -> LeaseLock {
     LeaseLock {
         uncertainty: spec.uncertainty,
+        record: spec.record,
         context: Arc::new(lock_context(history, |n| names.of(n))),
     }
 }

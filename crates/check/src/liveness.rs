@@ -6,8 +6,14 @@
 //! - **L2** a holder that renews and is healthy (no fault on its own node) keeps its lock
 //!   through every outage (partitions, lost or delayed messages, a leader change, a server
 //!   crash) shorter than `ttl − renew_every − renew_slack`: losing it (a failed renewal, a
-//!   renew deadline, a lease that ran out, a fenced write, giving up at a validity check) is a
-//!   violation.
+//!   renew deadline, a lease that ran out, a fenced write) is a violation. L2 is about the
+//!   service and the renewal, so a holder that gives its lock up at a validity check (its
+//!   planned work outlasts what is left of the lease) has lost nothing while its renewal is
+//!   still trying: the service never took the lock and the renewal has not failed it (had the
+//!   holder carried on, the next retry could have saved it). Such a give-up is a loss only when
+//!   the renewal had already failed the holder: the lease had run out before it, or the
+//!   renewal had stopped for good (its last attempt got no answer and the client does not
+//!   retry: `renew_retry = give-up`). Otherwise L2 makes no claim about that hold.
 //! - **L3** no lock stays taken for longer than `ttl + lock_delay + slack` while no live client
 //!   believes it holds it: a client whose acquire is refused (`fail`, or given up as `info`) in
 //!   calm conditions, that long after anyone last believed they held the lock, has found an
@@ -30,7 +36,7 @@ use std::collections::BTreeMap;
 use locksim_core::fault::PauseTask;
 use locksim_core::history::{EventKind, LostCause, OpF, Phase};
 use locksim_core::time::fmt_nanos;
-use locksim_core::{Fault, History, Nanos, NodeId, Property, Verdict, Violation};
+use locksim_core::{Fault, History, Nanos, NodeId, Property, RenewRetry, Verdict, Violation};
 
 use crate::holds::{Hold, HoldEnd};
 use crate::linear::pairs::pair_ops;
@@ -43,6 +49,10 @@ pub struct ClientTiming {
     pub ttl: Nanos,
     /// Its renewal period, ns, if it renews.
     pub renew_every: Option<Nanos>,
+    /// What its renewal does after an attempt without an answer: retry until the lease would
+    /// end (the default), or stop renewing (`give-up`). L2 reads it to tell a holder's
+    /// voluntary give-up at a validity check from one whose renewal had stopped.
+    pub renew_retry: RenewRetry,
     /// True time after which it starts no new attempt, ns.
     pub duration: Nanos,
 }
@@ -82,6 +92,7 @@ impl LivenessSpec {
             .unwrap_or(ClientTiming {
                 ttl: 0,
                 renew_every: None,
+                renew_retry: RenewRetry::default(),
                 duration: self.duration,
             })
     }
@@ -503,7 +514,7 @@ fn l2(run: &Run, out: &mut Vec<Violation>) {
         };
         // How the hold ended, before any late write: only its own release (or the end of
         // the run) keeps the lock; a crash is not a healthy holder.
-        let (lost_at, why, event) = match lost(history, h) {
+        let (lost_at, why, event) = match lost(history, h, timing.renew_retry) {
             Some(l) => l,
             None => continue,
         };
@@ -575,12 +586,15 @@ fn l2(run: &Run, out: &mut Vec<Violation>) {
 
 /// When and why a hold lost its lock rather than being released by its holder: the first
 /// `lost` event under it, or its lease running out before it released. `None` when it was
-/// released (or the run ended) with the lease still good, or the holder crashed.
-fn lost(history: &History, h: &Hold) -> Option<(Nanos, String, u64)> {
+/// released (or the run ended) with the lease still good, when the holder crashed, or when it
+/// gave the lock up at a validity check while its renewal was still trying (see the module
+/// docs); `retry` is the client's renewal policy after an attempt without an answer.
+fn lost(history: &History, h: &Hold, retry: RenewRetry) -> Option<(Nanos, String, u64)> {
     if matches!(h.ended_by, HoldEnd::Crash(_)) {
         return None;
     }
     let mut released = history.end;
+    // The last renewal attempt got no answer (`info`) and the client does not retry.
     let mut renewal_stopped = false;
     for e in &history.events[h.acquired as usize..] {
         match &e.kind {
@@ -594,36 +608,47 @@ fn lost(history: &History, h: &Hold) -> Option<(Nanos, String, u64)> {
                 break;
             }
             // Giving the lock up at a validity check is the holder's own caution (its planned
-            // work outlasts what is left of the lease) while its renewal is still trying; once
-            // the renewal has stopped — its last attempt failed and none followed — the lock
-            // is lost.
+            // work outlasts what is left of the lease) while its renewal is still trying: not
+            // a loss. It is one when the lease had already run out (below), or when the
+            // renewal had stopped for good: its last attempt got no answer and the client
+            // gives up at the first such attempt.
             EventKind::Lost { handle, reason, .. }
                 if *handle == h.handle
-                    && (LostCause::of(reason) != LostCause::ValidityCheck || renewal_stopped) =>
+                    && LostCause::of(reason) == LostCause::ValidityCheck
+                    && !renewal_stopped =>
             {
+                released = e.time;
+                break;
+            }
+            EventKind::Lost { handle, reason, .. } if *handle == h.handle => {
                 return Some((e.time, reason.clone(), e.id));
             }
-            EventKind::Lost { handle, .. } if *handle == h.handle => return None,
             EventKind::Op {
                 f: OpF::Extend,
                 phase,
                 handle: Some(x),
                 ..
             } if *x == h.handle => {
-                renewal_stopped = matches!(phase, Phase::Fail | Phase::Info);
+                renewal_stopped = *phase == Phase::Info && retry == RenewRetry::GiveUp;
             }
             _ => {}
         }
     }
     match h.deadline {
-        Some(d) if d < released => {
-            let set_by = match h.ended_by {
-                HoldEnd::Deadline(id) => id,
-                _ => h.acquired,
-            };
-            Some((d, "its lease ran out: no renewal moved it".into(), set_by))
-        }
+        Some(d) if d < released => Some((d, ran_out(), deadline_set_by(h))),
         _ => None,
+    }
+}
+
+fn ran_out() -> String {
+    "its lease ran out: no renewal moved it".into()
+}
+
+/// The event that set a hold's last deadline (the acquire's `ok` when no renewal moved it).
+fn deadline_set_by(h: &Hold) -> u64 {
+    match h.ended_by {
+        HoldEnd::Deadline(id) => id,
+        _ => h.acquired,
     }
 }
 

@@ -12,7 +12,13 @@
 //!   under the grant after the deadline without having noticed the loss before it;
 //! - **failed acquires** (`fail`: definitely not granted) and **unknown acquires** (`info`:
 //!   timeouts), **retries** (attempts after a failed or unknown one in the same round), and
-//!   **messages** sent and dropped by the network's fault rules.
+//!   **messages** sent and dropped by the network's fault rules;
+//! - **waiting** and **waiting while free**: per key, the true time in which some client was
+//!   waiting for the lock (a round, from its first attempt to the grant that ends it, or to its
+//!   last attempt's answer), and the part of it in which nobody held the key (no hold
+//!   interval: the lock was free, or expiring at the service after its holder stopped). A
+//!   waiter kept waiting while the lock is held for long is not starved; one refused while
+//!   nobody holds it is ([`Counts::starved`]).
 //!
 //! [`Metrics`] keeps a run's samples exactly; [`Aggregate`] folds many runs (a campaign cell,
 //! shards merged later) into counters and log-bucketed [`Histogram`]s, whose percentiles are
@@ -45,6 +51,13 @@ pub struct Counts {
     pub messages_sent: u64,
     /// Messages dropped by fault rules.
     pub messages_dropped: u64,
+    /// True time in which some client was waiting for a key, summed over keys, ns (see the
+    /// module docs). Absent from records written before it existed: 0.
+    #[serde(default)]
+    pub waiting_ns: u64,
+    /// The part of `waiting_ns` in which nobody held the key, ns.
+    #[serde(default)]
+    pub waiting_free_ns: u64,
 }
 
 impl Counts {
@@ -58,6 +71,24 @@ impl Counts {
         self.expired_while_held += other.expired_while_held;
         self.messages_sent += other.messages_sent;
         self.messages_dropped += other.messages_dropped;
+        self.waiting_ns += other.waiting_ns;
+        self.waiting_free_ns += other.waiting_free_ns;
+    }
+
+    /// Whether these counters show starvation: clients asked for the lock and it was seldom
+    /// given to anyone while they waited — more than half of the time they spent waiting,
+    /// nobody held the lock (it was free, or expiring after its holder stopped). A run or
+    /// cell with attempts and no waiting recorded (counters from before `waiting_ns` existed)
+    /// falls back to fewer than 1% of the acquire attempts succeeding. Few grants because one
+    /// holder holds for long is not starvation: the waiters waited while the lock was held.
+    pub fn starved(&self) -> bool {
+        if self.acquires == 0 {
+            return false;
+        }
+        if self.waiting_ns == 0 {
+            return self.acquires_ok * 100 < self.acquires;
+        }
+        self.waiting_free_ns * 2 > self.waiting_ns
     }
 }
 
@@ -160,8 +191,10 @@ impl Metrics {
         }
         // Attempts still open at the end never completed: their outcome is unknown.
         c.acquires_unknown += open.len() as u64;
+        let holds = derive_holds(history);
+        (c.waiting_ns, c.waiting_free_ns) = waiting(history, &holds);
         let mut hold = Vec::new();
-        for h in derive_holds(history) {
+        for h in holds {
             hold.push(h.end.saturating_sub(h.start));
             let Some(deadline) = h.deadline else { continue };
             if let Some(&(last, lost)) = acted.get(&h.handle) {
@@ -194,6 +227,93 @@ impl Metrics {
             hold_ns: hist(&self.hold),
         }
     }
+}
+
+/// Per key, the union of the clients' waiting windows (a round: from its first acquire attempt
+/// to the `ok` that ends it, or to the answer of its last attempt, or the end of the run while
+/// one is pending) and the part of it outside every hold interval: `(waiting, free)`, ns,
+/// summed over keys.
+fn waiting(history: &History, holds: &[crate::Hold]) -> (u64, u64) {
+    // Per client: (key, round start, end so far).
+    let mut open: BTreeMap<NodeId, (u32, Nanos, Nanos)> = BTreeMap::new();
+    let mut windows: BTreeMap<u32, Vec<(Nanos, Nanos)>> = BTreeMap::new();
+    for e in &history.events {
+        match &e.kind {
+            EventKind::Op {
+                phase,
+                f: OpF::Acquire,
+                key,
+                ..
+            } => match phase {
+                Phase::Invoke => {
+                    let r = open.entry(e.node).or_insert((*key, e.time, e.time));
+                    r.2 = history.end.max(e.time);
+                }
+                Phase::Ok => {
+                    if let Some((k, start, _)) = open.remove(&e.node) {
+                        windows.entry(k).or_default().push((start, e.time));
+                    }
+                }
+                Phase::Fail | Phase::Info => {
+                    if let Some(r) = open.get_mut(&e.node) {
+                        r.2 = e.time;
+                    }
+                }
+            },
+            EventKind::Fault {
+                fault: Fault::Crash { node, .. },
+            } => {
+                if let Some((k, start, end)) = open.remove(node) {
+                    windows.entry(k).or_default().push((start, end.min(e.time)));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (k, start, end) in open.into_values() {
+        windows.entry(k).or_default().push((start, end));
+    }
+    let (mut waiting, mut free) = (0, 0);
+    for (key, w) in windows {
+        let w = union(w);
+        let held = union(
+            holds
+                .iter()
+                .filter(|h| h.key == key)
+                .map(|h| (h.start, h.end))
+                .collect(),
+        );
+        // Both lists are sorted and disjoint: one sweep.
+        let mut i = 0;
+        for &(s, e) in &w {
+            waiting += e - s;
+            while i < held.len() && held[i].1 <= s {
+                i += 1;
+            }
+            let mut covered = 0;
+            let mut j = i;
+            while j < held.len() && held[j].0 < e {
+                covered += held[j].1.min(e) - held[j].0.max(s);
+                j += 1;
+            }
+            free += (e - s) - covered;
+        }
+    }
+    (waiting, free)
+}
+
+/// The union of intervals `[start, end)`, sorted and disjoint.
+fn union(mut v: Vec<(Nanos, Nanos)>) -> Vec<(Nanos, Nanos)> {
+    v.retain(|&(s, e)| e > s);
+    v.sort_unstable();
+    let mut out: Vec<(Nanos, Nanos)> = Vec::with_capacity(v.len());
+    for (s, e) in v {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
 }
 
 /// A histogram of durations in logarithmic buckets: values below 64 ns exactly, then 32

@@ -10,7 +10,7 @@ use locksim_check::liveness::{ClientTiming, LivenessSpec};
 use locksim_check::{check_all, CheckOptions};
 use locksim_core::fault::{CutMode, PauseTask};
 use locksim_core::history::{Deadline, EventKind, LocalClock, OpF, Phase};
-use locksim_core::{Cluster, Event, Fault, History, Property, Verdict};
+use locksim_core::{Cluster, Event, Fault, History, Property, RenewRetry, Verdict};
 
 const MS: u64 = 1_000_000;
 
@@ -143,6 +143,7 @@ fn spec(renew_every: Option<u64>) -> LivenessSpec {
     let timing = ClientTiming {
         ttl: 1000 * MS,
         renew_every: renew_every.map(|r| r * MS),
+        renew_retry: RenewRetry::UntilExpiry,
         duration: 10_000 * MS,
     };
     LivenessSpec {
@@ -329,4 +330,71 @@ fn l3_a_lock_nobody_believes_they_hold_must_not_stay_taken() {
     );
     h.refused(2, 600, 3000, 200);
     assert!(!verdict(&h.done(5000), None).violates(Property::L3));
+}
+
+/// c1 holds from 10 ms and renews every 300 ms (good at 310 ms); a partition cuts it off from
+/// the server at 500 ms for 150 ms, so its renewal at 610 ms times out at 710 ms; at 730 ms its
+/// validity check gives the lock up (270 ms left, 300 ms of work planned) and it releases.
+fn gives_up_at_a_validity_check() -> History {
+    let mut h = H::default();
+    h.acquire(1, 0, 10, Phase::Ok, 1);
+    h.extend(1, 310, 1);
+    h.fault(
+        500,
+        0,
+        Fault::Partition {
+            a: vec![1],
+            b: vec![0],
+            duration: 150 * MS,
+            mode: CutMode::Drop,
+        },
+    );
+    h.next_op += 1;
+    let op = h.next_op;
+    h.op(op, 610, 1, OpF::Extend, Phase::Invoke, Some(1), None);
+    h.op(op, 710, 1, OpF::Extend, Phase::Info, Some(1), None);
+    h.push(
+        730,
+        1,
+        EventKind::Lost {
+            key: 0,
+            handle: 1,
+            reason: "validity check: 270ms left, 300ms of work planned".into(),
+        },
+    );
+    h.release(1, 731, 1);
+    h.done(5000)
+}
+
+/// Issue #24, item 3: a holder that gives its lock up at a validity check while its renewal is
+/// still retrying (until-expiry, the default) lost nothing: the service never took the lock and
+/// the renewal had not failed it. L2 makes no claim about that hold.
+#[test]
+fn l2_a_voluntary_give_up_at_a_validity_check_is_not_a_lost_lock() {
+    let v = verdict(&gives_up_at_a_validity_check(), Some(300));
+    assert!(!v.violates(Property::L2), "{:?}", v.violations);
+    // The same history with the lease running out first (the release comes after the
+    // deadline the last good renewal set, 1.300 s) is a lost lock.
+    let mut h = gives_up_at_a_validity_check();
+    for e in h.events.iter_mut().filter(|e| e.time >= 730 * MS) {
+        e.time += 700 * MS;
+    }
+    let s = only(&verdict(&h, Some(300)), Property::L2);
+    assert!(s.contains("its lease ran out"), "{s}");
+    // A client that stops renewing at its first unanswered renewal (renew_retry = give-up)
+    // had no renewal left to save the lock: its give-up is the renewal's failure, an L2 loss.
+    let mut gives_up = spec(Some(300));
+    for t in gives_up.clients.values_mut() {
+        t.renew_retry = RenewRetry::GiveUp;
+    }
+    let v = check_all(
+        &gives_up_at_a_validity_check(),
+        &CheckOptions {
+            cluster: Some(&CLUSTER),
+            liveness: Some(gives_up),
+            ..Default::default()
+        },
+    );
+    let s = only(&v, Property::L2);
+    assert!(s.contains("validity check: 270ms left"), "{s}");
 }

@@ -283,3 +283,51 @@ fn an_unknown_release_invoked_at_the_instant_its_acquire_returned_still_counts()
         acq(1, 3, 14, 60),
     ]));
 }
+
+/// The compare-and-swap record spec (a Kubernetes Lease on the API server, issue #24 item 2):
+/// the server judges no time, so the recorded holder may release or renew after its lease's
+/// end and take the record again at once; another process still waits for the lease's end.
+#[test]
+fn a_cas_record_lets_its_holder_act_late_and_no_one_else_early() {
+    let record = |ops: &[Operation<LockInput, LockOutput>]| {
+        let model = LeaseLock {
+            record: true,
+            ..LeaseLock::new(10 * MS)
+        };
+        match check(&model, ops, &Budget::default()).0 {
+            Verdict::Linearizable => true,
+            Verdict::NotLinearizable(_) => false,
+            Verdict::Unknown(w) => panic!("unknown: {w}"),
+        }
+    };
+    let late_release = [acq(1, 1, 0, 5), rel(1, 1, 120, Some(130))];
+    assert!(!linearizable(&late_release));
+    assert!(record(&late_release));
+    let late_renewal = [
+        acq(1, 1, 0, 5),
+        ext(1, 1, 150, Some(155)),
+        rel(1, 1, 200, Some(205)),
+    ];
+    assert!(!linearizable(&late_renewal));
+    assert!(record(&late_renewal));
+    // The holder's process takes the record again (a release that failed, then an acquire).
+    let again = [acq(1, 1, 0, 5), acq(1, 2, 30, 35)];
+    assert!(!linearizable(&again));
+    assert!(record(&again));
+    // Another process taking it early is still a violation, and on time still fine.
+    assert!(!record(&[acq(1, 1, 0, 5), acq(2, 2, 30, 35)]));
+    assert!(!record(&[acq(1, 1, 0, 5), acq(2, 2, 80, 89)]));
+    assert!(record(&[acq(1, 1, 0, 5), acq(2, 2, 80, 92)]));
+    // A renewal restarts the lease another process must wait for.
+    assert!(!record(&[
+        acq(1, 1, 0, 5),
+        ext(1, 1, 50, Some(55)),
+        acq(2, 2, 100, 120)
+    ]));
+    // An old incarnation's release after another process took over cannot succeed.
+    assert!(!record(&[
+        acq(1, 1, 0, 5),
+        acq(2, 2, 200, 205),
+        rel(1, 1, 210, Some(215))
+    ]));
+}

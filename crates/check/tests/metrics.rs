@@ -101,6 +101,82 @@ fn metrics_of_a_small_history() {
     // c1 wrote at 800 ms, after its lease ended at 500 ms: expired while it still acted.
     assert_eq!(c.expired_while_held, 1);
     assert_eq!((c.messages_sent, c.messages_dropped), (40, 3));
+    // Waiting: c1's round 0→70 (nobody held the lock), c2's 200→230 (c1 held it) and c2's
+    // unanswered attempt from 950 ms to the end at 2000 ms (nobody held it).
+    assert_eq!(c.waiting_ns, (70 + 30 + 1050) * MS);
+    assert_eq!(c.waiting_free_ns, (70 + 1050) * MS);
+    assert!(
+        c.starved(),
+        "most of the waiting was while nobody held the lock"
+    );
+}
+
+/// Issue #24, item 4: few grants for many attempts is not starvation when one holder held
+/// the lock all along; waiters kept waiting while nobody holds it are.
+#[test]
+fn starvation_is_waiting_while_nobody_holds_the_lock() {
+    use OpF::*;
+    use Phase::*;
+    // c1 holds from 10 ms to 9 s; c2 is refused 449 times meanwhile, then granted at 9.05 s.
+    let mut b = B { events: vec![] };
+    b.op(0, 1, 1, Acquire, Invoke, None, None);
+    b.op(10, 1, 1, Acquire, Ok, Some(1), Some(60_000));
+    let mut op = 2;
+    for t in (20..9000).step_by(20) {
+        b.op(t, 2, op, Acquire, Invoke, None, None);
+        b.op(t + 5, 2, op, Acquire, Fail, None, None);
+        op += 1;
+    }
+    b.op(9000, 1, op, Release, Invoke, Some(1), None);
+    b.op(9020, 2, op + 1, Acquire, Invoke, None, None);
+    b.op(9050, 2, op + 1, Acquire, Ok, Some(2), Some(60_000));
+    b.op(9500, 2, op + 2, Release, Invoke, Some(2), None);
+    let long_hold = History {
+        events: b.events,
+        end: 10_000 * MS,
+        ..History::default()
+    };
+    let c = Metrics::of(&long_hold).counts;
+    assert_eq!((c.acquires, c.acquires_ok), (451, 2));
+    assert!(
+        c.acquires_ok * 100 < c.acquires,
+        "under 1% of attempts succeeded"
+    );
+    // c1's own acquire (0→10 ms, the lock free) and c2's round from 20 ms to its grant.
+    assert_eq!(c.waiting_ns, (10 + 9030) * MS);
+    assert_eq!(
+        c.waiting_free_ns,
+        (10 + 50) * MS,
+        "c1's own acquire, and between the release and c2's grant"
+    );
+    assert!(!c.starved());
+    // c2 alone, refused every 100 ms for 9 s with nobody holding the lock, one late grant.
+    let mut b = B { events: vec![] };
+    let mut op = 1;
+    for t in (0..9000).step_by(100) {
+        b.op(t, 2, op, Acquire, Invoke, None, None);
+        b.op(t + 5, 2, op, Acquire, Fail, None, None);
+        op += 1;
+    }
+    b.op(9000, 2, op, Acquire, Invoke, None, None);
+    b.op(9010, 2, op, Acquire, Ok, Some(1), Some(60_000));
+    let refused = History {
+        events: b.events,
+        end: 10_000 * MS,
+        ..History::default()
+    };
+    let c = Metrics::of(&refused).counts;
+    assert_eq!(c.waiting_free_ns, 9010 * MS);
+    assert!(c.starved());
+    // Counters recorded before the waiting times existed read as 0 and fall back to the
+    // share of attempts that succeeded.
+    let mut old = serde_json::to_value(&c).unwrap();
+    let o = old.as_object_mut().unwrap();
+    o.remove("waiting_ns");
+    o.remove("waiting_free_ns");
+    let back: locksim_check::metrics::Counts = serde_json::from_value(old).unwrap();
+    assert_eq!(back.waiting_ns, 0);
+    assert_eq!(back.starved(), back.acquires_ok * 100 < back.acquires);
 }
 
 #[test]

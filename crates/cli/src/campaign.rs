@@ -1516,7 +1516,7 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
     t += "     leads): it ran fault-free, so it is no evidence of surviving them. `none` is the control\n";
     t += "     group: no faults are meant, and its cells are judged as they are\n";
     t += "grants = successful acquires over all seeds (a cell with none would prove nothing;\n";
-    t += "     `starved`: fewer than 1% of the acquire attempts succeeded)\n";
+    t += "     `starved`: for more than half of the time clients waited for the lock, nobody held it)\n";
     t += "lock metrics (true time, over all seeds of the cell; percentiles within 1.6%): acquire =\n";
     t += "     latency of a granted acquire; wait = from a round's first attempt to its grant; hold =\n";
     t += "     length of a hold; failed/unknown = acquires answered fail / timed out; expired = leases\n";
@@ -1524,13 +1524,19 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
     t
 }
 
-/// The `starved` warning of a cell whose grants are fewer than 1% of its acquire attempts.
+/// The `starved` warning of a cell whose waiters were mostly kept waiting while nobody held
+/// the lock ([`locksim_check::metrics::Counts::starved`]): few grants because one holder held
+/// for long is not starvation.
 pub(crate) fn starved(c: &CellSummary) -> Option<String> {
-    let tries = c.counts.acquires;
-    (tries > 0 && c.grants * 100 < tries).then(|| {
+    let n = &c.counts;
+    n.starved().then(|| {
+        let tries = format!("{} of {} acquire attempts succeeded", c.grants, n.acquires);
+        if n.waiting_ns == 0 {
+            return format!("starved: {tries}");
+        }
         format!(
-            "starved: {} of {tries} acquire attempts succeeded",
-            c.grants
+            "starved: {}% of the clients' waiting was while nobody held the lock; {tries}",
+            n.waiting_free_ns * 100 / n.waiting_ns
         )
     })
 }

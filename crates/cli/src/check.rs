@@ -147,6 +147,7 @@ fn check_file(model: ModelName, path: &Path, budget: &Budget) -> Result<Checked,
             let names = Names(Some(&scenario.cluster));
             let lock = LeaseLock {
                 uncertainty: scenario.workload.uncertainty(),
+                record: false,
                 context: std::sync::Arc::new(lock_context(&history, |n| names.of(n))),
             };
             run(

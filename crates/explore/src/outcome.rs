@@ -104,6 +104,7 @@ pub fn check_options(scenario: &Scenario, hints: LivenessHints) -> CheckOptions<
                         ClientTiming {
                             ttl: p.ttl,
                             renew_every: p.renew_every,
+                            renew_retry: p.renew_retry,
                             duration: p.duration,
                         },
                     )
@@ -120,14 +121,16 @@ pub fn check_options(scenario: &Scenario, hints: LivenessHints) -> CheckOptions<
     }
 }
 
-/// [`check_options`] for `scenario` run by `algo`: its liveness hints, and for an algorithm
-/// whose lock never expires ([`LockAlgorithm::lock_expires`]) the non-expiring lock spec of S3
-/// and no L1 claim.
+/// [`check_options`] for `scenario` run by `algo`: its liveness hints, for an algorithm whose
+/// lock never expires ([`LockAlgorithm::lock_expires`]) the non-expiring lock spec of S3 and no
+/// L1 claim, and for a compare-and-swap record ([`LockAlgorithm::lock_is_record`]) the record
+/// spec of S3.
 pub fn check_options_for<'a>(scenario: &'a Scenario, algo: &dyn LockAlgorithm) -> CheckOptions<'a> {
     let mut options = check_options(scenario, algo.liveness());
     let non_expiring = !algo.lock_expires();
     if let Some(lease) = options.lease.as_mut() {
         lease.non_expiring = non_expiring;
+        lease.record = algo.lock_is_record();
     }
     if let Some(liveness) = options.liveness.as_mut() {
         liveness.non_expiring = non_expiring;

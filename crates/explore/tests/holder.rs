@@ -296,3 +296,81 @@ fn a_crashed_client_holds_nothing_and_the_lock_comes_back() {
         "c2 never got the lock"
     );
 }
+
+/// Issue #24, item 1: a renew deadline counts from the grant, not from the send of an acquire
+/// that waited in the lock's queue. Two clients of a blocking lock (raft-lease `lock_wait`,
+/// zookeeper, consul-session) with a 2 s renew deadline, no fault: the waiter waits longer than
+/// the deadline, then renews every 300 ms — it must keep its grant, not give it up on arrival.
+#[test]
+fn a_renew_deadline_counts_from_the_grant_of_a_blocking_acquire() {
+    for algo in ["raft-lease", "zookeeper", "consul-session"] {
+        let st = setup(
+            algo,
+            &[
+                "clients=2",
+                "ttl=3s",
+                "lock_wait=30s",
+                "renew_every=300ms",
+                "renew_deadline=2s",
+                "duration=30s",
+                "writes=20",
+                "work_min=100ms",
+                "work_max=300ms",
+            ],
+        );
+        let mut waited_past_the_deadline = 0;
+        for seed in 0..3 {
+            let s = st.scenario(seed, &[]);
+            let out = check_scenario(&s, st.algo.clone());
+            let h = out.history.expect("the simulation runs");
+            // The case is exercised: some acquire waited longer than the renew deadline.
+            let invokes: std::collections::BTreeMap<u64, u64> = h
+                .events
+                .iter()
+                .filter_map(|e| match &e.kind {
+                    EventKind::Op {
+                        op,
+                        f: OpF::Acquire,
+                        phase: Phase::Invoke,
+                        ..
+                    } => Some((*op, e.time)),
+                    _ => None,
+                })
+                .collect();
+            waited_past_the_deadline += h
+                .events
+                .iter()
+                .filter(|e| match &e.kind {
+                    EventKind::Op {
+                        op,
+                        f: OpF::Acquire,
+                        phase: Phase::Ok,
+                        ..
+                    } => e.time - invokes[op] > ns("2s"),
+                    _ => false,
+                })
+                .count();
+            let gave_up: Vec<_> = h
+                .events
+                .iter()
+                .filter(|e| {
+                    matches!(&e.kind, EventKind::Lost { reason, .. }
+                        if LostCause::of(reason) == LostCause::RenewDeadline)
+                })
+                .collect();
+            assert!(
+                gave_up.is_empty(),
+                "{algo} seed {seed}: a holder that renews fine hit its renew deadline: {gave_up:?}"
+            );
+            assert!(
+                !out.verdict.violates(locksim_core::Property::L2),
+                "{algo} seed {seed}: {:?}",
+                out.verdict.violations
+            );
+        }
+        assert!(
+            waited_past_the_deadline > 0,
+            "{algo}: no acquire waited longer than the renew deadline"
+        );
+    }
+}

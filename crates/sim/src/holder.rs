@@ -9,7 +9,11 @@
 //!   up at once (`renew_retry = give-up`, a common client bug); "the lock is gone" ends the hold;
 //! - **renew deadline** (`renew_deadline`, client-go's `RenewDeadline`): when no renewal has
 //!   succeeded for that long on the client's monotonic clock, counted from the send time of
-//!   the last successful renewal (or of the acquire), the holder stops acting;
+//!   the last successful renewal, or before the first one from the grant (the acquire's `ok`:
+//!   client-go starts its first `RenewDeadline` when it has acquired; counting from the
+//!   acquire's send would make a holder whose acquire waited in a queue — raft-lease's
+//!   `lock_wait`, zookeeper, consul-session — longer than the deadline give its grant up on
+//!   arrival), the holder stops acting;
 //! - **step-down** (`step_down`): once it has learned the lock is lost (any of the above, or a
 //!   fenced write), the holder keeps acting for that long before it stops — slow shutdown
 //!   hooks, in-flight work — and the hold lasts until it really stops (its late writes count).
@@ -38,7 +42,8 @@ struct HoldState {
     deadline: Cell<Option<Validity>>,
     /// Monotonic reading at which the client learned it lost the lock, if it has.
     lost_at: Cell<Option<u64>>,
-    /// Monotonic reading at the send of the last successful renewal (or of the acquire).
+    /// Monotonic reading the renew deadline counts from: the send of the last successful
+    /// renewal, or the grant (the acquire's `ok`) before the first.
     renewed_sent: Cell<u64>,
 }
 
@@ -63,15 +68,13 @@ impl HoldState {
     }
 }
 
-/// Holds `grant` (granted as lock handle `handle` to a request sent at monotonic reading
-/// `asked`): does the work, renews, steps down, then releases.
-#[allow(clippy::too_many_arguments)]
+/// Holds `grant` (granted as lock handle `handle` just now, at the acquire's `ok`): does the
+/// work, renews, steps down, then releases.
 pub(crate) async fn hold(
     ctx: &NodeCtx,
     client: &Rc<dyn LockClient>,
     grant: &Grant,
     handle: u64,
-    asked: u64,
     rng: &mut WorkloadDraws,
     me: &ClientParams,
     w: &Workload,
@@ -80,7 +83,7 @@ pub(crate) async fn hold(
     let state = Rc::new(HoldState {
         deadline: Cell::new(grant.valid_until),
         lost_at: Cell::new(None),
-        renewed_sent: Cell::new(asked),
+        renewed_sent: Cell::new(ctx.mono_now()),
     });
     let renewal = me.renew_every.map(|every| {
         let (ctx, client, grant, state, me) = (

@@ -128,4 +128,12 @@ pub trait LockAlgorithm: Send + Sync + 'static {
     fn lock_expires(&self) -> bool {
         true
     }
+    /// `true` when the service is a compare-and-swap record that judges no time (a Kubernetes
+    /// Lease on the API server, whose updates check only the record's `resourceVersion`; each
+    /// candidate judges expiry itself): S3 then lets the recorded holder release or renew at
+    /// any time and take the lock again at once, and still requires another client's acquire
+    /// to wait for the lease's end. `false` (the default): the service ends leases itself.
+    fn lock_is_record(&self) -> bool {
+        false
+    }
 }

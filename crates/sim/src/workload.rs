@@ -114,7 +114,6 @@ pub async fn client_main(ctx: NodeCtx, algo: Arc<dyn LockAlgorithm>) {
             key = drawn;
         }
         let acq = OpRec::invoke(&ctx, OpF::Acquire, key, None, None);
-        let asked = ctx.mono_now();
         let outcome = client.acquire(key, me.ttl).await;
         match outcome {
             Outcome::Ok(grant) => {
@@ -125,7 +124,7 @@ pub async fn client_main(ctx: NodeCtx, algo: Arc<dyn LockAlgorithm>) {
                     ..acq
                 };
                 ok.emit(Phase::Ok, grant.valid_until, None);
-                hold(&ctx, &client, &grant, handle, asked, &mut rng, &me, &w).await;
+                hold(&ctx, &client, &grant, handle, &mut rng, &me, &w).await;
                 think = true;
             }
             other => {

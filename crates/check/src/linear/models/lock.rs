@@ -16,6 +16,13 @@
 //! matrix (a DBM, the zone abstraction of timed automata), so the search decides exactly
 //! whether *some* choice of points works rather than guessing one.
 //!
+//! With [`LeaseLock::record`], the spec of a compare-and-swap record that judges no time (a
+//! Kubernetes Lease on the API server, where expiry is each candidate's own judgement from
+//! when it saw the record change): the current holder's release or renewal takes effect at
+//! any time (the server's update checks the record's version, never a clock), and the holder's
+//! own process may take the lock again at once (client-go's `holderIdentity == me`); another
+//! process's acquire still needs the lease to have ended, as above.
+//!
 //! Failed operations did not happen and are left out; an acquire whose outcome is unknown never
 //! gave anyone a hold and is left out too (taking effect unseen is the same as never taking
 //! effect for the other clients); a release or renewal whose outcome is unknown takes effect
@@ -70,11 +77,11 @@ const A: usize = 1;
 const P: usize = 2;
 const T: usize = 3;
 
-/// State: the holder (handle and lease length) and the zone of `(a, p)`:
+/// State: the holder (handle, lease length and process) and the zone of `(a, p)`:
 /// `zone[i][j]` bounds `x_i − x_j ≤ zone[i][j]`, in canonical (closed) form.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LockState {
-    holder: Option<(u64, u64)>,
+    holder: Option<(u64, u64, u64)>,
     zone: [[i64; 3]; 3],
 }
 
@@ -83,6 +90,9 @@ pub struct LockState {
 pub struct LeaseLock {
     /// `ε`: the clock-uncertainty bound, ns of true time.
     pub uncertainty: u64,
+    /// The compare-and-swap record spec (see the module docs): the holder's release and
+    /// renewal take effect whatever the time, and its process may take the lock again at once.
+    pub record: bool,
     /// What reports may say beyond the operations (names, failed releases).
     pub context: Arc<LockContext>,
 }
@@ -102,6 +112,7 @@ impl LeaseLock {
     pub fn new(uncertainty: u64) -> Self {
         LeaseLock {
             uncertainty,
+            record: false,
             context: Arc::default(),
         }
     }
@@ -177,7 +188,7 @@ impl LeaseLock {
 
     /// Projects the closed 4-variable zone to the new `(a', p' = t)`; `a'` is `t` when the
     /// lease was (re)granted, `a` when it is kept, free when there is no holder.
-    fn project(d: &[[i64; 4]; 4], holder: Option<(u64, u64)>, a_is_t: bool) -> LockState {
+    fn project(d: &[[i64; 4]; 4], holder: Option<(u64, u64, u64)>, a_is_t: bool) -> LockState {
         let a_src = if a_is_t { T } else { A };
         let map = [Z, a_src, T];
         let mut zone = [[0i64; 3]; 3];
@@ -216,11 +227,14 @@ impl Model for LeaseLock {
         let mut d = self.with_point(s, op);
         match (op.input, op.output) {
             (LockInput::Acquire { ttl, handle, .. }, LockOutput::Ok) => {
-                if let Some((_, held_ttl)) = s.holder {
-                    // t ≥ a + ttl_held − ε, i.e. a − t ≤ ε − ttl_held
-                    d[A][T] = d[A][T].min(self.uncertainty as i64 - held_ttl as i64);
+                if let Some((_, held_ttl, by)) = s.holder {
+                    // The record's holder taking it again waits for nothing.
+                    if !(self.record && by == op.process) {
+                        // t ≥ a + ttl_held − ε, i.e. a − t ≤ ε − ttl_held
+                        d[A][T] = d[A][T].min(self.uncertainty as i64 - held_ttl as i64);
+                    }
                 }
-                close(&mut d).then(|| Self::project(&d, Some((handle, ttl)), true))
+                close(&mut d).then(|| Self::project(&d, Some((handle, ttl, op.process)), true))
             }
             (LockInput::Acquire { .. }, LockOutput::Unknown) => {
                 close(&mut d).then(|| Self::project(&d, s.holder, false))
@@ -229,8 +243,10 @@ impl Model for LeaseLock {
                 let held = s.holder.filter(|h| h.0 == handle);
                 let mut took = d;
                 let effective = match held {
-                    Some((_, held_ttl)) => {
-                        self.alive(&mut took, held_ttl);
+                    Some((_, held_ttl, _)) => {
+                        if !self.record {
+                            self.alive(&mut took, held_ttl);
+                        }
                         close(&mut took)
                     }
                     None => false,
@@ -239,7 +255,7 @@ impl Model for LeaseLock {
                     return Some(match op.input {
                         LockInput::Release { .. } => Self::project(&took, None, false),
                         LockInput::Extend { ttl, .. } => {
-                            Self::project(&took, Some((handle, ttl)), true)
+                            Self::project(&took, Some((handle, ttl, op.process)), true)
                         }
                         LockInput::Acquire { .. } => unreachable!(),
                     });
@@ -255,7 +271,7 @@ impl Model for LeaseLock {
         let (a_lo, a_hi, p_lo) = Self::bounds(s);
         match s.holder {
             None => format!("free (last step at {} or later)", at_i(p_lo)),
-            Some((h, ttl)) => {
+            Some((h, ttl, _)) => {
                 let start = if a_hi >= INF / 2 {
                     format!("{} or later", at_i(a_lo))
                 } else if a_lo == a_hi {
@@ -287,13 +303,13 @@ impl Model for LeaseLock {
             LockInput::Acquire { key, handle, .. } => {
                 let head = format!("acquire of k{key} by {who} (handle {handle}) {answered}");
                 match s.holder {
-                    Some((h, ttl)) if ttl >= FOREVER => format!(
+                    Some((h, ttl, _)) if ttl >= FOREVER => format!(
                         "{head}, but handle {h} still held the lock (granted at {} at the \
                          earliest; it does not expire){}",
                         at_i(a_lo),
                         self.failed_release(h)
                     ),
-                    Some((h, ttl)) if a_lo + ttl as i64 - eps > ret => format!(
+                    Some((h, ttl, _)) if a_lo + ttl as i64 - eps > ret => format!(
                         "{head}, but handle {h} still held the lock: its lease, granted at {} at \
                          the earliest, lasts until {} (until {} allowing the ±{} clock \
                          uncertainty){}",
@@ -323,10 +339,13 @@ impl Model for LeaseLock {
                 );
                 match s.holder {
                     None => format!("{head}, but nobody held the lock then"),
-                    Some((h, _)) if h != handle => {
+                    Some((h, _, _)) if h != handle => {
                         format!("{head}, but handle {h} held the lock then, not handle {handle}")
                     }
-                    Some((_, ttl)) if (op.call as i64).max(p_lo) >= a_hi + ttl as i64 + eps => {
+                    Some((_, ttl, _))
+                        if !self.record
+                            && (op.call as i64).max(p_lo) >= a_hi + ttl as i64 + eps =>
+                    {
                         format!(
                             "{head}, but its lease, granted at {} at the latest, had surely ended \
                              by {} (its end {} plus the ±{} clock uncertainty)",
@@ -353,7 +372,7 @@ impl Model for LeaseLock {
     fn inert(&self, s: &LockState, op: &Operation<LockInput, LockOutput>) -> bool {
         match op.input {
             LockInput::Release { handle, .. } | LockInput::Extend { handle, .. } => {
-                op.output == LockOutput::Unknown && s.holder.is_none_or(|(h, _)| h != handle)
+                op.output == LockOutput::Unknown && s.holder.is_none_or(|(h, _, _)| h != handle)
             }
             LockInput::Acquire { .. } => false,
         }
