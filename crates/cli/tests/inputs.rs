@@ -1,0 +1,274 @@
+//! Issue #24 items 9–12, as a user meets them: `merge` that cannot be fooled or blown up by its
+//! records, inputs parsed strictly (durations, node names, nested trace fields), `check` whose
+//! output stays bounded, and the kv search that stops at the first failing key.
+
+use std::path::Path;
+use std::process::Output;
+
+mod common;
+use common::{locksim, s, scratch, stderr, stdout};
+
+/// Exit 2, one line on stderr holding every needle, nothing on stdout.
+fn refused(o: &Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}{}", stdout(o));
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "`{n}` missing from: {err}");
+    }
+    assert!(o.stdout.is_empty(), "printed to stdout on error");
+}
+
+fn corpus(name: &str) -> String {
+    format!("{}/../../traces/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn an_unknown_field_inside_an_event_is_refused_like_a_top_level_one() {
+    let d = scratch("inputs", "nested");
+    let text = std::fs::read_to_string(corpus("central-s3-833bbd03.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let events = v["events"].as_array().unwrap();
+    let i = events
+        .iter()
+        .position(|e| e.get("deadline").is_some())
+        .expect("an event with a deadline");
+    let mut edited = v.clone();
+    edited["events"][i]["deadline"]["lcoal"] = serde_json::json!(5);
+    let file = d.join("nested.json");
+    write(&file, &serde_json::to_string_pretty(&edited).unwrap());
+    let at = format!("events[{i}]");
+    for cmd in ["replay", "render"] {
+        let page = d.join("nested.html");
+        let mut args = vec![cmd, s(&file)];
+        if cmd == "render" {
+            args.extend(["-o", s(&page)]);
+        }
+        refused(
+            &locksim(&args),
+            &["nested.json", &at, "unknown field `deadline.lcoal`"],
+        );
+    }
+    // A field inside a fault event's fault, too (serde refuses that one itself).
+    let j = events
+        .iter()
+        .position(|e| e["type"] == "fault")
+        .expect("a fault event");
+    let mut edited = v.clone();
+    edited["events"][j]["fault"]["duraton"] = serde_json::json!(5);
+    write(&file, &serde_json::to_string_pretty(&edited).unwrap());
+    refused(
+        &locksim(&["replay", s(&file)]),
+        &["nested.json", "unknown field `duraton`"],
+    );
+    // An explicit null inside a nested object is not unknown; the untouched trace replays.
+    write(&file, &text);
+    assert_eq!(locksim(&["replay", s(&file)]).status.code(), Some(0));
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn a_duration_beyond_64_bit_nanoseconds_is_an_error() {
+    for v in [
+        "ttl=94522879700260684295381835h",
+        "ttl=94522879700260684295381835.9h",
+        "ttl=9223372036854775808ns",
+    ] {
+        let o = locksim(&["run", "--algo", "central", "--seed", "1", "--set", v]);
+        refused(&o, &["`ttl`", "is too large"]);
+    }
+}
+
+/// `campaign ARGS --out FILE` (exit 0), and the file's records as JSON values.
+fn records(d: &Path, name: &str, args: &[&str]) -> (String, Vec<serde_json::Value>) {
+    let out = d.join(name);
+    let mut all = vec!["campaign"];
+    all.extend(args);
+    all.extend(["--out", s(&out)]);
+    let o = locksim(&all);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let v = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (s(&out).to_string(), v)
+}
+
+fn write_records(path: &Path, records: &[serde_json::Value]) {
+    let text: String = records.iter().map(|r| format!("{r}\n")).collect();
+    write(path, &text);
+}
+
+const SMALL: &[&str] = &["--algo", "central", "--faults", "none", "--seeds", "4"];
+
+#[test]
+fn merge_refuses_two_files_that_disagree_about_a_seed_in_either_order() {
+    let d = scratch("inputs", "disagree");
+    let (a, recs) = records(&d, "a.jsonl", SMALL);
+    let mut edited = recs.clone();
+    edited[2]["grants"] = serde_json::json!(edited[2]["grants"].as_u64().unwrap() + 7);
+    let b = d.join("b.jsonl");
+    write_records(&b, &edited);
+    for (x, y) in [(a.as_str(), s(&b)), (s(&b), a.as_str())] {
+        let o = locksim(&["merge", x, y]);
+        refused(&o, &["disagree about seed", "a.jsonl:", "b.jsonl:"]);
+    }
+    // The same records twice are one run's, counted once.
+    let copy = d.join("copy.jsonl");
+    std::fs::copy(&a, &copy).unwrap();
+    let o = locksim(&["merge", "--json", &a, s(&copy)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("counted once"), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["cells"][0]["seeds"], 4);
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn merge_refuses_a_wrapped_seed_range_and_totals_past_64_bits() {
+    let d = scratch("inputs", "wrap");
+    let (_, recs) = records(
+        &d,
+        "a.jsonl",
+        &["--algo", "central", "--faults", "none", "--seeds", "2"],
+    );
+    // A range that runs past 2^64: seeds u64::MAX-1 and u64::MAX… and 0.
+    let mut wrapped = recs.clone();
+    for (i, r) in wrapped.iter_mut().enumerate() {
+        r["first_seed"] = serde_json::json!(u64::MAX - 1);
+        r["seeds"] = serde_json::json!(3);
+        r["seed"] = serde_json::json!(u64::MAX - 1 + i as u64);
+    }
+    let f = d.join("wrapped.jsonl");
+    write_records(&f, &wrapped);
+    refused(
+        &locksim(&["merge", s(&f)]),
+        &["wrapped.jsonl:1", "past 2^64"],
+    );
+    refused(
+        &locksim(&["merge", "--partial", s(&f)]),
+        &["wrapped.jsonl:1", "past 2^64"],
+    );
+    // Grants that add up past 2^64 (they wrapped to a small number).
+    let mut big = recs.clone();
+    for r in &mut big {
+        r["grants"] = serde_json::json!(1u64 << 63);
+    }
+    write_records(&f, &big);
+    refused(
+        &locksim(&["merge", s(&f)]),
+        &["wrapped.jsonl:2", "grants add up past 2^64"],
+    );
+    // So do the lock metrics' counters.
+    let mut big = recs.clone();
+    for r in &mut big {
+        r["metrics"]["messages_sent"] = serde_json::json!(u64::MAX / 2 + 1);
+    }
+    write_records(&f, &big);
+    refused(
+        &locksim(&["merge", s(&f)]),
+        &["wrapped.jsonl:2", "lock metrics"],
+    );
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn merge_work_is_bounded_by_the_records_not_the_sizes_they_claim() {
+    let d = scratch("inputs", "claims");
+    // A trillion shards of three seeds: only shards 0..2 hold seeds.
+    let (f, _) = records(
+        &d,
+        "s.jsonl",
+        &[
+            "--algo",
+            "central",
+            "--faults",
+            "none",
+            "--seeds",
+            "3",
+            "--shard",
+            "0/1000000000000",
+        ],
+    );
+    let o = locksim(&["merge", "--partial", &f]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("shards 1/1000000000000, 2/1000000000000 missing"),
+        "{err}"
+    );
+    assert!(err.len() < 2_000, "{err}");
+    // A record that claims a billion cells.
+    let (_, recs) = records(&d, "c.jsonl", SMALL);
+    let mut claims = recs.clone();
+    for r in &mut claims {
+        r["cells"] = serde_json::json!(1_000_000_000u64);
+    }
+    let c = d.join("claims.jsonl");
+    write_records(&c, &claims);
+    let o = locksim(&["merge", "--partial", s(&c)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("cell 1: 4 seeds of 4 missing"), "{err}");
+    assert!(
+        err.contains("and 999999994 more cells without any record"),
+        "{err}"
+    );
+    assert!(err.len() < 2_000, "{err}");
+    refused(
+        &locksim(&["merge", s(&c)]),
+        &["--partial", "999999994 more cells"],
+    );
+    // A claimed seed range beyond what any campaign runs.
+    let mut claims = recs.clone();
+    for r in &mut claims {
+        r["seeds"] = serde_json::json!(u64::MAX / 2);
+    }
+    write_records(&c, &claims);
+    refused(
+        &locksim(&["merge", "--partial", s(&c)]),
+        &["claims.jsonl:1", "1 to 1000000"],
+    );
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn merge_json_of_campaign_file_shards_is_campaign_json_byte_for_byte() {
+    let d = scratch("inputs", "json");
+    // Given in an order that is not the files' sorted order, one failing its expectation.
+    let z = d.join("z.toml");
+    let a = d.join("a.toml");
+    write(
+        &z,
+        "name = \"zed\"\nalgorithm = \"central\"\nfaults = [\"none\"]\nseeds = 6\nexpect = \"safe\"\n",
+    );
+    write(
+        &a,
+        "name = \"ay\"\nalgorithm = \"central\"\nfaults = [\"none\"]\nseeds = 5\nexpect = [\"S1\"]\n",
+    );
+    let whole = locksim(&["campaign", s(&z), s(&a), "--json"]);
+    assert_eq!(whole.status.code(), Some(1), "{}", stderr(&whole));
+    let mut parts = Vec::new();
+    for i in 0..2 {
+        let shard = format!("{i}/2");
+        let p = d.join(format!("p{i}.jsonl"));
+        let o = locksim(&["campaign", s(&z), s(&a), "--shard", &shard, "--out", s(&p)]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        parts.push(s(&p).to_string());
+    }
+    for order in [[&parts[0], &parts[1]], [&parts[1], &parts[0]]] {
+        let merged = locksim(&["merge", "--json", order[0], order[1]]);
+        assert_eq!(merged.status.code(), Some(1), "{}", stderr(&merged));
+        assert_eq!(stdout(&merged), stdout(&whole));
+    }
+    // And the table, too.
+    let table = locksim(&["campaign", s(&z), s(&a)]);
+    let merged = locksim(&["merge", &parts[0], &parts[1]]);
+    assert_eq!(stdout(&merged), stdout(&table));
+    std::fs::remove_dir_all(&d).ok();
+}
