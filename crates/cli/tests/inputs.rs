@@ -272,3 +272,80 @@ fn merge_json_of_campaign_file_shards_is_campaign_json_byte_for_byte() {
     assert_eq!(stdout(&merged), stdout(&table));
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// A Jepsen etcd log of `n` operations on one register, one at a time (writes and reads that
+/// fit), ending with a read of a value never written: its longest linearizable prefix has
+/// `n - 1` operations (scripts/big-history.py writes the same for measurements).
+fn failing_etcd_log(n: usize) -> String {
+    let mut t = String::new();
+    let mut value = 0;
+    for i in 0..n - 1 {
+        let p = i % 5;
+        if i % 2 == 0 {
+            value = i;
+            t += &format!("INFO  jepsen.util - {p}\t:invoke\t:write\t{value}\n");
+            t += &format!("INFO  jepsen.util - {p}\t:ok\t:write\t{value}\n");
+        } else {
+            t += &format!("INFO  jepsen.util - {p}\t:invoke\t:read\tnil\n");
+            t += &format!("INFO  jepsen.util - {p}\t:ok\t:read\t{value}\n");
+        }
+    }
+    t += "INFO  jepsen.util - 0\t:invoke\t:read\tnil\n";
+    t += &format!("INFO  jepsen.util - 0\t:ok\t:read\t{}\n", value + 1);
+    t
+}
+
+#[test]
+fn check_bounds_the_counterexample_of_a_long_failing_history() {
+    let d = scratch("inputs", "bounded");
+    let n = 20_000;
+    let log = d.join("long.log");
+    write(&log, &failing_etcd_log(n));
+    let o = locksim(&["check", "--model", "etcd", "--json", s(&log)]);
+    let out = stdout(&o);
+    assert!(out.len() < 400_000, "{} bytes of JSON", out.len());
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["verdict"], "not_linearizable", "{v}");
+    assert_eq!(v["ops"], n);
+    assert_eq!(v["prefix_length"], n - 1);
+    assert_eq!(v["prefix"].as_array().unwrap().len(), 200);
+    let x = &v["explanation"];
+    assert_eq!(x["prefix"].as_array().unwrap().len(), 200);
+    assert_eq!(x["prefix_skipped"], n - 1 - 200);
+    let ops = x["ops"].as_array().unwrap().len();
+    assert!((1_000..=1_201).contains(&ops), "{ops} operations shown");
+    assert_eq!(x["ops_skipped"].as_u64().unwrap() as usize, n - ops);
+    // The state before the first step shown is the one after the skipped steps: the last
+    // write before them.
+    let first_shown = x["prefix"][0]["id"].as_u64().unwrap();
+    assert!(x["initial"].as_str().unwrap().parse::<u64>().is_ok(), "{x}");
+    // The last step and the stuck read are among the operations drawn.
+    let ids: Vec<u64> = x["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_u64().unwrap())
+        .collect();
+    assert!(ids.contains(&first_shown));
+    let stuck = x["stuck"][0]["id"].as_u64().unwrap();
+    assert!(ids.contains(&stuck));
+    // The text says the whole prefix's length.
+    let o = locksim(&["check", "--model", "etcd", s(&log)]);
+    assert!(
+        stdout(&o).contains(&format!("prefix has {} operations", n - 1)),
+        "{}",
+        stdout(&o)
+    );
+    // And so does the page, which lists the last steps only.
+    let page = d.join("long.html");
+    let o = locksim(&["check", "--model", "etcd", "--html", s(&page), s(&log)]);
+    assert!(o.status.code().is_some(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.len() < 1_000_000, "{} bytes of page", html.len());
+    assert!(html.contains(&format!(
+        "prefix ({} steps, the last 200 listed below)",
+        n - 1
+    )));
+    assert!(html.contains(&format!("state after the first {} steps", n - 1 - 200)));
+    std::fs::remove_dir_all(&d).ok();
+}
