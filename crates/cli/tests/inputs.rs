@@ -349,3 +349,46 @@ fn check_bounds_the_counterexample_of_a_long_failing_history() {
     assert!(html.contains(&format!("state after the first {} steps", n - 1 - 200)));
     std::fs::remove_dir_all(&d).ok();
 }
+
+#[test]
+fn check_of_a_run_refuses_an_unknown_field_inside_an_event() {
+    let d = scratch("inputs", "run-fields");
+    let o = locksim(&[
+        "run", "--algo", "central", "--seed", "1", "--faults", "none", "--json", "--events",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let file = d.join("run.json");
+    write(&file, &v.to_string());
+    // As printed, it is read.
+    let o = locksim(&["check", "--model", "lock", s(&file)]);
+    assert!(stdout(&o).contains("linearizable"), "{}", stderr(&o));
+    let events = v["history"]["events"].as_array().unwrap();
+    let i = events
+        .iter()
+        .position(|e| e.get("deadline").is_some())
+        .expect("an event with a deadline");
+    v["history"]["events"][i]["deadline"]["lcoal"] = serde_json::json!(1);
+    write(&file, &v.to_string());
+    let o = locksim(&["check", "--model", "lock", s(&file)]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("history.events[{i}]")) && err.contains("`deadline.lcoal`"),
+        "{err}"
+    );
+    // And a top-level one.
+    v["history"]["events"][i]["deadline"]
+        .as_object_mut()
+        .unwrap()
+        .remove("lcoal");
+    v["history"]["events"][i]["tokn"] = serde_json::json!(1);
+    write(&file, &v.to_string());
+    let o = locksim(&["check", "--model", "lock", s(&file)]);
+    assert!(
+        stderr(&o).contains("unknown field `tokn`"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&d).ok();
+}

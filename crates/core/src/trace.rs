@@ -80,7 +80,7 @@ impl std::error::Error for TraceError {}
 /// field of the original that did not come back (other than an explicit `null` for an absent
 /// optional field) is unknown, at any depth: a field inside an event's `deadline` or `fault`
 /// is named by its path (`deadline.lcoal`).
-fn unknown_event_field(raw: &[serde_json::Value], events: &[Event]) -> Option<(usize, String)> {
+pub fn unknown_event_field(raw: &[serde_json::Value], events: &[Event]) -> Option<(usize, String)> {
     for (i, (r, e)) in raw.iter().zip(events).enumerate() {
         let Ok(known) = serde_json::to_value(e) else {
             continue;
