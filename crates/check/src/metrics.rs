@@ -90,6 +90,22 @@ impl Counts {
         }
         self.waiting_free_ns * 2 > self.waiting_ns
     }
+
+    /// Whether [`Counts::add`] of `other` keeps every counter within `u64`.
+    pub fn fits(&self, other: &Counts) -> bool {
+        [
+            (self.acquires, other.acquires),
+            (self.acquires_ok, other.acquires_ok),
+            (self.acquires_failed, other.acquires_failed),
+            (self.acquires_unknown, other.acquires_unknown),
+            (self.retries, other.retries),
+            (self.expired_while_held, other.expired_while_held),
+            (self.messages_sent, other.messages_sent),
+            (self.messages_dropped, other.messages_dropped),
+        ]
+        .iter()
+        .all(|(a, b)| a.checked_add(*b).is_some())
+    }
 }
 
 /// One run's metrics, with every sample (sorted ascending, ns).
@@ -360,6 +376,24 @@ impl Histogram {
             *self.buckets.entry(b).or_insert(0) += n;
         }
     }
+    /// Whether [`Histogram::merge`] of `other` keeps every bucket and the number of samples
+    /// within `u64` (a histogram read from a file may claim any counts).
+    pub fn fits(&self, other: &Histogram) -> bool {
+        let total = |h: &Histogram| {
+            h.buckets
+                .values()
+                .try_fold(0u64, |sum, &n| sum.checked_add(n))
+        };
+        let buckets_fit = other.buckets.iter().all(|(b, &n)| {
+            self.buckets
+                .get(b)
+                .is_none_or(|&have| have.checked_add(n).is_some())
+        });
+        match (total(self), total(other)) {
+            (Some(a), Some(b)) => buckets_fit && a.checked_add(b).is_some(),
+            _ => false,
+        }
+    }
     /// Number of samples.
     pub fn count(&self) -> u64 {
         self.buckets.values().sum()
@@ -407,11 +441,72 @@ impl Aggregate {
         self.wait_ns.merge(&other.wait_ns);
         self.hold_ns.merge(&other.hold_ns);
     }
+
+    /// Whether [`Aggregate::merge`] of `other` keeps every total within `u64` (records read
+    /// from files may claim any counts; a sum that wrapped would be a wrong summary, not a
+    /// big one).
+    ///
+    /// # Errors
+    /// `"the number of runs"`, `"a counter"` or `"a histogram"`: the total that would overflow.
+    pub fn check_merge(&self, other: &Aggregate) -> Result<(), &'static str> {
+        if self.runs.checked_add(other.runs).is_none() {
+            return Err("the number of runs");
+        }
+        if !self.counts.fits(&other.counts) {
+            return Err("a counter");
+        }
+        if !(self.acquire_latency_ns.fits(&other.acquire_latency_ns)
+            && self.wait_ns.fits(&other.wait_ns)
+            && self.hold_ns.fits(&other.hold_ns))
+        {
+            return Err("a histogram");
+        }
+        Ok(())
+    }
+
+    /// [`Aggregate::merge`] after [`Aggregate::check_merge`]: on an error nothing is added.
+    ///
+    /// # Errors
+    /// As [`Aggregate::check_merge`].
+    pub fn try_merge(&mut self, other: &Aggregate) -> Result<(), &'static str> {
+        self.check_merge(other)?;
+        self.merge(other);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_merge_that_would_wrap_is_refused_and_adds_nothing() {
+        let mut big = Aggregate::default();
+        big.counts.messages_sent = u64::MAX - 1;
+        let mut one = Aggregate::default();
+        one.counts.messages_sent = 2;
+        let before = big.clone();
+        assert_eq!(big.try_merge(&one), Err("a counter"));
+        assert_eq!(big, before, "nothing added");
+        one.counts.messages_sent = 1;
+        assert_eq!(big.try_merge(&one), Ok(()));
+        assert_eq!(big.counts.messages_sent, u64::MAX);
+        // Buckets that each fit but whose samples together do not.
+        let h: Histogram =
+            serde_json::from_str(&format!("{{\"1\":{},\"2\":2}}", u64::MAX - 1)).unwrap();
+        let mut a = Aggregate::default();
+        let b = Aggregate {
+            hold_ns: h,
+            ..Default::default()
+        };
+        assert_eq!(a.try_merge(&b), Err("a histogram"));
+        let runs = Aggregate {
+            runs: u64::MAX,
+            ..Default::default()
+        };
+        a.runs = 1;
+        assert_eq!(a.try_merge(&runs), Err("the number of runs"));
+    }
 
     #[test]
     fn buckets_are_within_two_percent_and_ordered() {

@@ -194,6 +194,39 @@ fn a_cheap_failing_part_answers_first_on_one_thread() {
 }
 
 #[test]
+fn after_the_first_round_the_part_likeliest_to_fail_goes_first() {
+    // Every key of c50-bad fails; key "3" cheaply (its search stays near its start: 22 of 206
+    // operations). In smallest-first order it came eighth, so one thread ran seven other
+    // parts' second slices first (146,326 steps); ranked by progress it goes first in the
+    // second round, and its failure ends the search (87,798 steps).
+    let Some(root) = histories() else { return };
+    let ops = edn::read_kv(&root.join("kv/c50-bad.txt")).unwrap();
+    let budget = Budget {
+        threads: 1,
+        max_steps: Some(100_000),
+        ..Budget::default()
+    };
+    let (v, stats) = check(&Kv, &ops, &budget);
+    let Verdict::NotLinearizable(c) = v else {
+        panic!("{v:?} {stats:?}")
+    };
+    assert!(stats.steps < 100_000, "{stats:?}");
+    assert_eq!(c.prefix.len(), 22, "{c:?}");
+    // The same part and prefix on two threads (without the step budget, which the second
+    // thread's slices also spend).
+    let two = check(
+        &Kv,
+        &ops,
+        &Budget {
+            threads: 2,
+            ..Budget::default()
+        },
+    )
+    .0;
+    assert_eq!(two, Verdict::NotLinearizable(c));
+}
+
+#[test]
 fn reasons_are_in_the_models_words() {
     let Some(root) = histories() else { return };
     let ops = jepsen::read_etcd_log(&root.join("etcd/etcd_001.log")).unwrap();

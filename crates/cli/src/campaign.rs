@@ -430,7 +430,9 @@ fn open_out(a: &CampaignArgs, jobs: &mut [Job], shard: Shard) -> Result<Option<O
             )
         })?;
         if job.done.insert((r.cell, r.seed)) {
-            job.summary.add(&r);
+            job.summary
+                .add(&r)
+                .map_err(|e| format!("{shown}:{line_no}: {e}"))?;
         }
         good += n as u64;
         // A whole record without its newline (the last line): end it before appending.
@@ -525,7 +527,7 @@ fn run(job: &mut Job, shard: Shard, out: Option<&Out>) -> Result<u64, String> {
                 }
                 o.write(&r)?;
             }
-            summary.lock().expect("no panics while held").add(&r);
+            summary.lock().expect("no panics while held").add(&r)?;
             ran.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Ok(())
         },
@@ -904,8 +906,9 @@ pub(crate) fn expectations(failed: usize, shard: Shard) -> String {
 #[derive(Default)]
 struct Merged {
     summary: Summary,
-    /// (cell, seed) seen, to count each once.
-    seen: BTreeSet<(usize, u64)>,
+    /// (cell, seed) seen, to count each once, with the record's [`SeedRecord::digest`] and
+    /// where it was read (file index, line): a second record of the seed must say the same.
+    seen: BTreeMap<(usize, u64), (u64, usize, usize)>,
     duplicates: u64,
     /// Per cell: (algorithm, faults, settings) of its first record.
     cells: BTreeMap<usize, (String, FaultKind, String)>,
@@ -925,7 +928,19 @@ struct Merged {
 /// Whether record `r`'s seed belongs where it says: within its campaign's seeds, and in the
 /// shard it names (shard `I/N` runs the seed offsets `I, I+N, I+2N, …` of every cell).
 fn check_seed_place(r: &SeedRecord) -> Result<(), String> {
-    let end = r.first_seed.saturating_add(r.seeds);
+    if r.seeds == 0 || r.seeds > MAX_SEEDS {
+        return Err(format!(
+            "its campaign claims {} per cell (a campaign or sweep runs 1 to {MAX_SEEDS})",
+            plural(r.seeds, "seed")
+        ));
+    }
+    let Some(end) = r.first_seed.checked_add(r.seeds) else {
+        return Err(format!(
+            "its campaign's seeds ({} from {}) run past 2^64: no campaign wraps its seed range",
+            plural(r.seeds, "seed"),
+            r.first_seed
+        ));
+    };
     if r.seed < r.first_seed || r.seed >= end {
         return Err(format!(
             "seed {} is outside its campaign's seeds {}..{end}",
@@ -968,7 +983,34 @@ fn point_of(m: &Merged, cell: usize) -> Option<String> {
         .map(|(_, p)| p.clone())
 }
 
-/// Seeds a campaign's merged records lack: per cell label, how many, and the first few.
+/// The first `n` values of `lo..hi` that `present` (ascending, within the range) lacks:
+/// walks at most `present.len() + n` values, whatever the range's size.
+fn first_absent(lo: u64, hi: u64, present: impl Iterator<Item = u64>, n: usize) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut next = lo;
+    for p in present {
+        while next < p && out.len() < n {
+            out.push(next);
+            next += 1;
+        }
+        if out.len() >= n {
+            return out;
+        }
+        next = p + 1;
+    }
+    while next < hi && out.len() < n {
+        out.push(next);
+        next += 1;
+    }
+    out
+}
+
+/// How many record-less cells [`missing`] names one by one before it counts the rest.
+const NAMED_EMPTY_CELLS: usize = 5;
+
+/// Seeds a campaign's merged records lack: per cell label, how many, and the first few. Its
+/// work and its lines are bounded by the records, not by the sizes they claim: a cell with
+/// records gets a line, the first few cells without any get one each, and the rest one line.
 fn missing(m: &Merged) -> Vec<String> {
     if m.shapes.len() > 1 {
         let ranges: Vec<String> = m
@@ -984,14 +1026,9 @@ fn missing(m: &Merged) -> Vec<String> {
     let Some(&(cells, first, seeds)) = m.shapes.first() else {
         return vec![];
     };
-    let mut out = Vec::new();
-    for cell in 0..cells {
-        let absent: Vec<u64> = (first..first + seeds)
-            .filter(|s| !m.seen.contains(&(cell, *s)))
-            .collect();
-        if absent.is_empty() {
-            continue;
-        }
+    // `check_seed_place` saw that the range fits.
+    let end = first + seeds;
+    let line = |cell: usize, absent: u64, shown: &[u64]| {
         let mut name = m
             .cells
             .get(&cell)
@@ -999,16 +1036,80 @@ fn missing(m: &Merged) -> Vec<String> {
         if let Some(p) = point_of(m, cell) {
             name += &format!(" at {p}");
         }
-        let shown: Vec<String> = absent.iter().take(5).map(|s| s.to_string()).collect();
-        out.push(format!(
+        let shown: Vec<String> = shown.iter().map(|s| s.to_string()).collect();
+        format!(
             "{name}: {} of {} missing (seed {}{})",
-            plural(absent.len() as u64, "seed"),
+            plural(absent, "seed"),
             seeds,
             shown.join(", "),
-            if absent.len() > 5 { ", …" } else { "" }
+            if absent > shown.len() as u64 {
+                ", …"
+            } else {
+                ""
+            }
+        )
+    };
+    // Cells without a record: the first few, by a walk past the cells that have records.
+    let empty: Vec<u64> = first_absent(
+        0,
+        cells as u64,
+        m.cells.keys().map(|&c| c as u64),
+        NAMED_EMPTY_CELLS,
+    );
+    let all_seeds: Vec<u64> = (first..end).take(5).collect();
+    let mut out: Vec<(usize, String)> = empty
+        .iter()
+        .map(|&c| (c as usize, line(c as usize, seeds, &all_seeds)))
+        .collect();
+    for &cell in m.cells.keys() {
+        let present = m.seen.range((cell, first)..(cell, end)).map(|(k, _)| k.1);
+        let absent = seeds - m.seen.range((cell, first)..(cell, end)).count() as u64;
+        if absent > 0 {
+            out.push((
+                cell,
+                line(cell, absent, &first_absent(first, end, present, 5)),
+            ));
+        }
+    }
+    out.sort_by_key(|x| x.0);
+    let mut out: Vec<String> = out.into_iter().map(|x| x.1).collect();
+    let unnamed = (cells - m.cells.len()).saturating_sub(empty.len());
+    if unnamed > 0 {
+        out.push(format!(
+            "and {unnamed} more {} without any record",
+            if unnamed == 1 { "cell" } else { "cells" }
         ));
     }
     out
+}
+
+/// The shards of `I/N` that hold seeds (those with `I` below both `N` and `seeds`) and that
+/// no record names: how many, and the first five, without walking the others.
+fn absent_shards(present: &BTreeSet<String>, count: u64, seeds: u64) -> Option<String> {
+    let indexes: BTreeSet<u64> = present
+        .iter()
+        .filter_map(|s| Shard::parse(s).ok())
+        .map(|s| s.index)
+        .collect();
+    let holding = count.min(seeds);
+    let n = holding - indexes.iter().filter(|&&i| i < holding).count() as u64;
+    if n == 0 {
+        return None;
+    }
+    let shown: Vec<String> = first_absent(0, holding, indexes.iter().copied(), 5)
+        .iter()
+        .map(|i| format!("{i}/{count}"))
+        .collect();
+    Some(if n == 1 {
+        format!("shard {} missing", shown[0])
+    } else if n > 5 {
+        format!(
+            "shards {}, … missing ({n} of the {holding} that hold seeds)",
+            shown.join(", ")
+        )
+    } else {
+        format!("shards {} missing", shown.join(", "))
+    })
 }
 
 pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
@@ -1017,7 +1118,10 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         crate::render::check_page_target(r, a.force)?;
     }
     let mut by_campaign: BTreeMap<String, Merged> = BTreeMap::new();
-    for path in &a.files {
+    // Campaigns in the order their first records come, as `campaign` ran them (it runs its
+    // files one after the other, each file's records before the next's).
+    let mut order: Vec<String> = Vec::new();
+    for (file_index, path) in a.files.iter().enumerate() {
         let file = std::fs::File::open(path)
             .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
         let mut reader = std::io::BufReader::new(file);
@@ -1063,6 +1167,9 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
             } else {
                 r.campaign.clone()
             };
+            if !by_campaign.contains_key(&r.campaign) {
+                order.push(r.campaign.clone());
+            }
             let m = by_campaign.entry(r.campaign.clone()).or_default();
             // A sweep's records (they name a point) and a campaign's under one name (both
             // from the command line, say) would be counted as one or the other: refuse.
@@ -1097,10 +1204,26 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                     m.carried.insert(r.cell, (r.seed, sc.clone()));
                 }
             }
-            if m.seen.insert((r.cell, r.seed)) {
-                m.summary.add(&r);
-            } else {
-                m.duplicates += 1;
+            let digest = r.digest();
+            match m.seen.get(&(r.cell, r.seed)) {
+                None => {
+                    m.summary
+                        .add(&r)
+                        .map_err(|e| format!("{}:{i}: cannot merge {label}: {e}", path.display()))?;
+                    m.seen.insert((r.cell, r.seed), (digest, file_index, i));
+                }
+                // Records of different seed ranges are refused as such below.
+                Some(&(d, _, _)) if d == digest || m.shapes.len() > 1 => m.duplicates += 1,
+                Some(&(_, f, l)) => {
+                    return Err(format!(
+                        "cannot merge {label}: {}:{l} and {}:{i} disagree about seed {} of {} × {}{at_point} (a seed's run is deterministic: one of them comes from other code or settings, or was edited)",
+                        a.files[f].display(),
+                        path.display(),
+                        r.seed,
+                        r.algorithm,
+                        r.faults
+                    ))
+                }
             }
         }
         if records == 0 {
@@ -1115,7 +1238,8 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
     let mut text = String::new();
     let (mut failed, mut unjudged) = (0, 0);
     let mut sections = Vec::new();
-    for (campaign, m) in &by_campaign {
+    for campaign in &order {
+        let m = &by_campaign[campaign];
         let label = if campaign.is_empty() {
             "the matrix".to_string()
         } else {
@@ -1139,20 +1263,12 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                 plural(m.duplicates, "seed")
             );
         }
-        if let Some(n) = counts.iter().next().and_then(|n| n.parse::<u64>().ok()) {
-            let absent: Vec<String> = (0..n)
-                .map(|i| format!("{i}/{n}"))
-                .filter(|s| !m.shards.contains(s))
-                .collect();
-            if !absent.is_empty() {
-                lacking.insert(
-                    0,
-                    format!(
-                        "{} {} missing",
-                        if absent.len() == 1 { "shard" } else { "shards" },
-                        absent.join(", ")
-                    ),
-                );
+        if let (Some(n), Some(&(_, _, seeds))) = (
+            counts.iter().next().and_then(|n| n.parse::<u64>().ok()),
+            m.shapes.first(),
+        ) {
+            if let Some(absent) = absent_shards(&m.shards, n, seeds) {
+                lacking.insert(0, absent);
             }
         }
         if !m.points.is_empty() {
@@ -1182,6 +1298,8 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         }
         let cells = m.summary.cells();
         let mut verdict = String::new();
+        // The problems of a campaign file judged here (as `campaign` judges it).
+        let mut judged: Option<Vec<String>> = None;
         if !lacking.is_empty() {
             if !a.partial {
                 return Err(format!(
@@ -1206,6 +1324,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                         failed += 1;
                         verdict = format!(": FAIL: {}", problems.join("; "));
                     }
+                    judged = Some(problems);
                 }
                 Err(e) => verdict = format!(" (not judged: {e})"),
             }
@@ -1236,7 +1355,8 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                 cells: cells.clone(),
             });
         }
-        json.push((campaign.clone(), cells, verdict, lacking));
+        let name = file.as_ref().map_or_else(String::new, |f| f.name.clone());
+        json.push((campaign.clone(), cells, verdict, lacking, name, judged));
     }
     let json_cells: Vec<CellSummary> = json.iter().flat_map(|j| j.1.iter().cloned()).collect();
     if !fail_on.is_empty() && !sweeps.is_empty() {
@@ -1308,7 +1428,7 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         if !json.is_empty() {
             let list: Vec<serde_json::Value> = json
                 .iter()
-                .map(|(c, cells, v, lacking)| {
+                .map(|(c, cells, v, lacking, ..)| {
                     serde_json::json!({"file": c, "cells": cells, "verdict": v, "missing": lacking})
                 })
                 .collect();
@@ -1317,21 +1437,39 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         out(&format!("{v}\n"));
     } else if a.json {
         let v = match json.as_slice() {
-            [(c, cells, _, lacking)] if c.is_empty() => to_json(&Cells {
+            [(c, cells, _, lacking, ..)] if c.is_empty() => to_json(&Cells {
                 cells,
                 missing: lacking,
             }),
             _ => {
+                // A file judged here reads as `campaign --json` of the same file prints it
+                // (name, ok, problems; no verdict); one not judged says why in `verdict`.
                 let list: Vec<FileResult> = json
                     .into_iter()
-                    .map(|(c, cells, v, lacking)| FileResult {
-                        name: String::new(),
-                        ok: !v.starts_with(": FAIL"),
-                        problems: Vec::new(),
-                        file: c,
-                        cells,
-                        verdict: Some(v.trim_start_matches(": ").to_string()),
-                        missing: lacking,
+                    .map(|(c, cells, v, lacking, name, judged)| match judged {
+                        Some(problems) => FileResult {
+                            name,
+                            file: c,
+                            cells,
+                            ok: problems.is_empty(),
+                            problems,
+                            verdict: None,
+                            missing: lacking,
+                        },
+                        None => FileResult {
+                            name,
+                            ok: !v.starts_with(": FAIL"),
+                            problems: Vec::new(),
+                            file: c,
+                            cells,
+                            verdict: Some(
+                                v.trim_start_matches(": ")
+                                    .trim_start_matches(" (")
+                                    .trim_end_matches(')')
+                                    .to_string(),
+                            ),
+                            missing: lacking,
+                        },
                     })
                     .collect();
                 to_json(&Campaigns { campaigns: &list })

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use locksim_check::formats::{edn, jepsen, locksim as run_file, ReadError};
-use locksim_check::linear::explain::Explanation;
+use locksim_check::linear::explain::{Explanation, Limits};
 use locksim_check::linear::lock_history::lock_context;
 use locksim_check::linear::models::{kv::Kv, lock::LeaseLock, register::Register};
 use locksim_check::linear::{check, Budget, Model, Operation, Stats, Verdict};
@@ -47,9 +47,12 @@ pub struct CheckArgs {
     files: Vec<PathBuf>,
     /// Print one JSON object per file:
     /// {"file","verdict":"linearizable"|"not_linearizable"|"unknown","ops","ms",...}; a
-    /// failing file adds "prefix" and "stuck" (operation ids) and "explanation" (the failing
-    /// part's operations, the prefix with the state after each step, the stuck operations
-    /// with the model's reasons); an unknown one "reason".
+    /// failing file adds "prefix_length", "prefix" (the ids of its last 200 steps at most)
+    /// and "stuck" (operation ids) and "explanation" (the failing part's operations — about
+    /// 1,000 around the stuck ones at most, "ops_skipped" counts the others —, the prefix's
+    /// steps shown with the state after each, "prefix_skipped" the steps before them, and
+    /// the stuck operations with the model's reasons); an unknown one "reason". The output
+    /// stays small however long the history.
     #[arg(long)]
     json: bool,
     /// Give up on a file after this many seconds (its verdict is then `unknown`).
@@ -96,7 +99,7 @@ fn run<M: Model>(
     let (verdict, stats) = check(model, ops, budget);
     let ms = t.elapsed().as_secs_f64() * 1e3;
     let explanation = match &verdict {
-        Verdict::NotLinearizable(c) => Some(Explanation::new(
+        Verdict::NotLinearizable(c) => Some(Explanation::bounded(
             model,
             ops,
             c,
@@ -104,6 +107,7 @@ fn run<M: Model>(
             if id_word == "line" { "line" } else { "ns" },
             process,
             |o| model.outcome(o),
+            Limits::REPORT,
         )),
         _ => None,
     };
@@ -258,7 +262,13 @@ pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
             });
             match &c.verdict {
                 Verdict::NotLinearizable(x) => {
-                    v["prefix"] = serde_json::json!(x.prefix);
+                    // The prefix's last steps only (the explanation's), and its length.
+                    v["prefix_length"] = serde_json::json!(x.prefix.len());
+                    v["prefix"] = serde_json::json!(c.explanation.as_ref().map(|e| e
+                        .prefix
+                        .iter()
+                        .map(|p| p.id)
+                        .collect::<Vec<u64>>()));
                     v["stuck"] = serde_json::json!(x.stuck);
                     v["reasons"] = serde_json::json!(x.reasons);
                     v["explanation"] = serde_json::json!(c.explanation);

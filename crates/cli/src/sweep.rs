@@ -172,8 +172,7 @@ fn run_sweep(
             if let Some(o) = out {
                 o.write(&r)?;
             }
-            summary.lock().expect("no panics while held").add(&r);
-            Ok(())
+            summary.lock().expect("no panics while held").add(&r)
         },
         &|n, _| progress.set(n),
     )?;
@@ -918,12 +917,28 @@ pub(crate) fn merged(
         }
     }
     let pp = pairs.len().max(1);
-    let points = labels.keys().map(|c| c / pp).max().map_or(0, |m| m + 1);
-    let mut by_point = vec![String::new(); points];
+    // The points the records name, numbered from 0 in cell order: a record's cell index
+    // (which may claim any size) never sizes anything here.
+    let mut point_no: std::collections::BTreeMap<usize, usize> = Default::default();
+    let mut by_point: Vec<String> = Vec::new();
     for (cell, l) in labels {
-        by_point[cell / pp] = l.clone();
+        point_no.entry(cell / pp).or_insert_with(|| {
+            by_point.push(l.clone());
+            by_point.len() - 1
+        });
     }
-    let results = results(cells, &by_point, pp, 1);
+    let cells: Vec<(usize, locksim_explore::CellSummary)> = cells
+        .iter()
+        .map(|(cell, c)| {
+            // Every sweep record names its point; a cell without one reads as unlabelled.
+            let p = point_no
+                .get(&(cell / pp))
+                .copied()
+                .unwrap_or(by_point.len());
+            (p * pp + cell % pp, c.clone())
+        })
+        .collect();
+    let results = results(&cells, &by_point, pp, 1);
     let file = (campaign != "sweep").then(|| FrontierFile::read(Path::new(campaign)));
     let rebuilt = axes_of(&by_point).map_err(|e| format!("cannot merge {campaign}: {e}"))?;
     // A frontier file still where it ran says its axes (a log scale included), if they are the

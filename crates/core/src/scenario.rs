@@ -80,9 +80,15 @@ impl Cluster {
             Role::Resource => "res".to_string(),
         }
     }
-    /// Parses a name given by [`Cluster::name`] back into a node id.
+    /// Parses a name given by [`Cluster::name`] back into a node id: exactly as it is
+    /// written there (`c1`, `n12`, `res`, or `resource`), so `c01`, `c+1` and `n0` name no
+    /// node (one spelling per node, the one the timeline prints).
     pub fn parse_name(&self, name: &str) -> Option<NodeId> {
-        let idx = |s: &str| s.parse::<u32>().ok().filter(|&i| i >= 1);
+        let idx = |s: &str| {
+            s.parse::<u32>()
+                .ok()
+                .filter(|&i| i >= 1 && i.to_string() == s)
+        };
         if name == "res" || name == "resource" {
             Some(self.resource_id())
         } else if let Some(i) = name.strip_prefix('n').and_then(idx) {

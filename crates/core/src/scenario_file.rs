@@ -605,6 +605,17 @@ mod tests {
         assert!(e.contains("`at`: 5 needs a unit"), "{e}");
         let e = err("[[fault]]\nat = \"1s\"\ntype = \"pause\"\nnode = \"c1\"\nduration = \"1s\"\ntask = \"gc\"");
         assert!(e.contains("unknown value `gc`"), "{e}");
+        // One spelling per node: the timeline's.
+        for name in ["c01", "c+1", "n0", "n01", "C1"] {
+            let e = err(&format!(
+                "[[fault]]\nat = \"1s\"\ntype = \"pause\"\nnode = {name:?}\nduration = \"1s\""
+            ));
+            assert!(e.contains("is not a node of this cluster"), "{name}: {e}");
+        }
+        let e = err("[[fault]]\nat = \"1s\"\ntype = \"partition\"\na = [\"c01\"]\nb = \"servers\"\nduration = \"1s\"");
+        assert!(e.contains("\"c01\" is not a node"), "{e}");
+        let e = err("[[fault]]\nat = \"94522879700260684295381835.9h\"\ntype = \"heal\"");
+        assert!(e.contains("`at`") && e.contains("is too large"), "{e}");
     }
 
     #[test]

@@ -31,13 +31,16 @@ pub fn fmt_nanos(ns: i128) -> String {
     }
 }
 
-/// Parses a duration such as `500ms`, `2s`, `1.5s`, `250us` or `100ns`; the unit is required
-/// (a bare `500` is ambiguous) except for `0`. Negative values are allowed with a leading `-`
-/// (for clock steps).
+/// Parses a duration such as `500ms`, `2s`, `1.5s`, `250us` or `100ns` into nanoseconds; the
+/// unit is required (a bare `500` is ambiguous) except for `0`. Negative values are allowed
+/// with a leading `-` (for clock steps), and a leading `+` is accepted and means nothing (so
+/// `+5s` is `5s`, as the timeline writes a forward clock step). Digits below a nanosecond
+/// (`1.0000000001s`) are dropped.
 ///
 /// # Errors
 /// A message naming the problem when the text is not a number followed by a unit among `ns`,
-/// `us`, `µs`, `ms`, `s`, `m`, `h`.
+/// `us`, `µs`, `ms`, `s`, `m`, `h`, or when its magnitude exceeds `i64::MAX` nanoseconds
+/// (about 292 years): `is too large`, never a wrapped value.
 pub fn parse_duration(text: &str) -> Result<i128, String> {
     let t = text.trim();
     let (neg, t) = match t.strip_prefix('-') {
@@ -81,7 +84,9 @@ pub fn parse_duration(text: &str) -> Result<i128, String> {
     let mut place = scale;
     for d in frac.chars() {
         place /= 10;
-        v += (d as u128 - '0' as u128) * place;
+        v = v
+            .checked_add((d as u128 - '0' as u128) * place)
+            .ok_or_else(|| format!("`{text}` is too large"))?;
     }
     if v > i64::MAX as u128 {
         return Err(format!("`{text}` is too large"));
@@ -104,6 +109,37 @@ mod tests {
         assert!(parse_duration("ms").is_err());
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("1.2.3s").is_err());
+        assert_eq!(parse_duration("+5s"), Ok(5 * SEC as i128));
+    }
+
+    #[test]
+    fn too_large_is_an_error_never_a_wrapped_value() {
+        // The integer part times an hour is just below 2^128; the fraction used to wrap it.
+        for t in [
+            "94522879700260684295381835h",
+            "94522879700260684295381835.9h",
+            "94522879700260684295381835.999999999999h",
+            "9223372036854775808ns",
+            "-9223372036854775808ns",
+            "106752d",
+        ] {
+            let e = parse_duration(t).unwrap_err();
+            assert!(
+                e.contains("too large") || e.contains("unknown unit"),
+                "{t}: {e}"
+            );
+        }
+        assert_eq!(
+            parse_duration("9223372036854775807ns"),
+            Ok(i64::MAX as i128)
+        );
+        assert_eq!(
+            parse_duration("2562047h"),
+            Ok(2_562_047 * 3_600 * SEC as i128)
+        );
+        assert!(parse_duration("2562048h")
+            .unwrap_err()
+            .contains("too large"));
     }
 
     #[test]

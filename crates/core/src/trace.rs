@@ -78,31 +78,58 @@ impl std::error::Error for TraceError {}
 /// `time`, …), which cannot refuse unknown fields, so a hand-edited event (a misspelt field, a
 /// field of another type) would be read without it. Each event is written back and every
 /// field of the original that did not come back (other than an explicit `null` for an absent
-/// optional field) is unknown.
-fn unknown_event_field(raw: &[serde_json::Value], events: &[Event]) -> Option<(usize, String)> {
+/// optional field) is unknown, at any depth: a field inside an event's `deadline` or `fault`
+/// is named by its path (`deadline.lcoal`).
+pub fn unknown_event_field(raw: &[serde_json::Value], events: &[Event]) -> Option<(usize, String)> {
     for (i, (r, e)) in raw.iter().zip(events).enumerate() {
-        let (Some(fields), Ok(serde_json::Value::Object(known))) =
-            (r.as_object(), serde_json::to_value(e))
-        else {
+        let Ok(known) = serde_json::to_value(e) else {
             continue;
         };
-        if let Some(k) = fields
-            .iter()
-            .find(|(k, v)| !known.contains_key(k.as_str()) && !v.is_null())
-            .map(|(k, _)| k)
-        {
+        if let Some(path) = unknown_field(r, &known) {
             let kind = known.get("type").and_then(|t| t.as_str()).unwrap_or("?");
             return Some((
                 i,
                 format!(
                     "unknown field `{}` for a `{kind}` event (id {})",
-                    crate::text::one_line(k),
+                    crate::text::one_line(&path),
                     e.id
                 ),
             ));
         }
     }
     None
+}
+
+/// The path (`a.b`, `a[2].b`) of the first field of `raw` that `known` (the same value read
+/// and written back) lacks, other than an explicit `null`; objects and arrays are compared
+/// member by member.
+fn unknown_field(raw: &serde_json::Value, known: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    match (raw, known) {
+        (Value::Object(r), Value::Object(k)) => r.iter().find_map(|(name, v)| match k.get(name) {
+            None if v.is_null() => None,
+            None => Some(name.clone()),
+            Some(kv) => unknown_field(v, kv).map(|inner| {
+                if inner.starts_with('[') {
+                    format!("{name}{inner}")
+                } else {
+                    format!("{name}.{inner}")
+                }
+            }),
+        }),
+        (Value::Array(r), Value::Array(k)) => {
+            r.iter().zip(k).enumerate().find_map(|(i, (rv, kv))| {
+                unknown_field(rv, kv).map(|inner| {
+                    if inner.starts_with('[') {
+                        format!("[{i}]{inner}")
+                    } else {
+                        format!("[{i}].{inner}")
+                    }
+                })
+            })
+        }
+        _ => None,
+    }
 }
 
 impl Trace {

@@ -209,6 +209,19 @@ impl SeedRecord {
     pub fn violates(&self, p: Property) -> bool {
         self.violated.contains(&p)
     }
+
+    /// A 64-bit hash (xxh3) of what the record says about its seed: every field but the
+    /// `scenario` it may carry (only a shard's first failing seed of a cell carries one).
+    /// Runs are deterministic, so two records of one seed of one campaign that differ here
+    /// come from different code or settings, or one was edited: `merge` refuses them.
+    pub fn digest(&self) -> u64 {
+        let bare = SeedRecord {
+            scenario: None,
+            ..self.clone()
+        };
+        let text = serde_json::to_string(&bare).expect("records serialize");
+        xxhash_rust::xxh3::xxh3_64(text.as_bytes())
+    }
 }
 
 /// The result of one cell, folded from its seed records in any order (see [`Summary`]).
@@ -429,7 +442,33 @@ pub struct Summary {
 
 impl Summary {
     /// Adds one seed's record to its cell.
-    pub fn add(&mut self, r: &SeedRecord) {
+    ///
+    /// # Errors
+    /// When a total of the cell (seeds, grants, a counter or histogram of its metrics) would
+    /// not fit in 64 bits: records read from files may claim any numbers, and a total that
+    /// wrapped would be a wrong summary. Nothing is added then.
+    pub fn add(&mut self, r: &SeedRecord) -> Result<(), String> {
+        let overflow = |what: &str| {
+            format!(
+                "cell {} ({} × {}): {what} add up past 2^64 at seed {}: a record claims more than any run makes",
+                r.cell, r.algorithm, r.faults, r.seed
+            )
+        };
+        let cell = self.cells.get(&r.cell);
+        if let Some(c) = cell {
+            if c.seeds.checked_add(1).is_none() {
+                return Err(overflow("its seeds"));
+            }
+            if c.grants.checked_add(r.grants).is_none() {
+                return Err(overflow("its grants"));
+            }
+        }
+        if let Some(m) = &r.metrics {
+            let empty = Aggregate::default();
+            cell.map_or(&empty, |c| &c.metrics)
+                .check_merge(m)
+                .map_err(|what| overflow(&format!("its lock metrics ({what})")))?;
+        }
         let c = self
             .cells
             .entry(r.cell)
@@ -443,6 +482,7 @@ impl Summary {
             }
         }
         let min = |f: Option<u64>| Some(f.map_or(r.seed, |f| f.min(r.seed)));
+        // Per-property counts are at most the cell's seeds, which fit.
         for &p in &r.violated {
             *c.violations.entry(p).or_default() += 1;
             let first = c.first_violation.entry(p).or_insert(r.seed);
@@ -476,6 +516,7 @@ impl Summary {
         if let Some(m) = &r.metrics {
             c.metrics.merge(m);
         }
+        Ok(())
     }
 
     /// The summaries, by cell index, with their percentiles.
@@ -640,7 +681,8 @@ pub fn run_seeds(
 pub fn summarize(records: &[SeedRecord]) -> Vec<CellSummary> {
     let mut s = Summary::default();
     for r in records {
-        s.add(r);
+        s.add(r)
+            .expect("a campaign's own records have totals within 64 bits");
     }
     s.cells()
 }
@@ -653,10 +695,7 @@ pub fn run_campaign(spec: &CampaignSpec, progress: &(dyn Fn(u64, u64) + Sync)) -
         spec,
         Shard::ALL,
         &|_, _| false,
-        &|r| {
-            summary.lock().expect("no panics while held").add(&r);
-            Ok(())
-        },
+        &|r| summary.lock().expect("no panics while held").add(&r),
         progress,
     )
     .expect("summarizing never fails");

@@ -147,11 +147,12 @@ pub fn read_plan(path: &Path, setup: &crate::setup::Setup) -> Result<FaultPlan, 
     if raw.fault.is_empty() {
         return Err(at("no [[fault]] entries".into()));
     }
+    let lines = locksim_core::text::LineIndex::new(&text);
     let entries: Vec<RawFault> = raw
         .fault
         .iter()
         .map(|f| RawFault {
-            line: Some(text[..f.span().start.min(text.len())].matches('\n').count() + 1),
+            line: Some(lines.line(f.span().start)),
             table: f.get_ref().clone(),
         })
         .collect();
@@ -269,14 +270,12 @@ impl CampaignFile {
             .remove(0);
         let clients = read_clients(&raw.client, setup.cluster.clients).map_err(at)?;
         let setup = with_clients(setup, &clients).map_err(at)?;
-        let line = |span: std::ops::Range<usize>| {
-            text[..span.start.min(text.len())].matches('\n').count() + 1
-        };
+        let lines = locksim_core::text::LineIndex::new(text);
         let raw_faults: Vec<RawFault> = raw
             .fault
             .iter()
             .map(|f| RawFault {
-                line: Some(line(f.span())),
+                line: Some(lines.line(f.span().start)),
                 table: f.get_ref().clone(),
             })
             .collect();

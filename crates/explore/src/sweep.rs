@@ -654,7 +654,7 @@ mod tests {
     fn points_without_grants_or_with_undecided_checks_say_so() {
         let mut s = crate::Summary::default();
         for seed in 0..3 {
-            s.add(&record(0, seed, 0, vec![]));
+            s.add(&record(0, seed, 0, vec![])).unwrap();
             s.add(&record(
                 1,
                 seed,
@@ -664,7 +664,8 @@ mod tests {
                 } else {
                     vec![]
                 },
-            ));
+            ))
+            .unwrap();
         }
         let labels = vec!["pause_max=1s".to_string(), "pause_max=2s".to_string()];
         let r = results(&s.indexed_cells(), &labels, 1, 1);

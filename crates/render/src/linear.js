@@ -151,7 +151,8 @@
       li.className = "step " + (k === s ? "current" : k < s ? "done" : "later");
     });
     var info = this.section.querySelector(".stepinfo");
-    if (s === 0) info.textContent = "step 0 of " + x.prefix.length + ": initial state " + x.initial;
+    if (s === 0) info.textContent = "step 0 of " + x.prefix.length + ": " +
+      (x.prefix_skipped ? "state after the first " + x.prefix_skipped + " steps (not listed) " : "initial state ") + x.initial;
     else info.textContent = "step " + s + " of " + x.prefix.length + " — state: " + x.prefix[s - 1].state +
       (s === x.prefix.length ? " — and then none of the ✕ operations can take effect" : "");
   };

@@ -49,11 +49,16 @@ pub(crate) fn section_html(i: usize, heading: &str, x: &Explanation) -> String {
         "<section class=\"lin\" data-item=\"{i}\"><h2>{}</h2>",
         text(heading)
     );
+    let n = x.prefix_len();
+    let listed = if x.prefix_skipped == 0 {
+        "listed below".to_string()
+    } else {
+        format!("the last {} listed below", x.prefix.len())
+    };
     s += &format!(
         "<div class=\"why\"><b>Why it is not linearizable:</b> after the longest linearizable \
-         prefix ({} step{}, listed below), none of these operations can take effect next:<ul>",
-        x.prefix.len(),
-        if x.prefix.len() == 1 { "" } else { "s" }
+         prefix ({n} step{}, {listed}), none of these operations can take effect next:<ul>",
+        if n == 1 { "" } else { "s" }
     );
     for st in &x.stuck {
         s += &format!(
@@ -68,21 +73,41 @@ pub(crate) fn section_html(i: usize, heading: &str, x: &Explanation) -> String {
           <button class=\"next\" title=\"next step (→)\">▶</button> \
           <span class=\"stepinfo\"></span></div>";
     s += "<div class=\"lin-chart\"></div>";
+    if x.ops_skipped > 0 {
+        s += &format!(
+            "<p class=\"note\">The drawing shows {} of the part's {} operations: those around \
+             the stuck ones and those the steps below name.</p>",
+            x.ops.len(),
+            x.ops.len() + x.ops_skipped
+        );
+    }
+    let start = if x.prefix_skipped == 0 {
+        "initial state".to_string()
+    } else {
+        format!(
+            "state after the first {} steps (not listed)",
+            x.prefix_skipped
+        )
+    };
     s += &format!(
-        "<ol class=\"steps\" start=\"0\"><li class=\"step\" data-step=\"0\">initial state: {}</li>",
+        "<ol class=\"steps\" start=\"0\"><li class=\"step\" data-step=\"0\">{}: {}</li>",
+        text(&start),
         text(&x.initial)
     );
+    // Each step's operation by id, once (a search per step was quadratic in the prefix).
+    let texts: std::collections::BTreeMap<u64, &str> = x
+        .ops
+        .iter()
+        .rev()
+        .map(|o| (o.id, o.text.as_str()))
+        .collect();
     for (k, p) in x.prefix.iter().enumerate() {
-        let what = x
-            .ops
-            .iter()
-            .find(|o| o.id == p.id)
-            .map_or(String::new(), |o| o.text.clone());
+        let what = texts.get(&p.id).copied().unwrap_or_default();
         s += &format!(
             "<li class=\"step\" data-step=\"{}\"><span class=\"opid\">{}</span> {} → <i>{}</i></li>",
             k + 1,
             text(&id_of(p.id)),
-            text(&what),
+            text(what),
             text(&p.state)
         );
     }

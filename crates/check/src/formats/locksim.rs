@@ -30,6 +30,24 @@ pub fn parse_run(path: &Path, text: &str) -> Result<(Scenario, History), ReadErr
         line: None,
         problem: "no `history` field: print the run with `locksim run --json --events`".into(),
     })?;
+    // Events read through `#[serde(flatten)]` do not refuse unknown fields: compare each with
+    // what it reads as, as traces are checked (a misspelt field at any depth is an error).
+    let raw: serde_json::Value = serde_json::from_str(text).map_err(|e| ReadError {
+        file: path.to_path_buf(),
+        line: Some(e.line()),
+        problem: format!("column {}: {e}", e.column()),
+    })?;
+    if let Some(events) = raw["history"]["events"].as_array() {
+        if let Some((i, problem)) =
+            locksim_core::trace::unknown_event_field(events, &history.events)
+        {
+            return Err(ReadError {
+                file: path.to_path_buf(),
+                line: None,
+                problem: format!("`history.events[{i}]`: {problem}"),
+            });
+        }
+    }
     Ok((run.scenario, history))
 }
 

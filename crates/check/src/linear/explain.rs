@@ -52,19 +52,58 @@ pub struct Explanation {
     pub title: String,
     /// The time axis: `ns` (true time) or `line` (line numbers of the input).
     pub unit: &'static str,
-    /// The part's operations, in call order.
+    /// The part's operations shown, in call order (all of them, unless `ops_skipped`).
     pub ops: Vec<ExplainedOp>,
-    /// The model's state before any operation.
+    /// The model's state before the first step of `prefix`: before any operation, unless
+    /// `prefix_skipped` steps come first.
     pub initial: String,
-    /// The longest linearizable prefix found, in order.
+    /// The longest linearizable prefix found, in order: its last steps only when
+    /// `prefix_skipped` is not 0.
     pub prefix: Vec<PrefixStep>,
     /// The operations none of which could go next.
     pub stuck: Vec<StuckOp>,
+    /// Steps of the prefix before the first one in `prefix`, not shown ([`Limits`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub prefix_skipped: usize,
+    /// Operations of the part not in `ops` ([`Limits`]).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub ops_skipped: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// How much of a failing part an explanation keeps, so that a report on a history of
+/// millions of operations stays small: the last `prefix_steps` steps of the prefix, and
+/// about `ops` operations around the stuck ones (those the shown steps and the stuck
+/// operations name are always kept).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Prefix steps shown, at most.
+    pub prefix_steps: usize,
+    /// Operations shown beside those the steps and the stuck operations name.
+    pub ops: usize,
+}
+
+impl Limits {
+    /// Everything.
+    pub const ALL: Limits = Limits {
+        prefix_steps: usize::MAX,
+        ops: usize::MAX,
+    };
+    /// What `locksim check` prints and draws: 200 steps and 1,000 operations (a text, JSON
+    /// or page of a few hundred KB at most, whatever the history's size).
+    pub const REPORT: Limits = Limits {
+        prefix_steps: 200,
+        ops: 1_000,
+    };
 }
 
 impl Explanation {
     /// The counterexample `c` of a check of `ops` against `model`, with `process` naming
-    /// each process and `outcome` classifying each operation (`ok`, `fail`, `info`).
+    /// each process and `outcome` classifying each operation (`ok`, `fail`, `info`): all of
+    /// it ([`Limits::ALL`]).
     pub fn new<M: Model>(
         model: &M,
         ops: &[Operation<M::Input, M::Output>],
@@ -74,11 +113,59 @@ impl Explanation {
         process: impl Fn(u64) -> String,
         outcome: impl Fn(&Operation<M::Input, M::Output>) -> &'static str,
     ) -> Explanation {
+        Explanation::bounded(model, ops, c, title, unit, process, outcome, Limits::ALL)
+    }
+
+    /// [`Explanation::new`] within `limits`: the last steps of the prefix (with the state
+    /// before the first of them as `initial`), and the operations of the part nearest the
+    /// stuck ones in call order. Work and size are O(shown + part), never O(part × shown).
+    #[allow(clippy::too_many_arguments)]
+    pub fn bounded<M: Model>(
+        model: &M,
+        ops: &[Operation<M::Input, M::Output>],
+        c: &Counterexample,
+        title: String,
+        unit: &'static str,
+        process: impl Fn(u64) -> String,
+        outcome: impl Fn(&Operation<M::Input, M::Output>) -> &'static str,
+        limits: Limits,
+    ) -> Explanation {
+        use std::collections::BTreeSet;
+        let skipped = c.prefix.len().saturating_sub(limits.prefix_steps);
+        let initial = match skipped {
+            0 => c.initial.clone(),
+            k => c.states[k - 1].clone(),
+        };
+        let named: BTreeSet<u64> = c.prefix[skipped..]
+            .iter()
+            .chain(&c.stuck)
+            .copied()
+            .collect();
+        // The part's operations in call order; a window of `limits.ops` of them that ends a
+        // quarter past the first stuck one, and every operation named.
+        let part = &c.part_ops;
+        let keep: Vec<usize> = if part.len() <= limits.ops {
+            part.clone()
+        } else {
+            let stuck: BTreeSet<u64> = c.stuck.iter().copied().collect();
+            let first_stuck = part
+                .iter()
+                .position(|&i| stuck.contains(&ops[i].id))
+                .unwrap_or(part.len() - 1);
+            let after = (limits.ops / 4).min(part.len() - 1 - first_stuck);
+            let hi = first_stuck + after + 1;
+            let lo = hi.saturating_sub(limits.ops);
+            part.iter()
+                .enumerate()
+                .filter(|(k, &i)| (lo..hi).contains(k) || named.contains(&ops[i].id))
+                .map(|(_, &i)| i)
+                .collect()
+        };
         Explanation {
             title,
             unit,
-            ops: c
-                .part_ops
+            ops_skipped: part.len() - keep.len(),
+            ops: keep
                 .iter()
                 .map(|&i| {
                     let o = &ops[i];
@@ -93,11 +180,11 @@ impl Explanation {
                     }
                 })
                 .collect(),
-            initial: c.initial.clone(),
-            prefix: c
-                .prefix
+            initial,
+            prefix_skipped: skipped,
+            prefix: c.prefix[skipped..]
                 .iter()
-                .zip(&c.states)
+                .zip(&c.states[skipped..])
                 .map(|(&id, s)| PrefixStep {
                     id,
                     state: s.clone(),
@@ -115,14 +202,20 @@ impl Explanation {
         }
     }
 
+    /// The prefix's whole length (shown and skipped steps).
+    pub fn prefix_len(&self) -> usize {
+        self.prefix_skipped + self.prefix.len()
+    }
+
     /// The compact text form: the prefix's length and last step, then each stuck operation
     /// with its reason; `id` writes an operation id for people (`line 12`, `event #40`).
     pub fn text(&self, id: impl Fn(u64) -> String) -> String {
+        let n = self.prefix_len();
         let mut t = format!(
             "  {}: the longest linearizable prefix has {} operation{}",
             self.title,
-            self.prefix.len(),
-            if self.prefix.len() == 1 { "" } else { "s" }
+            n,
+            if n == 1 { "" } else { "s" }
         );
         match self.prefix.last() {
             Some(last) => {

@@ -280,12 +280,25 @@ fn first_slice(n: usize) -> u64 {
     1024 + 16 * n as u64
 }
 
+/// How far the searches of a part got: the longest linearized prefix either racer found, in
+/// thousandths of the part's operations.
+fn progress<M: Model>(r: &Racers<M>) -> u64 {
+    let best = std::iter::once(&r.eager)
+        .chain(r.jit.as_ref())
+        .map(|x| x.best_len())
+        .max()
+        .unwrap_or(0);
+    (best as u64 * 1000) / r.eager.len().max(1) as u64
+}
+
 /// Checks a whole history against `model`: splits it with [`Model::partition`] and searches
-/// the parts in rounds — smallest first, each round doubling every undecided part's slice of
-/// steps — on `budget.threads` threads (a part's slices run one after the other, different
-/// parts in parallel, without waiting for each other). The verdict is that of the failing
-/// part with the least (round, position in the smallest-first order), once every slice before
-/// it has run: the same on any number of threads.
+/// the parts in rounds — each round doubling every undecided part's slice of steps; the first
+/// round smallest first, the later ones least progress first (a part whose search stays near
+/// its start is likely to fail: [`Key`]) — on `budget.threads` threads (a part's slices run
+/// one after the other, different parts in parallel, without waiting for each other). The
+/// verdict is that of the failing part with the least [`Key`], once every slice before it has
+/// run: the same on any number of threads, and on one thread the first failure found ends
+/// the search.
 pub fn check<M: Model>(
     model: &M,
     ops: &[Operation<M::Input, M::Output>],
@@ -304,7 +317,9 @@ pub fn check<M: Model>(
     let mut order: Vec<usize> = (0..parts.len()).collect();
     order.sort_by_key(|&i| (parts[i].len(), i));
     let sched = Mutex::new(Schedule {
-        queue: (0..order.len()).map(|pos| Reverse((0u32, pos))).collect(),
+        queue: (0..order.len())
+            .map(|pos| Reverse((0u32, 0, pos)))
+            .collect(),
         running: 0,
         bad: None,
         unknown: None,
@@ -314,10 +329,10 @@ pub fn check<M: Model>(
     let wake = Condvar::new();
     let searches: Vec<Mutex<Option<Racers<M>>>> = parts.iter().map(|_| Mutex::new(None)).collect();
     let worker = || loop {
-        let (round, pos) = {
+        let key @ (round, _, pos) = {
             let mut s = sched.lock().expect("no panics while held");
             loop {
-                let cut = s.bad.as_ref().map(|b| (b.0, b.1));
+                let cut = s.bad.as_ref().map(|b| b.0);
                 match s.queue.peek() {
                     Some(&Reverse(key)) if s.unknown.is_none() && cut.is_none_or(|c| key < c) => {
                         s.queue.pop();
@@ -352,6 +367,7 @@ pub fn check<M: Model>(
                 racers.jit = None;
             }
         }
+        let rank = progress(racers);
         if result.is_some() {
             // Decided: free the part's searches.
             let e = &racers.eager;
@@ -370,13 +386,13 @@ pub fn check<M: Model>(
         s.done.2 += counts.2;
         s.rounds = s.rounds.max(round + 1);
         match result {
-            None => s.queue.push(Reverse((round + 1, pos))),
+            None => s.queue.push(Reverse((round + 1, rank, pos))),
             Some(r) => {
                 match r {
                     PartResult::Ok => {}
                     PartResult::Bad { prefix, stuck } => {
-                        if s.bad.as_ref().is_none_or(|b| (round, pos) < (b.0, b.1)) {
-                            s.bad = Some((round, pos, prefix, stuck));
+                        if s.bad.as_ref().is_none_or(|b| key < b.0) {
+                            s.bad = Some((key, prefix, stuck));
                         }
                     }
                     PartResult::OutOfBudget(why) => {
@@ -423,7 +439,7 @@ pub fn check<M: Model>(
     }
     let verdict = match (s.bad, s.unknown) {
         // A failing part decides, even when the budget ran out elsewhere.
-        (Some((_, pos, prefix, stuck)), _) => Verdict::NotLinearizable(counterexample(
+        (Some(((_, _, pos), prefix, stuck)), _) => Verdict::NotLinearizable(counterexample(
             model,
             ops,
             &parts[order[pos]],
@@ -450,12 +466,20 @@ struct Racers<'a, M: Model> {
 /// Rounds in which the just-in-time search races the call-order one.
 const JIT_ROUNDS: u32 = 2;
 
-/// The scheduler's shared state: slices `(round, position)` waiting, the best failure so far
-/// `(round, position, prefix, stuck)`, and the counts of decided parts.
+/// A slice's place in the search order: `(round, rank, position)`. In round 0 the rank is 0
+/// (parts go smallest first, by position); from round 1 on it is the part's progress after
+/// its previous slice, in thousandths of its operations (see [`progress`]), so that parts
+/// whose search cannot get far (likely to fail) go first and a failure found early cuts the
+/// rest of the round, on one thread too. Each part's rank comes from its own searches only,
+/// so the order does not depend on the number of threads.
+type Key = (u32, u64, usize);
+
+/// The scheduler's shared state: slices waiting, by [`Key`], the best failure so far
+/// `(key, prefix, stuck)`, and the counts of decided parts.
 struct Schedule {
-    queue: BinaryHeap<Reverse<(u32, usize)>>,
+    queue: BinaryHeap<Reverse<Key>>,
     running: usize,
-    bad: Option<(u32, usize, Vec<usize>, Vec<usize>)>,
+    bad: Option<(Key, Vec<usize>, Vec<usize>)>,
     unknown: Option<String>,
     done: (u64, usize, u64),
     rounds: u32,

@@ -548,6 +548,17 @@ impl<'a, M: Model> PartSearch<'a, M> {
         }
     }
 
+    /// The length of the longest linearized prefix seen so far, out of [`PartSearch::len`]
+    /// operations: a search that cannot get far is a part likely to fail.
+    pub(crate) fn best_len(&self) -> usize {
+        self.best.len()
+    }
+
+    /// The part's operations.
+    pub(crate) fn len(&self) -> usize {
+        self.ops.len()
+    }
+
     /// Hash matches that were other configurations.
     pub(crate) fn collisions(&self) -> u64 {
         self.memo.collisions
