@@ -612,6 +612,9 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
             .map(|s| read_plan(plan, &s).map(|p| s.with_plan(p)))
             .collect::<Result<Vec<_>, _>>()?;
     }
+    for s in &setups {
+        s.check_network(&kinds)?;
+    }
     let spec = CampaignSpec {
         setups,
         kinds,

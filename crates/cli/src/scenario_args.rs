@@ -96,6 +96,7 @@ pub fn choose(
         setup = setup.with_plan(locksim_core::FaultPlan::new(faults));
         command += &format!(" --plan {}", p.display());
     }
+    setup.check_network(&kinds)?;
     Ok(Chosen {
         setup,
         kinds,

@@ -318,6 +318,9 @@ fn the_sims_readme_examples_run() {
         "none",
         "--plan",
         &plan,
+        // The catalogue has a `duplicate` entry, which only the datagram model has.
+        "--set",
+        "network=datagram",
         "--json",
     ]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));

@@ -155,6 +155,91 @@ pub struct Workload {
     /// allowance of the Redlock reference clients.
     #[serde(default)]
     pub uncertainty: Option<Nanos>,
+    /// The network model every message of the run travels through (see [`Network`]). New
+    /// workloads ([`Workload::default`]) use [`Network::Tcp`]; a serialized workload without
+    /// the field (every trace and record written before the field existed) means
+    /// [`Network::Datagram`], the only model those runs knew, so they replay unchanged. It is
+    /// always written.
+    #[serde(default = "Network::legacy")]
+    pub network: Network,
+    /// Linux's `tcp_rto_min`: the floor of the retransmission timeout, ns of true time
+    /// (default 200 ms, the kernel's `TCP_RTO_MIN`). Only read under [`Network::Tcp`].
+    #[serde(default = "default_rto_min")]
+    pub tcp_rto_min: Nanos,
+    /// Linux's `net.ipv4.tcp_retries2`: how many times an unacknowledged segment is
+    /// retransmitted before the connection is given up (default 15, about 924.6 s with a
+    /// 200 ms RTO). Only read under [`Network::Tcp`].
+    #[serde(default = "default_retries2")]
+    pub tcp_retries2: u32,
+    /// What a `crash` fault kills under [`Network::Tcp`]: the process (the default) or the
+    /// whole host. Under [`Network::Datagram`] a crashed node simply answers nothing.
+    #[serde(default)]
+    pub crash: CrashKind,
+}
+
+/// Linux's default `tcp_rto_min` (`TCP_RTO_MIN`, 200 ms), ns.
+pub const TCP_RTO_MIN_DEFAULT: Nanos = 200 * MS;
+/// Linux's default `net.ipv4.tcp_retries2` (15).
+pub const TCP_RETRIES2_DEFAULT: u32 = 15;
+
+fn default_rto_min() -> Nanos {
+    TCP_RTO_MIN_DEFAULT
+}
+fn default_retries2() -> u32 {
+    TCP_RETRIES2_DEFAULT
+}
+
+/// The network model of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Network {
+    /// Connections as Linux TCP keeps them (`locksim_sim::tcp`): a handshake that needs both
+    /// directions, ordered and de-duplicated delivery, retransmission of what a fault
+    /// swallowed (so it can land after the heal), connection death after `tcp_retries2`.
+    #[default]
+    Tcp,
+    /// Independent messages: what a fault stops is gone, nothing is retransmitted, a
+    /// `duplicate` fault can deliver a message twice (the model of every run before
+    /// `network` existed).
+    Datagram,
+}
+
+impl Network {
+    /// The model a serialized workload without a `network` field ran with.
+    pub fn legacy() -> Network {
+        Network::Datagram
+    }
+    /// The setting's name, as written in files and `--set`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Network::Tcp => "tcp",
+            Network::Datagram => "datagram",
+        }
+    }
+}
+
+/// What a `crash` fault kills when the network model is [`Network::Tcp`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CrashKind {
+    /// The process dies (SIGKILL) and its host stays up, as real mode's `crash` does: the
+    /// kernel closes its connections at once (peers waiting on it get a reset) and refuses
+    /// new ones until it restarts.
+    #[default]
+    Process,
+    /// The host goes down: nothing answers, its peers retransmit into silence until it is
+    /// back, and then get resets for the connections it forgot.
+    Host,
+}
+
+impl CrashKind {
+    /// The setting's name, as written in files and `--set`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CrashKind::Process => "process",
+            CrashKind::Host => "host",
+        }
+    }
 }
 
 fn is_zero(n: &Nanos) -> bool {
@@ -336,9 +421,17 @@ impl Default for Workload {
             step_down: 0,
             per_client: BTreeMap::new(),
             uncertainty: None,
+            network: Network::Tcp,
+            tcp_rto_min: TCP_RTO_MIN_DEFAULT,
+            tcp_retries2: TCP_RETRIES2_DEFAULT,
+            crash: CrashKind::Process,
         }
     }
 }
+
+/// Why a `duplicate` fault is refused under [`Network::Tcp`].
+pub const DUPLICATE_UNDER_TCP: &str = "`duplicate` cannot happen inside a TCP connection (it \
+     delivers each segment once); set network = \"datagram\" to use it";
 
 /// The longest simulated run a scenario may ask for: one hour, ns.
 pub const MAX_RUN_NS: Nanos = 3_600 * SEC;
@@ -377,6 +470,7 @@ impl Workload {
             ("renew_deadline", self.renew_deadline.unwrap_or(0)),
             ("step_down", self.step_down),
             ("uncertainty", self.uncertainty.unwrap_or(0)),
+            ("tcp_rto_min", self.tcp_rto_min),
         ];
         for (name, v) in bounded {
             if v > MAX_DURATION_NS {
@@ -385,6 +479,12 @@ impl Workload {
         }
         if self.work_min > self.work_max {
             return Err("workload `work_min` is above `work_max`".into());
+        }
+        if self.tcp_rto_min == 0 {
+            return Err("workload `tcp_rto_min` must be more than zero".into());
+        }
+        if self.tcp_retries2 > 255 {
+            return Err("workload `tcp_retries2` is above 255".into());
         }
         if self.keys == 0 {
             return Err("workload `keys` must be at least 1".into());
@@ -502,6 +602,16 @@ impl Scenario {
         self.workload.validate()?;
         self.workload.validate_clients(c.clients)?;
         self.faults.validate(c)?;
+        if self.workload.network == Network::Tcp {
+            if let Some(i) = self
+                .faults
+                .faults
+                .iter()
+                .position(|f| matches!(f.fault, crate::fault::Fault::Duplicate { .. }))
+            {
+                return Err(format!("faults[{i}]: {DUPLICATE_UNDER_TCP}"));
+            }
+        }
         let end = self.end();
         if let Some((i, f)) = self
             .faults

@@ -17,6 +17,11 @@
 //!   a replicated lock service at its defaults, 3 clients, 10 s, fault kind `mixed`, the same
 //!   seeds. Throughput: seeds/s. (`cargo bench -p locksim-explore --bench harness -- NAME`
 //!   measures one.)
+//! * `network/ALGO-matrix-tcp` and `network/ALGO-matrix-datagram` (for `central`, `redlock`
+//!   and `raft-lease`) — the pipeline over the default campaign matrix's cells (every kind of
+//!   [`FaultKind::DEFAULT_MATRIX`], [`MATRIX_SEEDS`] seeds each) under each network model, so
+//!   the two figures give what the tcp model costs per seed (issue #23 asks at most 1.5×).
+//!   Throughput: seeds/s. (`cargo bench -p locksim-explore --bench harness -- network --quick`.)
 //! * `bare-madsim/same-messages` — madsim alone moving the same messages: per seed a fresh OS
 //!   thread and a fresh runtime, 9 nodes (5 masters, 3 clients and the resource, as in the
 //!   scenario), and the clients doing request/response pairs with the servers over
@@ -55,6 +60,8 @@ use madsim::runtime::Runtime;
 
 /// The replicated lock services measured like `raft-lease` (`harness/NAME-mixed`).
 const REPLICATED: &[&str] = &["redis-failover", "consul-session", "zookeeper"];
+/// Seeds per fault kind of one `network/…` iteration.
+const MATRIX_SEEDS: std::ops::Range<u64> = 0..4;
 /// The seeds one iteration runs.
 const SEEDS: std::ops::Range<u64> = 0..16;
 /// Lock servers of the standard redlock scenario (its 5 masters) plus the resource.
@@ -173,6 +180,37 @@ fn configure(group: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>) {
         .measurement_time(Duration::from_secs(8));
 }
 
+/// Runs [`MATRIX_SEEDS`] of every kind of the default matrix; returns the number of runs.
+fn run_matrix(setup: &Setup) -> u64 {
+    let mut runs = 0;
+    for &kind in FaultKind::DEFAULT_MATRIX.iter() {
+        for seed in MATRIX_SEEDS {
+            let out = check_scenario(&setup.scenario(seed, &[kind]), setup.algo.clone());
+            assert!(out.error.is_none(), "seed {seed} failed: {:?}", out.error);
+            runs += 1;
+        }
+    }
+    runs
+}
+
+fn network_benches(c: &mut Criterion) {
+    for algo in ["central", "redlock", "raft-lease"] {
+        for network in ["tcp", "datagram"] {
+            let st = Setup::registered(algo, &[("network".into(), network.into())])
+                .expect("a registered algorithm");
+            let runs =
+                (FaultKind::DEFAULT_MATRIX.len() as u64) * (MATRIX_SEEDS.end - MATRIX_SEEDS.start);
+            let mut group = c.benchmark_group("network");
+            configure(&mut group);
+            group.throughput(Throughput::Elements(runs));
+            group.bench_function(format!("{algo}-matrix-{network}"), |b| {
+                b.iter(|| run_matrix(&st))
+            });
+            group.finish();
+        }
+    }
+}
+
 fn benches(c: &mut Criterion) {
     let setup = standard_setup();
     let seeds = SEEDS.end - SEEDS.start;
@@ -231,5 +269,5 @@ fn benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(harness, benches);
+criterion_group!(harness, benches, network_benches);
 criterion_main!(harness);

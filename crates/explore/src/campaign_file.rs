@@ -281,6 +281,21 @@ impl CampaignFile {
             .collect();
         let (plan, fault_names) =
             read_faults_named(&raw_faults, &setup.cluster, setup.end()).map_err(at)?;
+        if setup.workload.network == locksim_core::Network::Tcp {
+            if let Some(i) = plan
+                .faults
+                .iter()
+                .position(|f| matches!(f.fault, locksim_core::Fault::Duplicate { .. }))
+            {
+                return Err(at(format!(
+                    "{}: {}",
+                    fault_names[i],
+                    locksim_core::scenario::DUPLICATE_UNDER_TCP
+                )));
+            }
+        }
+        crate::faultgen::check_kinds(&parse_kinds(&faults).map_err(at)?, &setup.workload)
+            .map_err(at)?;
         Ok(CampaignFile {
             path: path.to_path_buf(),
             name: raw.name.unwrap_or_else(|| {

@@ -7,13 +7,20 @@
 //! the scale stops at a third of a day, so that no fault lasts longer than the day a fault may
 //! last ([`MAX_FAULT_NS`]): `--set ttl=12h` gets faults of up to a day, not of 36 hours.
 //!
+//! Under `network = "tcp"` a `duplicate` window drawn by `mixed` or `swarm` is drawn (so the
+//! other faults of the seed keep their times and shapes) and then left out of the plan: a TCP
+//! connection delivers each segment once, so the fault does not exist there. The `duplicate`
+//! kind on its own is refused under tcp ([`check_kinds`]).
+//!
 //! Those shapes are knobs ([`FaultShape`], given with `--set` or swept with `locksim sweep
 //! --vary`): `pause_min`/`pause_max`, `step_max`, `drift_min_ppm`/`drift_max_ppm` (or
 //! `drift_ppm` for both), `partition_max`. A knob left unset draws exactly as before, so every
 //! existing seed keeps its plan.
 
 use locksim_core::fault::MAX_FAULT_NS;
-use locksim_core::{Cluster, Fault, FaultKind, FaultPlan, Nanos, NodeId, TimedFault, Workload};
+use locksim_core::{
+    Cluster, Fault, FaultKind, FaultPlan, Nanos, Network, NodeId, TimedFault, Workload,
+};
 use locksim_sim::world::{stream, Stream};
 use rand::seq::SliceRandom;
 use rand::Rng;
@@ -165,7 +172,10 @@ pub fn generate_shaped(
                 let intensity = rng.gen_range(1..=4);
                 for k in on {
                     for _ in 0..rng.gen_range(1..=intensity) {
-                        faults.extend(draw(k, &mut rng, cluster, w, shape));
+                        let f = draw(k, &mut rng, cluster, w, shape);
+                        if exists(k, w) {
+                            faults.extend(f);
+                        }
                     }
                 }
             }
@@ -175,7 +185,10 @@ pub fn generate_shaped(
                 let n = rng.gen_range(2..=4);
                 for &k in &pool[..n] {
                     for _ in 0..rng.gen_range(1..=2) {
-                        faults.extend(draw(k, &mut rng, cluster, w, shape));
+                        let f = draw(k, &mut rng, cluster, w, shape);
+                        if exists(k, w) {
+                            faults.extend(f);
+                        }
                     }
                 }
             }
@@ -187,6 +200,26 @@ pub fn generate_shaped(
         }
     }
     FaultPlan::new(faults)
+}
+
+/// `false` for a fault kind the workload's network model cannot have: `duplicate` under tcp.
+fn exists(kind: FaultKind, w: &Workload) -> bool {
+    !(kind == FaultKind::Duplicate && w.network == Network::Tcp)
+}
+
+/// Refuses fault kinds the workload's network model cannot have (`duplicate` under tcp),
+/// before any seed runs; `mixed` and `swarm` leave such draws out instead (module docs).
+///
+/// # Errors
+/// A one-line message that names the kind and the way out (`network = "datagram"`).
+pub fn check_kinds(kinds: &[FaultKind], w: &Workload) -> Result<(), String> {
+    match kinds.iter().find(|&&k| !exists(k, w)) {
+        Some(_) => Err(format!(
+            "faults `duplicate`: {}",
+            locksim_core::scenario::DUPLICATE_UNDER_TCP
+        )),
+        None => Ok(()),
+    }
 }
 
 fn between(rng: &mut ChaCha8Rng, lo: Nanos, hi: Nanos) -> Nanos {
@@ -470,9 +503,14 @@ mod shape_tests {
 
     /// The plans of seeds 0..50 of every kind, hashed: the knobs' defaults must keep every
     /// seed's plan (and so every recorded trace and campaign expectation) as it was.
+    /// Pinned to `datagram`: under tcp `mixed` and `swarm` leave their duplicate windows out
+    /// (tests/tcp.rs checks that the rest of each plan is the datagram one).
     #[test]
     fn the_default_shape_draws_the_plans_of_before() {
-        let w = Workload::default();
+        let w = Workload {
+            network: Network::Datagram,
+            ..Workload::default()
+        };
         let mut text = String::new();
         for seed in 0..50 {
             for kind in FaultKind::ALL {

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use locksim_algos::knobs::parse_flag;
 use locksim_core::scenario_file::set_client_field;
 use locksim_core::time::parse_duration;
-use locksim_core::{Cluster, FaultKind, FaultPlan, Nanos, RenewRetry, Scenario, Workload};
+use locksim_core::{
+    Cluster, CrashKind, FaultKind, FaultPlan, Nanos, Network, RenewRetry, Scenario, Workload,
+};
 use locksim_sim::LockAlgorithm;
 
 use crate::faultgen::{self, FaultShape, FAULT_KNOBS};
@@ -58,6 +60,22 @@ pub const WORKLOAD_KNOBS: &[(&str, &str)] = &[
     (
         "uncertainty",
         "declared clock-uncertainty bound of the lock service, for S3 (default ttl/100 + 2ms)",
+    ),
+    (
+        "network",
+        "network model: tcp (connections with a handshake, ordered delivery, Linux's retransmission: what a fault swallowed lands after the heal) | datagram (independent messages; what a fault stops is gone; traces without the field) (default tcp)",
+    ),
+    (
+        "tcp_rto_min",
+        "under tcp: floor of the retransmission timeout, Linux's tcp_rto_min (default 200ms)",
+    ),
+    (
+        "tcp_retries2",
+        "under tcp: retransmissions before a connection is given up, Linux's net.ipv4.tcp_retries2 (default 15, about 15 minutes)",
+    ),
+    (
+        "crash",
+        "under tcp, what a crash fault kills: process (SIGKILL, host up: peers get resets at once, as real mode's crash) | host (nothing answers until it is back) (default process)",
     ),
 ];
 
@@ -163,6 +181,22 @@ pub fn apply_workload(
             }
         }
         "step_down" => w.step_down = dur(key, v)?,
+        "network" => {
+            w.network = match v {
+                "tcp" => Network::Tcp,
+                "datagram" => Network::Datagram,
+                _ => return Err(format!("`{key}={v}` is not valid (choose tcp or datagram)")),
+            }
+        }
+        "tcp_rto_min" => w.tcp_rto_min = positive(key, v)?,
+        "tcp_retries2" => w.tcp_retries2 = int(key, v, 0, 255)?,
+        "crash" => {
+            w.crash = match v {
+                "process" => CrashKind::Process,
+                "host" => CrashKind::Host,
+                _ => return Err(format!("`{key}={v}` is not valid (choose process or host)")),
+            }
+        }
         k if client_setting(k).is_some() => {
             let (name, field) = client_setting(k).expect("checked");
             let p = w.per_client.entry(name.to_string()).or_default();
@@ -277,6 +311,30 @@ impl Setup {
             fault_kinds: kinds.to_vec(),
             faults: FaultPlan::new(faults),
         }
+    }
+
+    /// Refuses what this setup's network model cannot have: the `duplicate` kind, or an
+    /// explicit `duplicate` fault in its plan, under tcp.
+    ///
+    /// # Errors
+    /// A one-line message naming the kind or the fault (`faults[i]`, from 0) and saying to set
+    /// `network = "datagram"`.
+    pub fn check_network(&self, kinds: &[FaultKind]) -> Result<(), String> {
+        faultgen::check_kinds(kinds, &self.workload)?;
+        if self.workload.network == Network::Tcp {
+            if let Some(i) = self
+                .plan
+                .faults
+                .iter()
+                .position(|f| matches!(f.fault, locksim_core::Fault::Duplicate { .. }))
+            {
+                return Err(format!(
+                    "faults[{i}]: {}",
+                    locksim_core::scenario::DUPLICATE_UNDER_TCP
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// True time at which this setup's runs end, ns (see [`Scenario::end`]).

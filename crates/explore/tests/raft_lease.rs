@@ -131,10 +131,16 @@ fn k2_grant_on_expired_lease_is_found_and_shrunk_and_absent_when_fixed() {
 
 #[test]
 fn k3_unlock_by_name_is_found_and_shrunk_and_absent_when_fixed() {
+    // Pinned to datagram: under tcp no seed of 0..300 under delays shows the interleaving
+    // K3 needs; README "Network model" says what is known of why).
     let kinds = [FaultKind::Delay];
-    let seed = first_failing(&["unlock_by_name=true"], &kinds, Property::S4)
-        .expect("K3 found in 300 seeds");
-    let st = setup("raft-lease", &["unlock_by_name=true"]);
+    let seed = first_failing(
+        &["unlock_by_name=true", "network=datagram"],
+        &kinds,
+        Property::S4,
+    )
+    .expect("K3 found in 300 seeds");
+    let st = setup("raft-lease", &["unlock_by_name=true", "network=datagram"]);
     let start = st.scenario(seed, &kinds);
     let shrunk = shrink(&start, Property::S4, &|_| {}).unwrap();
     assert!(shrunk.verdict.violates(Property::S4));

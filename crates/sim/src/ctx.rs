@@ -15,7 +15,7 @@ use std::time::Duration;
 use futures_channel::mpsc;
 use futures_util::StreamExt;
 use locksim_core::history::EventKind;
-use locksim_core::{Cluster, Nanos, NodeId, Role};
+use locksim_core::{Cluster, Nanos, Network, NodeId, Role};
 use madsim::net::Endpoint;
 use rand_chacha::ChaCha8Rng;
 
@@ -51,9 +51,11 @@ struct Envelope {
 pub struct Incoming {
     /// Sender.
     pub from: NodeId,
-    reply_tag: u64,
+    pub(crate) reply_tag: u64,
     /// The message; downcast it to the protocol's request type.
     pub body: Box<dyn Any + Send + Sync>,
+    /// The TCP connection it came on (the reply goes back on it); 0 under `datagram`.
+    pub(crate) conn: u64,
 }
 
 impl Incoming {
@@ -76,15 +78,22 @@ pub enum CallError {
     Reset,
     /// The reply was not of the expected type (a protocol bug).
     BadReply,
+    /// Under `network = "tcp"`: the connection was not open by the call's timeout (the
+    /// handshake failed or is still being retried), so the request was never sent.
+    NotConnected,
 }
 
 impl CallError {
     /// `true` when the request may have taken effect (a timeout or a reset after sending),
     /// `false` when it definitely did not (refused) — Jepsen's `info` versus `fail`.
     pub fn maybe_delivered(&self) -> bool {
-        !matches!(self, CallError::Refused)
+        !matches!(self, CallError::Refused | CallError::NotConnected)
     }
 }
+
+/// How [`CallError::NotConnected`] reads in a history (`Outcome::Fail` carries it), so that a
+/// renewal that could not reach the service is not taken for "the lock is gone".
+pub const NOT_CONNECTED: &str = "not connected (request not sent)";
 
 impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -93,6 +102,7 @@ impl std::fmt::Display for CallError {
             CallError::Refused => f.write_str("connection refused"),
             CallError::Reset => f.write_str("connection reset"),
             CallError::BadReply => f.write_str("reply of an unexpected type"),
+            CallError::NotConnected => f.write_str(NOT_CONNECTED),
         }
     }
 }
@@ -144,8 +154,13 @@ impl NodeCtx {
         if ctx.role() != Role::Client {
             let (tx, rx) = mpsc::unbounded();
             *ctx.inner.inbox.borrow_mut() = Some(rx);
-            let me = ctx.clone();
-            madsim::task::spawn_local(async move { me.dispatch(tx).await });
+            if ctx.tcp() {
+                // The kernel ([`crate::tcp`]) puts what arrives straight into the queue.
+                ctx.inner.world.tcp().set_inbox(id, tx);
+            } else {
+                let me = ctx.clone();
+                madsim::task::spawn_local(async move { me.dispatch(tx).await });
+            }
         }
         ctx
     }
@@ -165,6 +180,7 @@ impl NodeCtx {
                 from: env.from,
                 reply_tag: env.reply_tag,
                 body: env.body,
+                conn: 0,
             };
             if not_before > self.world().now() {
                 let (tx, world) = (tx.clone(), self.inner.world.clone());
@@ -176,6 +192,10 @@ impl NodeCtx {
                 return;
             }
         }
+    }
+
+    fn tcp(&self) -> bool {
+        self.inner.world.workload.network == Network::Tcp
     }
 
     /// This node's id.
@@ -343,16 +363,23 @@ impl NodeCtx {
     /// type `R`.
     ///
     /// # Errors
-    /// [`CallError::Timeout`] when no reply came in time (the request may still take effect);
-    /// [`CallError::Refused`] when a cut in `reset` mode stopped the request (after 1 ms, the
-    /// simulator's shortest wait); [`CallError::Reset`] when one stopped the reply;
-    /// [`CallError::BadReply`] when the reply is not an `R`.
+    /// [`CallError::Timeout`] when no reply came in time (the request may still take effect;
+    /// under tcp the caller then closes its connection, and the next call opens a new one);
+    /// [`CallError::Refused`] when a cut in `reset` mode stopped the request (under datagram
+    /// after 1 ms, the simulator's shortest wait; under tcp when the SYN is refused);
+    /// [`CallError::Reset`] when one stopped the reply (under tcp: when the connection was
+    /// reset or given up after the request left); [`CallError::NotConnected`] (tcp only) when
+    /// the connection was not open by the timeout; [`CallError::BadReply`] when the reply is
+    /// not an `R`.
     pub async fn call<Q: Message, R: Any>(
         &self,
         to: NodeId,
         req: Q,
         timeout: Nanos,
     ) -> Result<R, CallError> {
+        if self.tcp() {
+            return self.call_tcp(to, req, timeout).await;
+        }
         let tag = self.inner.next_tag.get();
         self.inner.next_tag.set(tag + 1);
         let wait = async {
@@ -387,8 +414,49 @@ impl NodeCtx {
         }
     }
 
+    /// [`NodeCtx::call`] over the connection model of [`crate::tcp`].
+    async fn call_tcp<Q: Message, R: Any>(
+        &self,
+        to: NodeId,
+        req: Q,
+        timeout: Nanos,
+    ) -> Result<R, CallError> {
+        let tag = self.inner.next_tag.get();
+        self.inner.next_tag.set(tag + 1);
+        let (tx, rx) = futures_channel::oneshot::channel();
+        let w = &self.inner.world;
+        let conn = {
+            let mut links = w.links();
+            w.tcp().submit(
+                w,
+                &mut links,
+                (self.inner.id, to),
+                tag,
+                Box::new(req),
+                Some(tx),
+            )
+        };
+        match madsim::time::timeout(self.true_len(timeout), rx).await {
+            Ok(Ok(Ok(body))) => body
+                .downcast::<R>()
+                .map(|b| *b)
+                .map_err(|_| CallError::BadReply),
+            Ok(Ok(Err(e))) => Err(e),
+            // The kernel forgot the call (this node crashed): nothing more will come.
+            Ok(Err(_)) => Err(CallError::Reset),
+            Err(_) => Err(w.tcp().timed_out(self.inner.id, tag, conn)),
+        }
+    }
+
     /// Sends a one-way message to node `to` (it arrives through [`NodeCtx::recv`]).
     pub async fn send<M: Message>(&self, to: NodeId, msg: M) {
+        if self.tcp() {
+            let w = &self.inner.world;
+            let mut links = w.links();
+            w.tcp()
+                .submit(w, &mut links, (self.inner.id, to), 0, Box::new(msg), None);
+            return;
+        }
         // A one-way message stopped by a reset is lost like any other.
         let _ = self.transmit(to, TAG_REQUEST, 0, msg).await;
     }
@@ -414,7 +482,18 @@ impl NodeCtx {
 
     /// Replies to a request received by [`NodeCtx::recv`]. One-way messages get no reply.
     pub async fn reply<R: Message>(&self, to: &Incoming, resp: R) {
-        if to.reply_tag != 0 {
+        if to.reply_tag != 0 && self.tcp() {
+            let w = &self.inner.world;
+            let mut links = w.links();
+            w.tcp().reply(
+                w,
+                &mut links,
+                (self.inner.id, to.from),
+                to.conn,
+                to.reply_tag,
+                Box::new(resp),
+            );
+        } else if to.reply_tag != 0 {
             let _ = self.transmit(to.from, to.reply_tag, 0, resp).await;
         }
     }

@@ -201,7 +201,9 @@ async fn renew(
                 state.renewed_sent.set(sent);
                 wait = every;
             }
-            Outcome::Fail(e) => {
+            // A renewal that never left (under tcp: no connection by its timeout) says
+            // nothing about the lock: it is retried like an unanswered one.
+            Outcome::Fail(e) if e != crate::ctx::NOT_CONNECTED => {
                 ext.outcome(&o, None);
                 state.lose(
                     ctx,
@@ -211,7 +213,7 @@ async fn renew(
                 );
                 return;
             }
-            Outcome::Unknown(_) => {
+            Outcome::Fail(_) | Outcome::Unknown(_) => {
                 ext.outcome(&o, None);
                 if me.renew_retry == RenewRetry::GiveUp {
                     return;

@@ -7,7 +7,7 @@
 //! and fault into a [`locksim_core::History`].
 //!
 //! One module per concern, as madsim and TigerBeetle's `testing/` lay them out:
-//! [`clock`] (per-node clocks), [`links`] (network faults), [`disk`] (fsync and crashes),
+//! [`clock`] (per-node clocks), [`links`] (network faults), [`tcp`] (the connection-level network model), [`disk`] (fsync and crashes),
 //! [`nemesis`] (fault injection), [`ctx`] (what a node may touch), [`protocol`] (the plug-in
 //! trait), [`resource`] (the fenced resource), [`workload`] (clients), [`holder`] (what a holder does: work, renewal, renew deadline, step-down), [`world`] (shared state
 //! and the recorder), [`run`] (one scenario, start to end).
@@ -22,6 +22,7 @@ pub mod nemesis;
 pub mod protocol;
 pub mod resource;
 pub mod run;
+pub mod tcp;
 pub mod workload;
 pub mod world;
 

@@ -138,4 +138,75 @@ impl Links {
         });
         Fate { copies, reset, id }
     }
+
+    /// What the rules in force at true time `now` do to one TCP segment (or handshake
+    /// packet) `from → to`, for [`crate::tcp`]: `Pass(extra)` with the extra latency of delay
+    /// rules, `Swallowed` (a black hole or a loss draw: the sender will retransmit), or
+    /// `Refused` (a cut in `reset` mode answers with RST). `data_reply` marks the data of a
+    /// reply, which `drop_replies` rules swallow (handshakes and ACKs pass them). Duplication
+    /// rules do nothing here: a connection delivers each segment once (they are refused under
+    /// tcp before a run starts). Nothing is logged or counted; [`Links::log_message`] does
+    /// that once per application message.
+    pub fn segment(&mut self, now: Nanos, from: NodeId, to: NodeId, data_reply: bool) -> Segment {
+        self.rules.retain(|r| r.until > now);
+        let mut extra = 0;
+        for r in &self.rules {
+            if !(r.from.contains(&from) && r.to.contains(&to)) {
+                continue;
+            }
+            match r.effect {
+                Effect::Block { reset: true } => return Segment::Refused,
+                Effect::Block { reset: false } => return Segment::Swallowed,
+                Effect::DropReplies if data_reply => return Segment::Swallowed,
+                Effect::DropReplies | Effect::Duplicate { .. } => {}
+                Effect::Loss { pct } => {
+                    if self.rng.gen_range(0..100) < pct {
+                        return Segment::Swallowed;
+                    }
+                }
+                Effect::Delay { min, max } => extra += self.rng.gen_range(min..=max),
+            }
+        }
+        Segment::Pass(extra)
+    }
+
+    /// Logs one application message sent at true time `now` over a connection and returns
+    /// its id in [`Links::log`] (counted in `sent`; whether it was delivered is noted by
+    /// [`Links::delivered`], and [`Links::settle`] marks the rest dropped at the run's end).
+    pub fn log_message(&mut self, now: Nanos, from: NodeId, to: NodeId, reply: bool) -> u64 {
+        self.sent += 1;
+        let id = self.log.len() as u64;
+        self.log.push(Message {
+            from,
+            to,
+            sent: now,
+            delivered: None,
+            reply,
+            dropped: false,
+        });
+        id
+    }
+
+    /// At the end of a tcp run: every logged message no application took in (lost with a
+    /// connection, withdrawn before the handshake, a reply to a closed socket, still in
+    /// flight) counts as dropped.
+    pub fn settle(&mut self) {
+        for m in &mut self.log {
+            if m.delivered.is_none() && !m.dropped {
+                m.dropped = true;
+                self.dropped += 1;
+            }
+        }
+    }
+}
+
+/// What the rules do to one TCP segment ([`Links::segment`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Segment {
+    /// It gets through, with this extra latency in ns.
+    Pass(Nanos),
+    /// A black hole or a loss draw swallowed it.
+    Swallowed,
+    /// A cut in `reset` mode answered with RST.
+    Refused,
 }

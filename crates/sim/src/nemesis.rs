@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use locksim_core::fault::{CutMode, PauseTask};
 use locksim_core::history::EventKind;
-use locksim_core::{Fault, FaultPlan, Nanos, NodeId};
+use locksim_core::{Fault, FaultPlan, Nanos, Network, NodeId};
 use madsim::runtime::Handle;
 
 use crate::links::{Effect, Rule};
@@ -244,6 +244,9 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
                 st.crash_epoch
             };
             h.kill(nodes[node as usize]);
+            if world.workload.network == Network::Tcp {
+                world.tcp().crash(now, node);
+            }
             world.disk(node).crash();
             world.set_leader(node, None);
             if let Some(after) = restart_after {
@@ -255,6 +258,7 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
                         st.down = false;
                         drop(s);
                         w.bump_incarnation(node);
+                        w.tcp().restart(node);
                         Handle::current().restart(nodes[node as usize]);
                         w.record(
                             node,

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use locksim_core::history::EventKind;
-use locksim_core::{History, Role, Scenario};
+use locksim_core::{History, Network, Role, Scenario};
 use madsim::runtime::{Handle, Runtime};
 
 use crate::ctx::{node_addr, NodeCtx};
@@ -78,13 +78,22 @@ pub fn run(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> History {
             nodes.clone(),
         ));
         let end = scenario.end();
-        madsim::time::sleep_until(world.instant(end)).await;
+        let until_end = Box::pin(madsim::time::sleep_until(world.instant(end)));
+        if scenario.workload.network == Network::Tcp {
+            // The tcp kernel runs inside the supervisor's own future, so it ends (and is
+            // dropped) with the run instead of outliving it as a pending task.
+            let kernel = Box::pin(crate::tcp::kernel(Arc::downgrade(&world)));
+            futures_util::future::select(until_end, kernel).await;
+        } else {
+            until_end.await;
+        }
         let history = finish(&world, end);
         // Stop every node before the runtime goes away: their tasks hold the world and their
         // endpoints, and left running they would keep a whole run's state alive.
         for id in nodes.iter() {
             h.kill(*id);
         }
+        world.tcp().shutdown();
         history
     })
 }
@@ -100,6 +109,9 @@ fn finish(world: &World, end: u64) -> History {
         }
     }
     let mut links = world.links();
+    if world.workload.network == Network::Tcp {
+        links.settle();
+    }
     History {
         events,
         end,

@@ -14,6 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::clock::Clock;
 use crate::disk::Disk;
 use crate::links::Links;
+use crate::tcp::Tcp;
 
 /// Independent random streams of one run: removing a fault or a client does not reshuffle the
 /// others' draws.
@@ -28,6 +29,8 @@ pub enum Stream {
     Workload = draw::WORKLOAD,
     /// Fault plan generation.
     Faults = draw::FAULTS,
+    /// Packet latencies of the tcp network model ([`crate::tcp`]).
+    Tcp = 5,
 }
 
 /// A ChaCha8 stream derived from the scenario seed, a purpose and an index
@@ -47,6 +50,7 @@ pub struct World {
     start: madsim::time::Instant,
     clocks: Vec<Mutex<Clock>>,
     links: Mutex<Links>,
+    tcp: Mutex<Tcp>,
     disks: Vec<Mutex<Disk>>,
     events: Mutex<Vec<Event>>,
     incarnations: Vec<AtomicU32>,
@@ -85,6 +89,7 @@ impl World {
             start: madsim::time::Instant::now(),
             clocks: (0..n as u32).map(|id| Mutex::new(clock(id))).collect(),
             links: Mutex::new(Links::new(stream(seed, Stream::Net, 0))),
+            tcp: Mutex::new(Tcp::new(n, &workload, stream(seed, Stream::Tcp, 0))),
             disks: (0..n).map(|_| Mutex::new(Disk::default())).collect(),
             events: Mutex::new(Vec::with_capacity(1024)),
             incarnations: (0..n).map(|_| AtomicU32::new(0)).collect(),
@@ -123,6 +128,12 @@ impl World {
     /// The network's fault rules.
     pub fn links(&self) -> MutexGuard<'_, Links> {
         self.links.lock().expect("single-threaded")
+    }
+
+    /// The tcp network model's kernel state (used only under `network = "tcp"`). Lock
+    /// [`World::links`] first when both are needed.
+    pub fn tcp(&self) -> MutexGuard<'_, Tcp> {
+        self.tcp.lock().expect("single-threaded")
     }
 
     /// How many times node `id` has been (re)started, counting from 0 for the first start.
