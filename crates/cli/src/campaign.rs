@@ -1516,6 +1516,11 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
         }
         if c.no_fault_took_effect() {
             first += "  (n/a: no fault took effect in any seed)";
+        } else if c.kind_untested() {
+            first += &format!(
+                "  (no {} fault took effect in any seed: only the plan did)",
+                c.faults.name()
+            );
         } else if c.unfaulted_seeds() > 0 {
             first += &format!(
                 "  (faults took effect in {} of {} seeds)",

@@ -675,4 +675,10 @@ fn a_kind_beside_a_plan_must_act_itself() {
     assert_eq!(v["cells"][0]["kind_faults_applied"], 0, "{v}");
     let o = locksim(&[&args[..], &["--fail-on", "safety"]].concat());
     assert_eq!(code(&o), Some(3), "{}", stderr(&o));
+    let o = locksim(&args);
+    assert!(
+        stdout(&o).contains("no leader-change fault took effect in any seed: only the plan did"),
+        "{}",
+        stdout(&o)
+    );
 }
