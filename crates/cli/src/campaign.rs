@@ -129,9 +129,10 @@ fn shows_liveness(cells: &[CellSummary], asked: bool) -> bool {
 #[derive(Args, Clone, Default)]
 pub struct FailOn {
     /// Exit 1 when a seed violates one of these properties, comma-separated (S1..S4, L1..L3,
-    /// `safety` for S1–S4, `liveness` for L1–L3), or a seed failed to run; else exit 3 when a
-    /// cell proves nothing for them (no grants, no fault took effect, or one of them
-    /// undecided); else 0. For CI; without it the matrix is exploratory and exits 0 whatever
+    /// `safety` for S1–S4, `liveness` for L1–L3; each at most once, no empty item), or a seed
+    /// failed to run; else exit 3 when a cell proves nothing for them (no grants, no fault
+    /// took effect, one of them undecided or not judged for its algorithm) or no seed was
+    /// judged; else 0. For CI; without it the matrix is exploratory and exits 0 whatever
     /// it finds (a campaign file's own expectations still give exit 1). On one shard it
     /// judges that shard's seeds; on merge, every merged cell.
     #[arg(long, value_name = "P[,P]")]
@@ -147,16 +148,23 @@ impl FailOn {
         let Some(text) = &self.fail_on else {
             return Ok(Vec::new());
         };
-        let mut list = Vec::new();
+        let mut list: Vec<Property> = Vec::new();
         for word in text.split(',').map(str::trim) {
             let add: Vec<Property> = match word.to_ascii_lowercase().as_str() {
-                "" => continue,
+                "" => {
+                    return Err(format!(
+                        "--fail-on: an empty item in {text:?}; give properties such as S1,S2"
+                    ))
+                }
                 "safety" => Property::SAFETY.to_vec(),
                 "liveness" => Property::LIVENESS.to_vec(),
                 _ => vec![word.parse::<Property>().map_err(|e| {
                     format!("--fail-on: {e} (give properties such as S1,S2, or safety, liveness)")
                 })?],
             };
+            if let Some(p) = add.iter().find(|p| list.contains(p)) {
+                return Err(format!("--fail-on: {p} is given twice in {text:?}"));
+            }
             list.extend(add);
         }
         if list.is_empty() {
@@ -200,7 +208,20 @@ pub(crate) fn fail_on_code(cells: &[CellSummary], properties: &[Property]) -> (u
         }
         if c.no_fault_took_effect() {
             empty.push(format!("{at}: no fault took effect in any seed"));
+        } else if c.kind_untested() {
+            empty.push(format!(
+                "{at}: no {} fault took effect in any seed (only the plan did)",
+                c.faults.name()
+            ));
         }
+        if c.seeds > c.errors {
+            for &p in properties.iter().filter(|p| !c.checked.contains(p)) {
+                empty.push(format!("{at}: {p} is not judged for {}", c.algorithm));
+            }
+        }
+    }
+    if cells.iter().all(|c| c.seeds == 0) {
+        empty.push("no seed was judged (a shard without seeds, or no records)".into());
     }
     let head = format!("--fail-on {}: ", names.join(","));
     if !violated.is_empty() {
@@ -213,7 +234,7 @@ pub(crate) fn fail_on_code(cells: &[CellSummary], properties: &[Property]) -> (u
             3,
             empty
                 .into_iter()
-                .map(|v| format!("{head}{v}: proves nothing (exit 3)"))
+                .map(|v| format!("{head}{v}: proves nothing"))
                 .collect(),
         )
     } else {
@@ -424,6 +445,7 @@ fn open_out(a: &CampaignArgs, jobs: &mut [Job], shard: Shard) -> Result<Option<O
                 if r.campaign.is_empty() { "the command-line matrix".to_string() } else { r.campaign.clone() }
             )
         })?;
+        check_faults_recorded(&r).map_err(|e| format!("{shown}:{line_no}: {e}"))?;
         belongs(&r, job, shard).map_err(|e| {
             format!(
                 "{shown}:{line_no}: recorded by another campaign: {e}; --resume continues only the same campaign (give another --out, or --force to start over)"
@@ -928,9 +950,28 @@ struct Merged {
     carried: BTreeMap<usize, (u64, locksim_core::Scenario)>,
 }
 
+/// Refuses a record of a seed that ran but does not say how many of its faults took effect
+/// (written by a build before they were counted): folded in, its cell could read `safe`
+/// though no fault acted. Such records are refused by `merge` and `--resume` (exit 2) rather
+/// than judged as unknown.
+fn check_faults_recorded(r: &SeedRecord) -> Result<(), String> {
+    if r.faults_applied.is_none() && r.error.is_none() {
+        return Err(format!(
+            "seed {} of cell {} ({} under {}) has no `faults_applied`: written by an older build, \
+             which did not count the faults that took effect; run that shard again with this build",
+            r.seed,
+            r.cell,
+            r.algorithm,
+            r.faults.name()
+        ));
+    }
+    Ok(())
+}
+
 /// Whether record `r`'s seed belongs where it says: within its campaign's seeds, and in the
 /// shard it names (shard `I/N` runs the seed offsets `I, I+N, I+2N, …` of every cell).
 fn check_seed_place(r: &SeedRecord) -> Result<(), String> {
+    check_faults_recorded(r)?;
     if r.seeds == 0 || r.seeds > MAX_SEEDS {
         return Err(format!(
             "its campaign claims {} per cell (a campaign or sweep runs 1 to {MAX_SEEDS})",
@@ -1616,6 +1657,11 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
         }
         if c.no_fault_took_effect() {
             first += "  (n/a: no fault took effect in any seed)";
+        } else if c.kind_untested() {
+            first += &format!(
+                "  (no {} fault took effect in any seed: only the plan did)",
+                c.faults.name()
+            );
         } else if c.unfaulted_seeds() > 0 {
             first += &format!(
                 "  (faults took effect in {} of {} seeds)",

@@ -294,6 +294,11 @@ pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
         }
         unknown |= matches!(c.verdict, Verdict::Unknown(_));
         failing |= matches!(c.verdict, Verdict::NotLinearizable(_));
+        // 0 operations are trivially linearizable and prove nothing (exit 3).
+        if c.ops == 0 && matches!(c.verdict, Verdict::Linearizable) {
+            eprintln!("{name}: 0 operations: linearizable proves nothing (exit 3)");
+            unknown = true;
+        }
         page.push(PageItem {
             file: name,
             verdict: c.verdict.name(),

@@ -61,11 +61,14 @@ Exit codes, the same for every command:
   1  a violation or a failed expectation: a property violated, a history not linearizable
      (check), a campaign file's expect/forbid unmet, a frontier boundary moved, a replay or
      re-drawn trace that differs, a --fail-on property violated or a seed that failed to run
+     (run included)
   2  bad input: a file, flag or setting that cannot be used (one line names it); shrink of a
-     run that violates nothing
+     run that violates nothing or failed to run; merge of records without faults_applied
   3  undecided or nothing exercised: a check out of its budget (UNDECIDED, check's unknown),
-     a run in which no client got the lock, a --fail-on cell without grants or whose faults
-     never took effect (n/a), a merge --partial that leaves an expectation unjudged
+     a history of 0 operations (check), a run in which no client got the lock, a --fail-on
+     cell without grants, whose faults never took effect (n/a), or that does not judge a
+     listed property, a shard without seeds, a merge --partial that leaves an expectation
+     unjudged
 The matrix (campaign without files) and sweep without frontier files are exploratory: they
 exit 0 whatever they find, unless --fail-on S1,S2,... (campaign, merge) names the properties
 that fail them, for CI. One shard of campaign files exits 0 (judged at merge). real adds 4 (the

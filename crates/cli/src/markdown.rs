@@ -25,6 +25,11 @@ fn cell_text(c: &CellSummary) -> String {
     }
     if c.no_fault_took_effect() {
         parts.push("n/a".into());
+    } else if c.kind_untested() {
+        parts.push(format!(
+            "{} n/a (only the plan took effect)",
+            c.faults.name()
+        ));
     }
     if parts.is_empty() {
         "safe".into()
@@ -44,6 +49,7 @@ fn survives(c: &CellSummary) -> bool {
         && c.undecided_seeds == 0
         && c.grants > 0
         && !c.no_fault_took_effect()
+        && !c.kind_untested()
 }
 
 /// The table: `| algorithm | kind… | survives |`, each cell as [`cell_text`], then the line

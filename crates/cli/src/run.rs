@@ -83,7 +83,21 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
     a.memory.check(&scenario)?;
     let result = check_scenario(&scenario, setup.algo.clone());
     if let Some(e) = &result.error {
-        return Err(format!("the simulation of seed {} failed: {e}", a.seed));
+        // Not bad input: the seed failed to run (an algorithm panicked), which the exit-code
+        // table counts with the violations (1), as a campaign's `--fail-on` does.
+        let line = format!(
+            "seed {} failed to run (the simulation panicked): {}",
+            a.seed,
+            locksim_core::text::one_line(e)
+        );
+        if a.json {
+            out(&format!(
+                "{}\n",
+                serde_json::json!({"scenario": scenario, "error": e, "exit": 1})
+            ));
+        }
+        eprintln!("{line}");
+        return Ok(ExitCode::from(1));
     }
     let history = result.history.as_ref().expect("no error means a history");
     let grants = locksim_explore::outcome::grants(history);

@@ -109,11 +109,15 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
         Some(k) => k.parse::<Property>()?,
         None => {
             let setup = locksim_explore::Setup::from_scenario(&scenario)?;
-            let first = check_scenario(&scenario, setup.algo)
-                .verdict
-                .kinds()
-                .first()
-                .copied();
+            let out = check_scenario(&scenario, setup.algo);
+            if let Some(e) = &out.error {
+                // Not "violates nothing": it never ran (H6 item 7).
+                return Err(format!(
+                    "seed {} failed to run (the simulation panicked: {e}): there is no history to shrink",
+                    scenario.seed
+                ));
+            }
+            let first = out.verdict.kinds().first().copied();
             first.ok_or("the run violates nothing: nothing to shrink")?
         }
     };

@@ -435,3 +435,250 @@ fn the_page_of_a_run_without_grants_is_not_safe() {
     assert!(!html.contains("verdict: safe"));
     std::fs::remove_dir_all(&d).ok();
 }
+
+// ---- H6: what a breaker found in the items 5–8 work ----
+
+/// H6 item 1: faults of zero size changed nothing but were counted as applied, so the cell
+/// read `safe`. A pause of 0 s is drawn and recorded, and takes effect nowhere: `n/a`.
+#[test]
+fn zero_size_drawn_faults_are_not_applied() {
+    let o = locksim(&[
+        "campaign",
+        "--algo",
+        "central",
+        "--faults",
+        "pause",
+        "--seeds",
+        "3",
+        "--set",
+        "pause_min=0s",
+        "--set",
+        "pause_max=0s",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["cells"][0]["faults_applied"], 0, "{v}");
+}
+
+/// H6 item 2: records written before `faults_applied` existed made an `n/a` cell read
+/// `safe` in merge; they are refused (exit 2), naming the file, line and field.
+#[test]
+fn merge_refuses_records_without_faults_applied() {
+    let d = scratch("claims", "old-records");
+    let f = d.join("s.jsonl");
+    let o = locksim(&[
+        "campaign",
+        "--algo",
+        "redlock",
+        "--faults",
+        "leader-change",
+        "--seeds",
+        "2",
+        "--out",
+        s(&f),
+    ]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let old: String = std::fs::read_to_string(&f)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut().unwrap().remove("faults_applied");
+            format!("{v}\n")
+        })
+        .collect();
+    std::fs::write(&f, old).unwrap();
+    let o = locksim(&["merge", s(&f)]);
+    assert_eq!(code(&o), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("faults_applied"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("s.jsonl:1"), "{}", stderr(&o));
+    let o = locksim(&[
+        "campaign",
+        "--algo",
+        "redlock",
+        "--faults",
+        "leader-change",
+        "--seeds",
+        "2",
+        "--out",
+        s(&f),
+        "--resume",
+    ]);
+    assert_eq!(code(&o), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("faults_applied"), "{}", stderr(&o));
+}
+
+/// H6 item 3: `--fail-on` exited 0 having judged nothing: a shard without seeds, or a
+/// property the algorithm does not check (pg-advisory's lock never expires: no L1).
+#[test]
+fn fail_on_what_was_not_judged_proves_nothing() {
+    let o = locksim(&[
+        "campaign",
+        "--algo",
+        "central",
+        "--faults",
+        "none",
+        "--seeds",
+        "1",
+        "--shard",
+        "1/2",
+        "--fail-on",
+        "S1",
+    ]);
+    assert_eq!(code(&o), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no seed was judged"), "{}", stderr(&o));
+    let o = locksim(&[
+        "campaign",
+        "--algo",
+        "pg-advisory",
+        "--faults",
+        "none",
+        "--seeds",
+        "2",
+        "--fail-on",
+        "L1",
+    ]);
+    assert_eq!(code(&o), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("L1 is not judged for pg-advisory"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// H6 item 4: `check` called an empty history linearizable and exited 0.
+#[test]
+fn check_of_no_operations_proves_nothing() {
+    let d = scratch("claims", "check-empty");
+    let f = d.join("empty.edn");
+    std::fs::write(&f, "").unwrap();
+    let o = locksim(&["check", "--model", "kv", s(&f)]);
+    assert_eq!(code(&o), Some(3), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("0 operations"), "{}", stderr(&o));
+}
+
+/// H6 item 5: `render` exited 0 and said `matches_trace: true` when the re-run differed from
+/// the trace; and the note showed two identical digests when an embedded event was removed.
+#[test]
+fn render_of_a_trace_the_rerun_does_not_match_exits_1() {
+    let d = scratch("claims", "render-mismatch");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces/central-s3-833bbd03.json"),
+    )
+    .unwrap();
+    let t: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut edited = t.clone();
+    edited["digest"] = "0123456789abcdef0123456789abcdef".into();
+    let mut cut = t.clone();
+    cut["events"].as_array_mut().unwrap().pop();
+    for (name, trace) in [("digest", edited), ("cut", cut)] {
+        let f = d.join(format!("{name}.json"));
+        std::fs::write(&f, trace.to_string()).unwrap();
+        let out = d.join(format!("{name}.html"));
+        let o = locksim(&["render", s(&f), "-o", s(&out), "--force", "--json"]);
+        assert_eq!(code(&o), Some(1), "{name}: {}{}", stdout(&o), stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["matches_trace"], false, "{v}");
+        let notes = v["notes"].to_string();
+        let digest = &t["digest"].as_str().unwrap()[..8];
+        assert!(
+            !notes.contains(&format!("digest {digest} where it recorded {digest}")),
+            "{notes}"
+        );
+    }
+}
+
+/// H6 item 7: a seed whose simulation panicked exited 2 (bad input); the table counts a seed
+/// that failed to run with the violations (1).
+#[test]
+fn run_of_a_seed_that_fails_to_run_exits_1() {
+    let o = locksim(&[
+        "run",
+        "--algo",
+        "raft-lease",
+        "--faults",
+        "crash-restart",
+        "--set",
+        "fsync=never",
+        "--seed",
+        "0",
+    ]);
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("failed to run"), "{}", stderr(&o));
+    let o = locksim(&[
+        "shrink",
+        "--algo",
+        "raft-lease",
+        "--faults",
+        "crash-restart",
+        "--set",
+        "fsync=never",
+        "--seed",
+        "0",
+    ]);
+    assert!(!stderr(&o).contains("violates nothing"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("failed to run"), "{}", stderr(&o));
+}
+
+/// H6 item 8: `--fail-on` took duplicates and empty items (`--algo central,central` is
+/// refused).
+#[test]
+fn fail_on_refuses_duplicates_and_empty_items() {
+    for bad in ["S1,S1", "S1,,S2", "safety,S2", "S1,"] {
+        let o = locksim(&[
+            "campaign",
+            "--algo",
+            "central",
+            "--faults",
+            "none",
+            "--seeds",
+            "1",
+            "--fail-on",
+            bad,
+        ]);
+        assert_eq!(code(&o), Some(2), "{bad}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--fail-on"), "{}", stderr(&o));
+    }
+}
+
+/// H6 item 6: `redlock` under `leader-change` plus a plan isolating n1: the plan acted, the
+/// drawn isolations found no leader, and `leader-change` was listed as survived.
+#[test]
+fn a_kind_beside_a_plan_must_act_itself() {
+    let d = scratch("claims", "kind-plan");
+    let plan = d.join("iso.toml");
+    std::fs::write(
+        &plan,
+        "[[fault]]\nat = \"2s\"\ntype = \"isolate\"\nnode = \"n1\"\nduration = \"1s\"\n",
+    )
+    .unwrap();
+    let args = [
+        "campaign",
+        "--algo",
+        "redlock",
+        "--faults",
+        "leader-change",
+        "--seeds",
+        "3",
+        "--plan",
+        s(&plan),
+    ];
+    let o = locksim(&[&args[..], &["--markdown"]].concat());
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let md = stdout(&o);
+    let line = md.lines().find(|l| l.starts_with("| `redlock`")).unwrap();
+    assert!(line.ends_with("| nothing |"), "{line}");
+    assert!(line.contains("leader-change n/a"), "{line}");
+    let o = locksim(&[&args[..], &["--json"]].concat());
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v["cells"][0]["faults_applied"].as_u64().unwrap() > 0, "{v}");
+    assert_eq!(v["cells"][0]["kind_faults_applied"], 0, "{v}");
+    let o = locksim(&[&args[..], &["--fail-on", "safety"]].concat());
+    assert_eq!(code(&o), Some(3), "{}", stderr(&o));
+    let o = locksim(&args);
+    assert!(
+        stdout(&o).contains("no leader-change fault took effect in any seed: only the plan did"),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -188,6 +188,10 @@ pub struct SeedRecord {
     /// before it was counted, and when the simulation failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub faults_applied: Option<u64>,
+    /// Of those, the faults drawn for the fault kind (not from the explicit plan), written
+    /// when the run had an explicit plan ([`crate::applied::kind_faults_applied`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind_applied: Option<u64>,
     /// A fingerprint of the cell's settings (algorithm knobs, cluster, workload): `merge` and
     /// `--resume` refuse to add up records of one cell made with different settings.
     pub settings: String,
@@ -268,6 +272,10 @@ pub struct CellSummary {
     pub faults_applied: u64,
     /// Seeds in which at least one fault took effect.
     pub faulted_seeds: u64,
+    /// For a cell with a fault kind and an explicit plan: the faults drawn for the kind that
+    /// took effect over all seeds (the plan's own not counted); `None` when some record does
+    /// not say. Equal to `faults_applied` without a plan.
+    pub kind_applied: Option<u64>,
     /// Seeds (that ran) whose records do not say how many faults took effect (written before
     /// the count existed): while any, the two counts above are lower bounds and the cell is
     /// never shown `n/a` for them.
@@ -319,6 +327,7 @@ impl CellSummary {
             grants: 0,
             faults_applied: 0,
             faulted_seeds: 0,
+            kind_applied: Some(0),
             faults_unrecorded: 0,
             counts: Counts::default(),
             acquire_latency_p50_ns: None,
@@ -367,6 +376,17 @@ impl CellSummary {
             && self.faults_applied == 0
     }
 
+    /// `true` for a cell with a fault kind other than `none` and an explicit plan in which no
+    /// fault drawn for the kind took effect (or some record does not say): whatever it
+    /// survived, it was the plan, not the kind (`leader-change+plan` against an algorithm
+    /// without a leader).
+    pub fn kind_untested(&self) -> bool {
+        self.faults != FaultKind::None
+            && self.plan > 0
+            && self.seeds > self.errors
+            && self.kind_applied.is_none_or(|n| n == 0)
+    }
+
     /// Seeds that ran and in which no fault took effect, for a cell whose plans hold
     /// faults (0 for the control group, and while some records do not say).
     pub fn unfaulted_seeds(&self) -> u64 {
@@ -412,6 +432,9 @@ impl Serialize for CellSummary {
         let known = |n: u64| (self.faults_unrecorded == 0).then_some(n);
         m.serialize_entry("faults_applied", &known(self.faults_applied))?;
         m.serialize_entry("faulted_seeds", &known(self.faulted_seeds))?;
+        if self.plan > 0 {
+            m.serialize_entry("kind_faults_applied", &self.kind_applied)?;
+        }
         // The counters flat beside the rest (as `#[serde(flatten)]` would put them).
         if let Ok(serde_json::Value::Object(counts)) = serde_json::to_value(&self.counts) {
             for (k, v) in counts {
@@ -503,6 +526,8 @@ impl Summary {
             (Some(n), None) => {
                 c.faults_applied += n;
                 c.faulted_seeds += u64::from(n > 0);
+                let kind = if r.plan == 0 { Some(n) } else { r.kind_applied };
+                c.kind_applied = c.kind_applied.zip(kind).map(|(a, b)| a + b);
             }
             (None, None) => c.faults_unrecorded += 1,
         }
@@ -571,6 +596,11 @@ fn run_one(spec: &CampaignSpec, cell: usize, kind: FaultKind, a: usize, seed: u6
         error: out.error.clone(),
         grants: out.history.as_ref().map_or(0, grants),
         faults_applied: out.history.as_ref().map(faults_applied),
+        kind_applied: out
+            .history
+            .as_ref()
+            .filter(|_| !setup.plan.faults.is_empty())
+            .map(|h| crate::applied::kind_faults_applied(h, &scenario.faults, &setup.plan)),
         settings: fingerprint(setup),
         shard: String::new(),
         metrics: out.history.as_ref().map(|h| Metrics::of(h).aggregate()),

@@ -415,6 +415,19 @@ impl CampaignFile {
                 plural(c.seeds, "seed")
             ));
         }
+        // A fault kind beside a plan must have acted itself (H6 item 6).
+        for c in cells
+            .iter()
+            .filter(|c| !c.no_fault_took_effect() && c.kind_untested())
+        {
+            problems.push(format!(
+                "no {} fault took effect under {} in any of its {}: only the explicit plan acted, so its result says nothing about {}",
+                c.faults.name(),
+                c.faults_label(),
+                plural(c.seeds, "seed"),
+                c.faults.name()
+            ));
+        }
         problems
     }
 }

@@ -8,6 +8,7 @@
 //! [`budget`] refuses scenarios whose estimated memory is over a limit; [`compare`] sets two
 //! sets of runs side by side per property (rates, intervals, Fisher's exact test).
 
+pub mod applied;
 pub mod budget;
 pub mod campaign;
 pub mod campaign_file;

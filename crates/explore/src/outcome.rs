@@ -40,44 +40,16 @@ pub fn grants(history: &History) -> u64 {
         .count() as u64
 }
 
-/// Faults of `history` that took effect: its `fault` events, less those that found nothing to
-/// act on. The nemesis records an `isolate_leader` fault as such only when no server was the
-/// leader when it fired (then a `fault_end` "no leader to isolate" follows and nothing is
-/// cut); when it finds the leader it records an `isolate` of that node. A fault whose node
-/// set is empty (a partition with an empty side, a loss window from nobody) acts on nothing
-/// either. Read from the recorded events alone, so a trace gives the same count.
+/// Faults of `history` that took effect: its `fault` events that could change something
+/// (see [`crate::applied`] for the rule: zero-size faults, an `isolate_leader` that found no
+/// leader, a heal with nothing to heal, a crash of a node already down and a pause nested
+/// in an earlier pause of the node do not count). Read from the recorded events alone, so a
+/// trace gives the same count.
 ///
 /// A run whose plan held faults and in which this is 0 tested the fault-free case: campaign
 /// cells show it as `n/a` (issue #24, item 5).
 pub fn faults_applied(history: &History) -> u64 {
-    use locksim_core::history::EventKind;
-    history
-        .events
-        .iter()
-        .filter(|e| matches!(&e.kind, EventKind::Fault { fault } if has_target(fault)))
-        .count() as u64
-}
-
-/// `false` for a recorded fault that acted on nothing (see [`faults_applied`]).
-fn has_target(fault: &locksim_core::Fault) -> bool {
-    use locksim_core::Fault as F;
-    match fault {
-        F::IsolateLeader { .. } => false,
-        F::Partition { a, b, .. } => !a.is_empty() && !b.is_empty(),
-        F::PartitionOneway { from, to, .. }
-        | F::Loss { from, to, .. }
-        | F::Delay { from, to, .. }
-        | F::Duplicate { from, to, .. } => !from.is_empty() && !to.is_empty(),
-        F::DropReplies {
-            clients, servers, ..
-        } => !clients.is_empty() && !servers.is_empty(),
-        F::Isolate { .. }
-        | F::Heal
-        | F::Pause { .. }
-        | F::Crash { .. }
-        | F::ClockStep { .. }
-        | F::ClockDrift { .. } => true,
-    }
+    crate::applied::faults_applied(history)
 }
 
 /// The checkers' options for a simulated scenario run by an algorithm with liveness hints

@@ -22,8 +22,9 @@ pub struct Drawn {
     pub messages: usize,
     /// `true` when the run was re-run and matched the trace.
     pub rerun: bool,
-    /// `true` when the picture may not match the trace (the re-run differs and the trace
-    /// embeds no events).
+    /// `true` when the re-run differs from the trace (its digest, embedded events or
+    /// verdict): `render` then exits 1 and says `matches_trace: false`, as `replay` does.
+    /// The picture shows the embedded events when there are any, else the re-run.
     pub mismatch: bool,
     /// Lines for the user (also shown on the page).
     pub notes: Vec<String>,
@@ -90,20 +91,35 @@ pub fn draw(
                 Some(r)
             }
             Ok(r) => {
-                let why = format!(
-                    "The re-run differs from the trace (digest {} where it recorded {}; verdict {} where it recorded {})",
-                    &r.digest[..8],
-                    &trace.digest[..8.min(trace.digest.len())],
-                    verdict_kinds(&r.outcome.verdict),
-                    verdict_kinds(&trace.verdict)
-                );
+                // Say what differs: equal digests are not shown as a difference (the embedded
+                // events may be what was edited).
+                let mut parts = Vec::new();
+                if r.digest != trace.digest {
+                    parts.push(format!(
+                        "digest {} where it recorded {}",
+                        &r.digest[..8],
+                        &trace.digest[..8.min(trace.digest.len())]
+                    ));
+                } else if let Some(d) = &r.first_difference {
+                    parts.push(format!("the embedded events differ at {d}"));
+                } else if !r.digest_matches {
+                    parts.push("the embedded events differ".to_string());
+                }
+                if !r.verdict_matches {
+                    parts.push(format!(
+                        "verdict {} where it recorded {}",
+                        verdict_kinds(&r.outcome.verdict),
+                        verdict_kinds(&trace.verdict)
+                    ));
+                }
+                let why = format!("The re-run differs from the trace ({})", parts.join("; "));
+                mismatch = true;
                 if trace.events.is_some() {
                     notes.push(format!(
                         "{why}: drawn from the events the trace embeds (no messages)."
                     ));
                     None
                 } else {
-                    mismatch = true;
                     notes.push(format!(
                         "WARNING: {why}, and the trace embeds no events: this picture shows the re-run, not the recorded run."
                     ));

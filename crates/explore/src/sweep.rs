@@ -643,6 +643,7 @@ mod tests {
             error: None,
             grants,
             faults_applied: Some(1),
+            kind_applied: None,
             settings: String::new(),
             shard: "0/1".into(),
             scenario: None,

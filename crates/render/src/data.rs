@@ -590,32 +590,7 @@ pub fn page_data(run: &Run) -> PageData {
             }
         })
         .collect();
-    let grants = h
-        .events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e.kind,
-                EventKind::Op {
-                    f: OpF::Acquire,
-                    phase: Phase::Ok,
-                    ..
-                }
-            )
-        })
-        .count();
-    // As the text timeline says it (issue #24, item 6): a clean run is only "safe" when it
-    // was decided and someone held the lock.
-    let verdict = if v.is_safe() && !v.inconclusive.is_empty() {
-        "UNDECIDED (a check ran out of its budget)".to_string()
-    } else if v.is_safe() && grants == 0 {
-        "nothing exercised (no client was granted the lock: proves nothing)".to_string()
-    } else if v.is_safe() {
-        "safe".to_string()
-    } else {
-        let k: Vec<String> = v.kinds().iter().map(|k| k.to_string()).collect();
-        format!("VIOLATED {}", k.join(", "))
-    };
+    let verdict = verdict_word(v, h);
     let faults_line = if s.faults.is_empty() {
         "no faults".to_string()
     } else {
@@ -647,5 +622,36 @@ pub fn page_data(run: &Run) -> PageData {
         violations,
         metrics: metrics(run),
         linear: Vec::new(),
+    }
+}
+
+/// The run's verdict as the page's subtitle says it: `safe` only for a decided clean run in
+/// which someone held the lock; else `UNDECIDED …`, `nothing exercised …` or `VIOLATED …`.
+pub(crate) fn verdict_word(v: &locksim_core::Verdict, h: &locksim_core::History) -> String {
+    let grants = h
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e.kind,
+                EventKind::Op {
+                    f: OpF::Acquire,
+                    phase: Phase::Ok,
+                    ..
+                }
+            )
+        })
+        .count();
+    // As the text timeline says it (issue #24, item 6): a clean run is only "safe" when it
+    // was decided and someone held the lock.
+    if v.is_safe() && !v.inconclusive.is_empty() {
+        "UNDECIDED (a check ran out of its budget)".to_string()
+    } else if v.is_safe() && grants == 0 {
+        "nothing exercised (no client was granted the lock: proves nothing)".to_string()
+    } else if v.is_safe() {
+        "safe".to_string()
+    } else {
+        let k: Vec<String> = v.kinds().iter().map(|k| k.to_string()).collect();
+        format!("VIOLATED {}", k.join(", "))
     }
 }

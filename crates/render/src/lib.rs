@@ -83,7 +83,14 @@ pub fn script_json<T: serde::Serialize>(value: &T) -> String {
 pub fn render_html(run: &Run) -> String {
     let mut data = page_data(run);
     data.linear = s3_explanations(run);
-    let summary = if run.verdict.is_safe() {
+    let verdict = data::verdict_word(run.verdict, run.history);
+    let summary = if run.verdict.is_safe() && verdict != "safe" {
+        // Nothing exercised or undecided: not the green "safe" line (H6 item 8).
+        format!(
+            "<p class=\"note\">No property is violated, but this run proves nothing: {}.</p>",
+            text(&verdict)
+        )
+    } else if run.verdict.is_safe() {
         "<p class=\"safe\">No property is violated in this run.</p>".to_string()
     } else {
         let mut s = String::new();
@@ -250,6 +257,42 @@ mod tests {
             &[("A", "{{B}}".into()), ("B", "b".into())],
         );
         assert_eq!(out, "<h1>{{B}}</h1>b{{UNKNOWN}}");
+    }
+
+    /// H6 item 8: a clean run without grants showed the green "No property is violated in
+    /// this run." under its "nothing exercised" header.
+    #[test]
+    fn a_run_without_grants_is_not_shown_green() {
+        use locksim_explore::{check_scenario, Setup};
+        let setup = Setup::registered("central", &[]).unwrap();
+        let scenario = setup.scenario(1, &[locksim_core::FaultKind::None]);
+        let out = check_scenario(&scenario, setup.algo.clone());
+        let mut history = out.history.unwrap();
+        let run = |h: &History| {
+            render_html(&Run {
+                scenario: &scenario,
+                history: h,
+                verdict: &out.verdict,
+                title: "t".into(),
+                notes: vec![],
+            })
+        };
+        assert!(out.verdict.is_safe());
+        assert!(run(&history).contains("<p class=\"safe\">No property is violated"));
+        // The same run with its grants taken out.
+        history.events.retain(|e| {
+            !matches!(
+                e.kind,
+                locksim_core::history::EventKind::Op {
+                    f: locksim_core::history::OpF::Acquire,
+                    phase: locksim_core::history::Phase::Ok,
+                    ..
+                }
+            )
+        });
+        let page = run(&history);
+        assert!(!page.contains("class=\"safe\""), "no green verdict");
+        assert!(page.contains("proves nothing"));
     }
 
     #[test]
