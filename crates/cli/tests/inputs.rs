@@ -3,25 +3,9 @@
 //! output stays bounded, and the kv search that stops at the first failing key.
 
 use std::path::Path;
-use std::process::Output;
 
 mod common;
-use common::{locksim, s, scratch, stderr, stdout};
-
-/// Exit 2, one line on stderr holding every needle, nothing on stdout.
-fn refused(o: &Output, needles: &[&str]) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "{err}{}", stdout(o));
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
-    for n in needles {
-        assert!(err.contains(n), "`{n}` missing from: {err}");
-    }
-    assert!(o.stdout.is_empty(), "printed to stdout on error");
-}
-
-fn corpus(name: &str) -> String {
-    format!("{}/../../traces/{name}", env!("CARGO_MANIFEST_DIR"))
-}
+use common::{corpus, locksim, refused, s, scratch, stderr, stdout};
 
 fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();

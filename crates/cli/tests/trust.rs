@@ -7,22 +7,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 mod common;
-use common::{locksim, locksim_env, s, scratch, stderr, stdout};
-
-/// Exit 2, one line on stderr holding every needle, nothing on stdout.
-fn refused(o: &Output, needles: &[&str]) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "{err}{}", stdout(o));
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
-    for n in needles {
-        assert!(err.contains(n), "`{n}` missing from: {err}");
-    }
-    assert!(o.stdout.is_empty(), "printed to stdout on error");
-}
-
-fn corpus(name: &str) -> String {
-    format!("{}/../../traces/{name}", env!("CARGO_MANIFEST_DIR"))
-}
+use common::{corpus, locksim, locksim_env, refused, s, scratch, stderr, stdout};
 
 /// A corpus trace's text and its JSON.
 fn corpus_json(name: &str) -> (String, serde_json::Value) {

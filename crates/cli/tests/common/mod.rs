@@ -51,3 +51,20 @@ pub fn scratch(file: &str, name: &str) -> PathBuf {
 pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// Asserts a refusal of bad input: exit 2, one line on stderr holding every needle, nothing on
+/// stdout.
+pub fn refused(o: &Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}{}", stdout(o));
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "`{n}` missing from: {err}");
+    }
+    assert!(o.stdout.is_empty(), "printed to stdout on error");
+}
+
+/// The path of trace `name` in the regression corpus (`traces/`).
+pub fn corpus(name: &str) -> String {
+    format!("{}/../../traces/{name}", env!("CARGO_MANIFEST_DIR"))
+}
