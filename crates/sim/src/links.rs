@@ -89,7 +89,6 @@ impl Links {
 
     /// Decides the fate of one message sent at true time `now`.
     pub fn route(&mut self, now: Nanos, from: NodeId, to: NodeId, is_reply: bool) -> Fate {
-        self.sent += 1;
         self.rules.retain(|r| r.until > now);
         let mut copies: Copies = smallvec::smallvec![0];
         let mut reset = false;
@@ -124,18 +123,11 @@ impl Links {
                 break;
             }
         }
+        let id = self.log_message(now, from, to, is_reply);
         if copies.is_empty() {
             self.dropped += 1;
+            self.log[id as usize].dropped = true;
         }
-        let id = self.log.len() as u64;
-        self.log.push(Message {
-            from,
-            to,
-            sent: now,
-            delivered: None,
-            reply: is_reply,
-            dropped: copies.is_empty(),
-        });
         Fate { copies, reset, id }
     }
 
@@ -170,9 +162,10 @@ impl Links {
         Segment::Pass(extra)
     }
 
-    /// Logs one application message sent at true time `now` over a connection and returns
-    /// its id in [`Links::log`] (counted in `sent`; whether it was delivered is noted by
-    /// [`Links::delivered`], and [`Links::settle`] marks the rest dropped at the run's end).
+    /// Logs one application message sent at true time `now` and returns its id in
+    /// [`Links::log`] (counted in `sent`; whether it was delivered is noted by
+    /// [`Links::delivered`]; [`Links::route`] marks a datagram its rules stopped, and under tcp
+    /// [`Links::settle`] marks the rest dropped at the run's end).
     pub fn log_message(&mut self, now: Nanos, from: NodeId, to: NodeId, reply: bool) -> u64 {
         self.sent += 1;
         let id = self.log.len() as u64;
