@@ -131,7 +131,7 @@ else
 fi
 
 # The S3 section of a run page: a broken step function there must be caught too.
-S3TRACE=$(ls traces/*-s3-*.json | head -1)
+S3TRACE=$(ls traces/*-s3-*.json | sed -n 1p)
 "$LOCKSIM" render "$S3TRACE" -o "$OUT/s3.html" >/dev/null 2>"$OUT/render.log" || { cat "$OUT/render.log" >&2; exit 1; }
 check "$OUT/s3.html" "$OUT/s3.png" || { echo "browser-check: FAILED for $OUT/s3.html"; exit 1; }
 sed 's/View.prototype.go = function (s) {/View.prototype.go = function (s) { return;/' \

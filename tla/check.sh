@@ -81,7 +81,7 @@ run_model() {
   t1=$(date +%s.%N)
   case "$rc" in
     0) got=holds ;;
-    12) got="violated:$(sed -n 's/^Error: Invariant \(.*\) is violated.*/\1/p' "$log" | head -1)" ;;
+    12) got="violated:$(sed -n 's/^Error: Invariant \(.*\) is violated.*/\1/p' "$log" | sed -n 1p)" ;;
     *) got="error($rc)" ;;
   esac
   echo "$got $(states_of "$log") $(printf '%.1fs' "$(echo "$t1 - $t0" | bc)") $log"
@@ -107,7 +107,7 @@ check_models() {
   for model in $models; do
     local lines module
     lines=$(grep -P "^$model\t" "$TLA_DIR/expected.tsv")
-    module=$(echo "$lines" | head -1 | cut -f2)
+    module=$(echo "$lines" | sed -n 1p | cut -f2)
     if [[ ! -f "$TLA_DIR/models/$model.cfg" ]]; then
       echo "error: expected.tsv names $model, but tla/models/$model.cfg does not exist" >&2
       errors=$((errors + 1))
@@ -214,7 +214,7 @@ validate() {
       >"$log" 2>&1)
   rc=$?
   t1=$(date +%s.%N)
-  events=$(sed -n "s/.* -> \([0-9]*\) steps.*/\1/p" "$out/export.log" | head -1)
+  events=$(sed -n "s/.* -> \([0-9]*\) steps.*/\1/p" "$out/export.log" | sed -n 1p)
   case "$rc" in
     12) if grep -q "Invariant TraceNotAccepted is violated" "$log"; then got=accepted; else got="error($rc)"; fi ;;
     0) got=rejected ;;
