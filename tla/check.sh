@@ -116,7 +116,7 @@ check_models() {
     # When every invariant of the model is expected to hold, one run checks them all;
     # otherwise one run per invariant, so that each gets its own verdict.
     local shared=""
-    if ! echo "$lines" | cut -f4 | grep -q violated; then
+    if ! echo "$lines" | cut -f4 | grep violated >/dev/null; then
       shared=$(run_model "$model" "$module" $(echo "$lines" | cut -f3))
     fi
     while IFS=$'\t' read -r _ _ invariant expected _sim; do
