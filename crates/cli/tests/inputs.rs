@@ -376,3 +376,43 @@ fn check_of_a_run_refuses_an_unknown_field_inside_an_event() {
     );
     std::fs::remove_dir_all(&d).ok();
 }
+
+#[test]
+fn settings_and_client_errors_name_their_line_as_fault_errors_do() {
+    let d = scratch("inputs", "key-lines");
+    let head = "name = \"x\"\nalgorithm = \"central\"\nfaults = [\"none\"]\nseeds = 2\nexpect = \"safe\"\n";
+    let cases = [
+        // (the file's tables after the head, what the error must say)
+        ("[settings]\nclients = 3\nttl = \"abc\"\n", "line 9: "),
+        ("[settings]\nclients = 3\n\nbogus = 1\n", "line 10: "),
+        ("[settings]\nttl = [1]\n", "line 8: "),
+        (
+            "[client.c2]\nwork_min = \"1s\"\nttl = \"zz\"\n",
+            "line 9: client.c2: `ttl`",
+        ),
+        (
+            "[client.c2]\nwork_min = \"2s\"\nwork_max = \"1s\"\n",
+            "line 8: client c2",
+        ),
+        ("\n[client.c9]\nttl = \"1s\"\n", "line 8: client c9"),
+    ];
+    for (i, (tables, want)) in cases.iter().enumerate() {
+        let file = d.join(format!("f{i}.toml"));
+        write(&file, &format!("{head}\n{tables}"));
+        refused(
+            &locksim(&["campaign", s(&file)]),
+            &[&format!("f{i}.toml"), want],
+        );
+    }
+    // A frontier file's [settings] too.
+    let file = d.join("frontier.toml");
+    write(
+        &file,
+        "why = \"x\"\nalgorithms = [\"central\"]\nfaults = [\"pause\"]\nseeds = 2\nvary = [\"pause_max=100ms..1s:2\"]\n\n[settings]\nclients = 2\nttl = \"abc\"\n\n[[expect]]\nalgorithm = \"central\"\nproperty = \"S1\"\nzero_below = \"100ms\"\nnonzero_from = \"1s\"\n",
+    );
+    refused(
+        &locksim(&["sweep", s(&file)]),
+        &["frontier.toml", "line 9: "],
+    );
+    std::fs::remove_dir_all(&d).ok();
+}

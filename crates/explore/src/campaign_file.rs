@@ -36,6 +36,7 @@ use locksim_core::{ClientProfile, FaultPlan, Property};
 use serde::Deserialize;
 
 use crate::campaign::{CampaignSpec, CellSummary};
+use crate::key_lines::{KeyLines, SpannedClients, SpannedSettings};
 use crate::setup::setups_for;
 
 /// `expect = "safe"` or `expect = ["S1", "S2"]`.
@@ -59,7 +60,7 @@ struct Raw {
     #[serde(default)]
     fault: Vec<toml::Spanned<toml::Table>>,
     #[serde(default)]
-    client: BTreeMap<String, toml::Table>,
+    client: SpannedClients,
     seeds: u64,
     #[serde(default)]
     first_seed: u64,
@@ -67,7 +68,7 @@ struct Raw {
     #[serde(default)]
     forbid: Vec<String>,
     #[serde(default)]
-    settings: BTreeMap<String, toml::Value>,
+    settings: SpannedSettings,
 }
 
 /// A parsed campaign file.
@@ -234,18 +235,19 @@ impl CampaignFile {
                 locksim_algos::names()
             )));
         }
+        let key_lines = KeyLines::new(text, &raw.settings, &raw.client);
         let settings = raw
             .settings
             .iter()
-            .map(|(k, v)| match v {
+            .map(|(k, v)| match v.get_ref() {
                 toml::Value::String(s) => Ok(format!("{k}={s}")),
                 toml::Value::Integer(i) => Ok(format!("{k}={i}")),
                 toml::Value::Boolean(b) => Ok(format!("{k}={b}")),
                 toml::Value::Float(f) => Ok(format!("{k}={f}")),
-                other => Err(at(format!(
-                    "`settings.{k}`: {} is not a string, number or boolean",
+                other => Err(at(key_lines.settings_error(&format!(
+                    "`{k}`: {} is not a string, number or boolean (in [settings])",
                     other.type_str()
-                ))),
+                )))),
             })
             .collect::<Result<Vec<_>, _>>()?;
         let faults = match &raw.faults {
@@ -266,10 +268,23 @@ impl CampaignFile {
         // Build once to report bad settings now, with the file name; the cluster it gives
         // names the nodes of the plan and the clients of the client tables.
         let setup = setups_for(std::slice::from_ref(&raw.algorithm), &settings)
-            .map_err(|e| at(format!("`settings`: {e}")))?
+            .map_err(|e| at(key_lines.settings_error(&format!("`settings`: {e}"))))?
             .remove(0);
-        let clients = read_clients(&raw.client, setup.cluster.clients).map_err(at)?;
-        let setup = with_clients(setup, &clients).map_err(at)?;
+        let client_tables = raw
+            .client
+            .iter()
+            .map(|(name, t)| {
+                let table = t
+                    .get_ref()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.get_ref().clone()))
+                    .collect::<toml::Table>();
+                (name.clone(), table)
+            })
+            .collect();
+        let clients = read_clients(&client_tables, setup.cluster.clients)
+            .map_err(|e| at(key_lines.client_error(&e)))?;
+        let setup = with_clients(setup, &clients).map_err(|e| at(key_lines.client_error(&e)))?;
         let lines = locksim_core::text::LineIndex::new(text);
         let raw_faults: Vec<RawFault> = raw
             .fault

@@ -28,13 +28,13 @@
 //! point an expectation reads that has no grants, or on which the property was left
 //! undecided or a seed failed to run, fails it too (a zero there proves nothing).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use locksim_core::fault::parse_kinds;
 use locksim_core::{FaultKind, Property};
 use serde::Deserialize;
 
+use crate::key_lines::{KeyLines, SpannedSettings};
 use crate::sweep::{format_value, show_value, Axis, PointResult, SweepDef, Unit};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -66,7 +66,7 @@ struct Raw {
     first_seed: u64,
     vary: Vec<String>,
     #[serde(default)]
-    settings: BTreeMap<String, toml::Value>,
+    settings: SpannedSettings,
     expect: Vec<RawExpect>,
 }
 
@@ -159,13 +159,18 @@ impl FrontierFile {
             .map(|v| Axis::parse(v))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| at(format!("`vary`: {e}")))?;
+        let key_lines = KeyLines::new(text, &raw.settings, &Default::default());
         let settings = raw
             .settings
             .iter()
             .map(|(k, v)| {
-                value_text(v)
+                value_text(v.get_ref())
                     .map(|v| format!("{k}={v}"))
-                    .ok_or_else(|| at(format!("`settings.{k}`: not a string, number or boolean")))
+                    .ok_or_else(|| {
+                        at(key_lines.settings_error(&format!(
+                            "`{k}`: not a string, number or boolean (in [settings])"
+                        )))
+                    })
             })
             .collect::<Result<Vec<_>, _>>()?;
         let sweep = SweepDef {
@@ -177,7 +182,9 @@ impl FrontierFile {
             seeds: raw.seeds,
         };
         // Build it now, so that a bad knob is reported with the file's name.
-        sweep.spec(1).map_err(&at)?;
+        sweep
+            .spec(1)
+            .map_err(|e| at(key_lines.settings_error(&e)))?;
         if raw.expect.is_empty() {
             return Err(at("no [[expect]]: a frontier file states a boundary".into()));
         }

@@ -15,6 +15,7 @@ pub mod campaign_file;
 pub mod compare;
 pub mod faultgen;
 pub mod frontier;
+mod key_lines;
 pub mod outcome;
 pub mod page;
 pub mod replay;
