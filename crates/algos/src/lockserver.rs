@@ -198,13 +198,10 @@ pub async fn serve(ctx: NodeCtx, cfg: ServerConfig) {
 }
 
 /// The outcome of a request that got no answer: `fail` when it surely did not arrive (the
-/// connection was refused), `info` when it may have taken effect (a timeout, a reset).
+/// connection was refused; not sent at all is [`locksim_sim::Outcome::NotSent`]), `info` when
+/// it may have taken effect (a timeout, a reset): [`locksim_sim::Outcome::from_call`].
 pub fn call_failed<T>(e: locksim_sim::CallError) -> locksim_sim::Outcome<T> {
-    if e.maybe_delivered() {
-        locksim_sim::Outcome::Unknown(e.to_string())
-    } else {
-        locksim_sim::Outcome::Fail(e.to_string())
-    }
+    locksim_sim::Outcome::from_call(e)
 }
 
 /// The validity deadline of a lease of `ttl` ns asked for at `start` (a reading of the client's

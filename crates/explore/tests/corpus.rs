@@ -173,5 +173,5 @@ fn write_corpus() {
     let l2 = "l2-raft-lease-renewal-gives-up.toml";
     shrunk_file(&dir, "l2-", l2, 0, Property::L2);
     let l3 = "l3-raft-lease-orphaned-unlock.toml";
-    shrunk_file(&dir, "l3-", l3, 6, Property::L3);
+    shrunk_file(&dir, "l3-", l3, 8, Property::L3);
 }

@@ -219,3 +219,116 @@ fn the_checkers_catch_a_client_that_forgets_its_lease_but_clear_the_server() {
         "the server is a correct lease lock: {c:?}"
     );
 }
+
+/// A lock whose renewals never succeed: every `extend` answers `Fail` with the text a request
+/// that never left reads as ("not connected (request not sent)") when `typed` is false — a
+/// server's definite no that happens to read like the transport's — and `NotSent` when true.
+struct UnrenewableLock {
+    typed: bool,
+}
+
+struct UnrenewableClient {
+    typed: bool,
+}
+
+#[async_trait(?Send)]
+impl LockClient for UnrenewableClient {
+    async fn acquire(&self, key: u32, _ttl: u64) -> Outcome<Grant> {
+        Outcome::Ok(Grant {
+            key,
+            token: None,
+            valid_until: None,
+            private: Rc::new(()),
+        })
+    }
+    async fn release(&self, _grant: &Grant) -> Outcome<()> {
+        Outcome::Ok(())
+    }
+    async fn extend(&self, _grant: &Grant, _ttl: u64) -> Outcome<Option<Validity>> {
+        if self.typed {
+            Outcome::from_call(CallError::NotConnected)
+        } else {
+            Outcome::Fail(CallError::NotConnected.to_string())
+        }
+    }
+}
+
+#[async_trait(?Send)]
+impl LockAlgorithm for UnrenewableLock {
+    fn name(&self) -> &str {
+        "unrenewable"
+    }
+    fn servers(&self) -> u32 {
+        1
+    }
+    async fn serve(&self, ctx: NodeCtx) {
+        loop {
+            ctx.recv().await;
+        }
+    }
+    fn client(&self, _ctx: NodeCtx) -> Rc<dyn LockClient> {
+        Rc::new(UnrenewableClient { typed: self.typed })
+    }
+}
+
+/// (renewal attempts, renewal losses, holds) of one client renewing every 50 ms through holds
+/// of three writes (up to 500 ms of work each).
+fn renewals(typed: bool) -> (usize, usize, usize) {
+    use locksim_core::history::{EventKind, LostCause, OpF, Phase};
+    let workload = Workload {
+        writes_per_hold: 3,
+        renew_every: Some(50_000_000),
+        ..Workload::default()
+    };
+    let setup = Setup::custom(
+        Arc::new(UnrenewableLock { typed }),
+        BTreeMap::new(),
+        1,
+        workload,
+    );
+    let out = check_scenario(&setup.scenario(0, &[FaultKind::None]), setup.algo.clone());
+    let h = out.history.expect("the simulation runs");
+    let count = |f: OpF, p: Phase| {
+        h.events
+            .iter()
+            .filter(|e| matches!(&e.kind, EventKind::Op { f: ef, phase, .. } if *ef == f && *phase == p))
+            .count()
+    };
+    let lost = h
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(&e.kind, EventKind::Lost { reason, .. }
+                if LostCause::of(reason) == LostCause::RenewalFailed)
+        })
+        .count();
+    (
+        count(OpF::Extend, Phase::Invoke),
+        lost,
+        count(OpF::Acquire, Phase::Ok),
+    )
+}
+
+#[test]
+fn a_renewal_that_was_not_sent_is_retried_and_a_failed_one_ends_the_hold_whatever_its_text() {
+    // Typed: a renewal that never left says nothing about the lock, so it is retried (every
+    // renew_every / 3) and nothing is lost. Before the reason was typed, the holder told the
+    // two apart by the text alone, so an algorithm's `Fail` reading "not connected (request
+    // not sent)" was retried too.
+    let (attempts, lost, holds) = renewals(true);
+    assert!(holds > 3, "{holds} holds");
+    assert_eq!(lost, 0, "a renewal that was not sent ended a hold");
+    assert!(
+        attempts > 2 * holds,
+        "{attempts} renewal attempts over {holds} holds: not retried"
+    );
+    // A definite `Fail` ends the hold at once: one renewal attempt and one loss per hold
+    // (the last hold may end with the run before its first renewal).
+    let (attempts, lost, holds) = renewals(false);
+    assert!(holds > 3, "{holds} holds");
+    assert!(
+        lost + 1 >= holds && lost <= holds,
+        "{lost} losses in {holds} holds"
+    );
+    assert_eq!(attempts, lost, "a failed renewal was retried");
+}

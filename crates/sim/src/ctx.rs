@@ -91,10 +91,6 @@ impl CallError {
     }
 }
 
-/// How [`CallError::NotConnected`] reads in a history (`Outcome::Fail` carries it), so that a
-/// renewal that could not reach the service is not taken for "the lock is gone".
-pub const NOT_CONNECTED: &str = "not connected (request not sent)";
-
 impl std::fmt::Display for CallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -102,7 +98,7 @@ impl std::fmt::Display for CallError {
             CallError::Refused => f.write_str("connection refused"),
             CallError::Reset => f.write_str("connection reset"),
             CallError::BadReply => f.write_str("reply of an unexpected type"),
-            CallError::NotConnected => f.write_str(NOT_CONNECTED),
+            CallError::NotConnected => f.write_str("not connected (request not sent)"),
         }
     }
 }

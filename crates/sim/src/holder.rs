@@ -201,9 +201,7 @@ async fn renew(
                 state.renewed_sent.set(sent);
                 wait = every;
             }
-            // A renewal that never left (under tcp: no connection by its timeout) says
-            // nothing about the lock: it is retried like an unanswered one.
-            Outcome::Fail(e) if e != crate::ctx::NOT_CONNECTED => {
+            Outcome::Fail(e) => {
                 ext.outcome(&o, None);
                 state.lose(
                     ctx,
@@ -213,7 +211,9 @@ async fn renew(
                 );
                 return;
             }
-            Outcome::Fail(_) | Outcome::Unknown(_) => {
+            // A renewal that never left (under tcp: no connection by its timeout) says
+            // nothing about the lock: it is retried like an unanswered one.
+            Outcome::NotSent(_) | Outcome::Unknown(_) => {
                 ext.outcome(&o, None);
                 if me.renew_retry == RenewRetry::GiveUp {
                     return;

@@ -15,7 +15,7 @@ use std::rc::Rc;
 use async_trait::async_trait;
 use locksim_core::{LocalClock, Nanos};
 
-use crate::ctx::NodeCtx;
+use crate::ctx::{CallError, NodeCtx};
 
 /// The outcome of a lock operation, in Jepsen's terms.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,8 +24,29 @@ pub enum Outcome<T> {
     Ok(T),
     /// It definitely did not happen (the reason, for the history).
     Fail(String),
+    /// It definitely did not happen because its request never left this client: under
+    /// `network = "tcp"`, no connection was open by the call's timeout
+    /// ([`crate::CallError::NotConnected`]). Recorded as `fail` with the reason, like
+    /// [`Outcome::Fail`]; unlike it, an `extend` that was not sent says nothing about the lock,
+    /// so the holder retries it as it retries an unanswered one ([`Outcome::from_call`] makes
+    /// it).
+    NotSent(String),
     /// Unknown: it may have happened (a timeout, a lost reply).
     Unknown(String),
+}
+
+impl<T> Outcome<T> {
+    /// The outcome of a request that got no answer, by why (`e`): [`Outcome::NotSent`] when
+    /// its request never left ([`CallError::NotConnected`]), [`Outcome::Fail`] when it surely
+    /// did not arrive ([`CallError::Refused`]), [`Outcome::Unknown`] when it may have taken
+    /// effect (a timeout, a reset, an unexpected reply). The reason is `e`'s text.
+    pub fn from_call(e: CallError) -> Outcome<T> {
+        match e {
+            CallError::NotConnected => Outcome::NotSent(e.to_string()),
+            e if e.maybe_delivered() => Outcome::Unknown(e.to_string()),
+            e => Outcome::Fail(e.to_string()),
+        }
+    }
 }
 
 /// A lock grant as the client sees it.

@@ -85,7 +85,7 @@ impl<'a> OpRec<'a> {
     pub(crate) fn outcome<T>(&self, o: &Outcome<T>, deadline: Option<Validity>) {
         match o {
             Outcome::Ok(_) => self.emit(Phase::Ok, deadline, None),
-            Outcome::Fail(e) => self.emit(Phase::Fail, None, Some(e.clone())),
+            Outcome::Fail(e) | Outcome::NotSent(e) => self.emit(Phase::Fail, None, Some(e.clone())),
             Outcome::Unknown(e) => self.emit(Phase::Info, None, Some(e.clone())),
         }
     }
