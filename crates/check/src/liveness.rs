@@ -19,7 +19,10 @@
 //!   calm conditions, that long after anyone last believed they held the lock, has found an
 //!   orphaned lock. "Believed" covers every hold, and every grant the service recorded (its
 //!   client may never have heard of it: a lost answer, a delayed request); for algorithms that
-//!   record no grants, every acquire whose answer was lost.
+//!   record no grants, every acquire whose answer was lost. For a lock whose waiters judge its
+//!   expiry from their own observation of a record (Kubernetes' Lease), the allowance also
+//!   restarts when a fault that hid the record from the waiter ends
+//!   ([`LivenessSpec::observed_expiry`]).
 //!
 //! The slacks are what a correct client and service need on top of the lease: `slack` is the
 //! waiter's retry period, two attempts (an attempt is one acquire or renewal with its request
@@ -81,6 +84,15 @@ pub struct LivenessSpec {
     /// locks): L1, which promises that a stopped holder's lease runs out, makes no claim and is
     /// not judged. `false` (a lease) by default.
     pub non_expiring: bool,
+    /// Each waiter judges the lock's expiry itself, from the time it last saw the lock's record
+    /// change, and the service judges no time (a compare-and-swap record such as a Kubernetes
+    /// Lease: client-go's `observedTime`, see
+    /// <https://pkg.go.dev/k8s.io/client-go/tools/leaderelection>). A waiter cut off from the
+    /// service (a partition, an isolation, a pause or crash of the waiter) cannot see the
+    /// record, so after the cut it must watch the record for a whole lease before it may take
+    /// it: L3 counts a waiter's allowance from the end of the last such fault on the waiter as
+    /// well as from the last belief. `false` (the service ends leases itself) by default.
+    pub observed_expiry: bool,
 }
 
 impl LivenessSpec {
@@ -733,7 +745,20 @@ fn l3(run: &Run, out: &mut Vec<Violation>) {
                 .map(|w| w.end)
                 .max()
                 .unwrap_or(0);
-            let since = believed.max(service);
+            // A lock whose waiters judge its expiry by their own observation (see
+            // `LivenessSpec::observed_expiry`): a fault that hid the record from this waiter
+            // restarts its allowance (clock faults change how it counts, not what it saw).
+            let hidden = if spec.observed_expiry {
+                faults
+                    .iter()
+                    .filter(|w| !w.clock && w.touches(a.client) && w.start < a.invoke)
+                    .map(|w| w.end)
+                    .max()
+                    .unwrap_or(0)
+            } else {
+                0
+            };
+            let since = believed.max(service).max(hidden);
             if since >= a.invoke || a.invoke - since <= allowance || episodes.contains(&since) {
                 continue;
             }

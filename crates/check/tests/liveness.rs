@@ -156,6 +156,7 @@ fn spec(renew_every: Option<u64>) -> LivenessSpec {
         uncertainty: 12 * MS,
         duration: 10_000 * MS,
         non_expiring: false,
+        observed_expiry: false,
     }
 }
 
@@ -330,6 +331,68 @@ fn l3_a_lock_nobody_believes_they_hold_must_not_stay_taken() {
     );
     h.refused(2, 600, 3000, 200);
     assert!(!verdict(&h.done(5000), None).violates(Property::L3));
+}
+
+/// c1 holds from 10 ms and releases at 500 ms; a partition cuts c2 off from the server from
+/// 550 ms to 2 s; c2 is refused every 200 ms from 2.1 s until `until` (k8s-lease seed 402 of
+/// `partition`, in miniature: a candidate that could not see the Lease record must watch it
+/// for a whole lease after the cut).
+fn refused_after_a_cut(until: u64) -> History {
+    let mut h = H::default();
+    h.acquire(1, 0, 10, Phase::Ok, 1);
+    h.release(1, 500, 1);
+    h.fault(
+        550,
+        0,
+        Fault::Partition {
+            a: vec![0],
+            b: vec![1, 2],
+            duration: 1450 * MS,
+            mode: CutMode::Drop,
+        },
+    );
+    h.refused(2, 2100, until, 200);
+    h.done(until + 2000)
+}
+
+fn verdict_observed(h: &History, observed_expiry: bool) -> Verdict {
+    check_all(
+        h,
+        &CheckOptions {
+            cluster: Some(&CLUSTER),
+            liveness: Some(LivenessSpec {
+                observed_expiry,
+                ..spec(None)
+            }),
+            ..Default::default()
+        },
+    )
+}
+
+#[test]
+fn l3_an_observed_expiry_counts_from_the_end_of_the_waiters_cut() {
+    // A lease the service ends itself: the cut did not stop it from ending, so 1.6 s after the
+    // release (and only 100 ms after the heal) the refusal finds an orphaned lock.
+    let s = only(
+        &verdict_observed(&refused_after_a_cut(3000), false),
+        Property::L3,
+    );
+    assert!(
+        s.contains("nobody believed they held it after 500ms"),
+        "{s}"
+    );
+    // Judged by the waiter's own observation, the allowance (1.412 s) counts from the heal.
+    assert!(!verdict_observed(&refused_after_a_cut(3400), true).violates(Property::L3));
+    // ... and a refusal beyond it, with no fault since, is still an orphaned lock.
+    let s = only(
+        &verdict_observed(&refused_after_a_cut(4000), true),
+        Property::L3,
+    );
+    assert!(
+        s.contains("nobody believed they held it after 2.000s"),
+        "{s}"
+    );
+    assert!(s.contains("c2's acquire at 3.500s was refused"), "{s}");
 }
 
 /// c1 holds from 10 ms and renews every 300 ms (good at 310 ms); a partition cuts it off from

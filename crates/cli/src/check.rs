@@ -85,6 +85,9 @@ struct Checked {
     id_word: &'static str,
     /// The failing part explained.
     explanation: Option<Explanation>,
+    /// For the lock models: the acquires the history answered `ok` (a lock history with
+    /// operations and no grant proves nothing about mutual exclusion: exit 3).
+    grants: Option<u64>,
 }
 
 fn run<M: Model>(
@@ -118,6 +121,7 @@ fn run<M: Model>(
         ms,
         id_word,
         explanation,
+        grants: None,
     }
 }
 
@@ -147,14 +151,18 @@ fn check_file(model: ModelName, path: &Path, budget: &Budget) -> Result<Checked,
             let (scenario, history) = run_file::read_run(path)?;
             let mut spec = locksim_check::LeaseSpec::for_scenario(&scenario);
             spec.non_expiring = matches!(model, ModelName::Mutex);
+            // Judged by the spec campaigns and `run` use: a compare-and-swap record
+            // (k8s-lease's API server, `LockAlgorithm::lock_is_record`) promises no time.
+            spec.record = record_spec(&scenario);
             let ops = spec.operations(&history);
             let names = Names(Some(&scenario.cluster));
             let lock = LeaseLock {
                 uncertainty: scenario.workload.uncertainty(),
-                record: false,
+                record: spec.record,
                 context: std::sync::Arc::new(lock_context(&history, |n| names.of(n))),
             };
-            run(
+            let grants = locksim_explore::outcome::grants(&history);
+            let mut checked = run(
                 &lock,
                 &ops,
                 budget,
@@ -174,9 +182,20 @@ fn check_file(model: ModelName, path: &Path, budget: &Budget) -> Result<Checked,
                         })
                 },
                 |p| names.of(p as u32),
-            )
+            );
+            checked.grants = Some(grants);
+            checked
         }
     })
+}
+
+/// `true` when the run's algorithm is a compare-and-swap record that judges no time
+/// ([`locksim_explore::sim::LockAlgorithm::lock_is_record`]: k8s-lease), whose S3 spec is
+/// the record's; `false` for the other algorithms, and for a scenario whose algorithm or
+/// knobs this build does not know (the plain lease spec, as before).
+fn record_spec(scenario: &locksim_core::Scenario) -> bool {
+    locksim_algos::build(&scenario.algorithm, &scenario.config, &scenario.workload)
+        .is_ok_and(|a| a.lock_is_record())
 }
 
 /// The budget of one file from the flags.
@@ -260,6 +279,9 @@ pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
                 "parts": c.stats.parts,
                 "configs": c.stats.configs,
             });
+            if let Some(g) = c.grants {
+                v["grants"] = serde_json::json!(g);
+            }
             match &c.verdict {
                 Verdict::NotLinearizable(x) => {
                     // The prefix's last steps only (the explanation's), and its length.
@@ -294,9 +316,17 @@ pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
         }
         unknown |= matches!(c.verdict, Verdict::Unknown(_));
         failing |= matches!(c.verdict, Verdict::NotLinearizable(_));
-        // 0 operations are trivially linearizable and prove nothing (exit 3).
+        // 0 operations are trivially linearizable and prove nothing (exit 3); so is a lock
+        // history in which no acquire was granted ("a zero is not a pass").
         if c.ops == 0 && matches!(c.verdict, Verdict::Linearizable) {
             eprintln!("{name}: 0 operations: linearizable proves nothing (exit 3)");
+            unknown = true;
+        } else if c.grants == Some(0) && matches!(c.verdict, Verdict::Linearizable) {
+            eprintln!(
+                "{name}: {} operations and no grant (no acquire answered ok): linearizable \
+                 proves nothing about the lock (exit 3)",
+                c.ops
+            );
             unknown = true;
         }
         page.push(PageItem {

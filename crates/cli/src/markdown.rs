@@ -1,7 +1,7 @@
 //! `locksim campaign --markdown`: the matrix as the README's "which lock should I use" table,
 //! one row per algorithm and one column per fault kind, generated, never typed.
 
-use locksim_core::Property;
+use locksim_core::{FaultKind, Property};
 use locksim_explore::CellSummary;
 
 /// What one cell says: `safe`, or the violated properties with their seed counts
@@ -93,20 +93,35 @@ pub fn table(cells: &[CellSummary], describe: impl Fn(&str) -> String, command: 
         };
         out += &format!(" {ok} |\n");
     }
+    let drift = drift_note(&kinds);
     out += &format!(
         "\nEach cell counts the seeds (runs) that violated each property; `safe`: none did; `n/a`: \
          no fault of the kind took effect in any seed (e.g. `leader-change` where no server \
          leads), so the cell ran fault-free and counts as neither safe nor survived. `none` is \
          the control group: no faults, judged as it is (a violation there needs no fault), \
-         and not listed under survives. Made by `{command}`.\n"
+         and not listed under survives. `safe` and survives count the seeds of this campaign \
+         only: a rarer failure needs more seeds.{drift} Made by `{command}`.\n"
     );
     out
+}
+
+/// The footnote of a table with a `clock-drift` column: what the kind draws, against the drift
+/// allowance the leases assume, so that `safe` there is read with its bound.
+fn drift_note(kinds: &[FaultKind]) -> &'static str {
+    if kinds.contains(&FaultKind::ClockDrift) {
+        " `clock-drift` draws each drift from ±10–1,000 ppm or ±1–5 % (half of the drifts \
+         each), up to five times the drift allowance of the leases judged on a clock (1 % of \
+         the TTL + 2 ms: Redlock's `drift_factor`, and S3's default clock uncertainty): a \
+         `safe` there is no promise for drift beyond the allowance, which more seeds show \
+         breaking such leases."
+    } else {
+        ""
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use locksim_core::FaultKind;
 
     fn cell(algo: &str, kind: FaultKind, s1: u64, grants: u64) -> CellSummary {
         let mut c = CellSummary::new(algo, kind, 0);
@@ -143,6 +158,26 @@ mod tests {
         assert_eq!(lines[2], "| `a` | about a | safe | S1 3 | nothing |");
         assert_eq!(lines[3], "| `b` | about b | no grants | safe | pause |");
         assert!(t.contains("Made by `locksim campaign --markdown`"));
+    }
+
+    /// A `clock-drift` column says what the kind draws against the drift allowance, so that
+    /// its `safe` is read with its bound (2,440 seeds of it double-grant `central`).
+    #[test]
+    fn a_clock_drift_column_states_the_drift_it_draws_and_the_allowance() {
+        let t = table(
+            &[cell("central", FaultKind::ClockDrift, 0, 40)],
+            |_| String::new(),
+            "x",
+        );
+        assert!(t.contains("| `central` |  | safe | clock-drift |"), "{t}");
+        assert!(t.contains("up to five times the drift allowance"), "{t}");
+        assert!(t.contains("count the seeds of this campaign only"), "{t}");
+        let t = table(
+            &[cell("central", FaultKind::Pause, 0, 40)],
+            |_| String::new(),
+            "x",
+        );
+        assert!(!t.contains("drift allowance"), "{t}");
     }
 
     /// Issue #24, item 5: a leader-change cell of an algorithm without a leader applied no

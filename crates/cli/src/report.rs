@@ -88,6 +88,7 @@ fn make(c: &CellSummary, start: Option<&Start>, dir: &Path, what: &str) -> Made 
             }
         }
     };
+    let record = algo.lock_is_record();
     let first = check_scenario(&scenario, algo.clone());
     let plot = first.history.as_ref().map(|h| {
         locksim_render::latency_plot(&Run {
@@ -96,6 +97,7 @@ fn make(c: &CellSummary, start: Option<&Start>, dir: &Path, what: &str) -> Made 
             verdict: &first.verdict,
             title: String::new(),
             notes: vec![],
+            record,
         })
     });
     let Some(&property) = first.verdict.kinds().first() else {
@@ -144,6 +146,7 @@ fn make(c: &CellSummary, start: Option<&Start>, dir: &Path, what: &str) -> Made 
             ),
             format!("Replay it with: locksim replay {}", trace_path.display()),
         ],
+        record,
     });
     match write_page(&dir.join(&page_name), &html, false) {
         Ok(()) => made.page = Some(format!("{folder}/{page_name}")),
@@ -285,6 +288,7 @@ pub fn write(
                         grants: c.grants,
                         errors: c.errors,
                         no_fault: c.no_fault_took_effect(),
+                        kind_untested: c.kind_untested(),
                         first_failing_seed: c.first_failing_seed,
                         page: m.and_then(|m| m.page.clone()),
                         trace: m.and_then(|m| m.trace.clone()),

@@ -118,6 +118,7 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
                     .join(",")
             ),
             notes: vec![format!("locksim run {} --seed {}", chosen.command, a.seed)],
+            record: setup.algo.lock_is_record(),
         });
         crate::render::write_page(path, &page, false)?;
         eprintln!("wrote {}", path.display());

@@ -282,9 +282,12 @@ pub(crate) fn table(
             c.faults_label(),
             c.seeds
         );
+        let na = r.proves_nothing();
         for &p in &props {
             let cell = match r.rate(p) {
                 None => "n/a".to_string(),
+                // No grants or no fault took effect: a zero there is no rate.
+                Some(x) if x.violations == 0 && na => "n/a".to_string(),
                 Some(x) if x.violations == 0 => format!("- (0–{})", pct(x.high)),
                 Some(x) => format!("{} {}–{}", x.violations, pct(x.low), pct(x.high)),
             };
@@ -312,7 +315,9 @@ pub(crate) fn table(
     t += "\nEach property's column: seeds violating it, and the 95% Wilson interval of its rate\n";
     t += "(out of the seeds on which it was judged); `- (0–x%)`: none, and the rate is below x%\n";
     t += "with 95% confidence. S1 = double grant, S2 = stale write accepted, S3 = the service's\n";
-    t += "answers fit no lease lock, S4 = a release freed another grant's lock.\n";
+    t += "answers fit no lease lock, S4 = a release freed another grant's lock. `n/a`: not judged,\n";
+    t +=
+        "or the point proves nothing (no grants, or no fault took effect: the last column says).\n";
     t
 }
 
@@ -437,6 +442,7 @@ pub(crate) fn point_json(r: &PointResult, seeds: u64) -> serde_json::Value {
             m.insert(format!("{p}_high"), x.high.into());
         }
         m.insert("warnings".into(), r.warnings(seeds).into());
+        m.insert("proves_nothing".into(), r.proves_nothing().into());
     }
     v
 }

@@ -682,3 +682,108 @@ fn a_kind_beside_a_plan_must_act_itself() {
         stdout(&o)
     );
 }
+
+/// Issue #24: `check --model lock` of a history with operations and no grant exited 0, though
+/// no acquire was answered `ok` (here one acquire refused and a release of unknown outcome of a
+/// handle the history never granted: one operation, trivially linearizable). A zero is not a
+/// pass: exit 3, said on stderr, and `--json` carries the grants.
+#[test]
+fn check_of_a_lock_history_without_grants_proves_nothing() {
+    let d = scratch("claims", "check-nogrants");
+    let o = locksim(&[
+        "run", "--algo", "central", "--seed", "1", "--json", "--events",
+    ]);
+    assert_eq!(code(&o), Some(0), "{}", stderr(&o));
+    let granted = d.join("granted.json");
+    std::fs::write(&granted, &o.stdout).unwrap();
+    let mut run: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let op = |id: u64, ms: u64, node: u32, op: u64, f: &str, phase: &str| {
+        let mut e = serde_json::json!({"f": f, "id": id, "key": 0, "node": node, "op": op,
+            "phase": phase, "type": "op", "time": ms * 1_000_000, "mono": ms * 1_000_000,
+            "wall": ms * 1_000_000});
+        if f == "release" {
+            e["handle"] = serde_json::json!(7);
+        }
+        if phase != "invoke" {
+            e["error"] = serde_json::json!("held");
+        }
+        e
+    };
+    run["history"]["events"] = serde_json::json!([
+        op(0, 1, 2, 1, "acquire", "invoke"),
+        op(1, 2, 2, 1, "acquire", "fail"),
+        op(2, 3, 3, 2, "release", "invoke"),
+        op(3, 4, 3, 2, "release", "info"),
+    ]);
+    let none = d.join("nogrants.json");
+    std::fs::write(&none, run.to_string()).unwrap();
+    let o = locksim(&["check", "--model", "lock", s(&none)]);
+    assert_eq!(code(&o), Some(3), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("linearizable (1 operations"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stderr(&o).contains("no grant") && stderr(&o).contains("proves nothing"),
+        "{}",
+        stderr(&o)
+    );
+    let o = locksim(&["check", "--model", "lock", "--json", s(&none)]);
+    assert_eq!(code(&o), Some(3));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["grants"], 0, "{v}");
+    // The run it came from has grants: judged and clean, exit 0.
+    let o = locksim(&["check", "--model", "lock", "--json", s(&granted)]);
+    assert_eq!(code(&o), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v["grants"].as_u64().unwrap() > 0, "{v}");
+}
+
+/// Issue #24: k8s-lease is judged as a compare-and-swap record (`lock_is_record`) by `run` and
+/// campaigns, but `check --model lock` used the plain lease spec, so the same history was
+/// clean in `run` and "not linearizable" in `check` (seed 0 with `release_on_cancel` and
+/// renewals: a release that lost the race with its own renewal, then the holder taking its
+/// record back). `check` now uses the record spec for k8s-lease, and still the lease spec for
+/// the others.
+#[test]
+fn check_judges_k8s_lease_by_the_record_spec_as_run_does() {
+    let d = scratch("claims", "check-record");
+    let o = locksim(&[
+        "run",
+        "--algo",
+        "k8s-lease",
+        "--seed",
+        "0",
+        "--faults",
+        "none",
+        "--set",
+        "release_on_cancel=true",
+        "--set",
+        "renew_every=300ms",
+        "--json",
+        "--events",
+    ]);
+    let run: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let s3 = run["verdict"]["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|v| v["kind"] == "S3");
+    assert!(!s3, "run judges seed 0 clean: {}", run["verdict"]);
+    let f = d.join("k8s.json");
+    std::fs::write(&f, &o.stdout).unwrap();
+    let o = locksim(&["check", "--model", "lock", s(&f)]);
+    assert_eq!(code(&o), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains(": linearizable"), "{}", stdout(&o));
+    // The same history relabelled as a lease the server ends itself (central) is judged by
+    // the lease spec, which it breaks.
+    let mut lease = run.clone();
+    lease["scenario"]["algorithm"] = serde_json::json!("central");
+    lease["scenario"]["config"] = serde_json::json!({});
+    let g = d.join("as-central.json");
+    std::fs::write(&g, lease.to_string()).unwrap();
+    let o = locksim(&["check", "--model", "lock", s(&g)]);
+    assert_eq!(code(&o), Some(1), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("not linearizable"), "{}", stdout(&o));
+}

@@ -89,6 +89,7 @@ pub fn check_options(scenario: &Scenario, hints: LivenessHints) -> CheckOptions<
             uncertainty: w.uncertainty(),
             duration: w.duration,
             non_expiring: false,
+            observed_expiry: false,
         }),
     }
 }
@@ -96,7 +97,7 @@ pub fn check_options(scenario: &Scenario, hints: LivenessHints) -> CheckOptions<
 /// [`check_options`] for `scenario` run by `algo`: its liveness hints, for an algorithm whose
 /// lock never expires ([`LockAlgorithm::lock_expires`]) the non-expiring lock spec of S3 and no
 /// L1 claim, and for a compare-and-swap record ([`LockAlgorithm::lock_is_record`]) the record
-/// spec of S3.
+/// spec of S3 and the waiters' observed expiry of L3 ([`LivenessSpec::observed_expiry`]).
 pub fn check_options_for<'a>(scenario: &'a Scenario, algo: &dyn LockAlgorithm) -> CheckOptions<'a> {
     let mut options = check_options(scenario, algo.liveness());
     let non_expiring = !algo.lock_expires();
@@ -106,6 +107,8 @@ pub fn check_options_for<'a>(scenario: &'a Scenario, algo: &dyn LockAlgorithm) -
     }
     if let Some(liveness) = options.liveness.as_mut() {
         liveness.non_expiring = non_expiring;
+        // A record that judges no time is expired by its waiters' own observations.
+        liveness.observed_expiry = algo.lock_is_record();
     }
     options
 }

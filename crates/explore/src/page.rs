@@ -72,6 +72,19 @@ pub fn draw(
     );
     let mut notes = Vec::new();
     let mut mismatch = false;
+    // Whether S3 judged the service as a compare-and-swap record (k8s-lease), for the page's
+    // explanation: from the algorithm given, else the one the trace names.
+    let record = algo.as_ref().map_or_else(
+        || {
+            locksim_algos::build(
+                &trace.scenario.algorithm,
+                &trace.scenario.config,
+                &trace.scenario.workload,
+            )
+            .is_ok_and(|a| a.lock_is_record())
+        },
+        |a| a.lock_is_record(),
+    );
     let rerun = if no_rerun {
         notes.push(
             "Drawn from the events the trace embeds, without re-running it (no messages).".into(),
@@ -161,6 +174,7 @@ pub fn draw(
         verdict: &verdict,
         title: name,
         notes: notes.clone(),
+        record,
     });
     Ok(Drawn {
         html,

@@ -439,13 +439,34 @@ impl PointResult {
         self.rates.iter().find(|r| r.property == p)
     }
 
-    /// What makes this point prove nothing, or less than it seems: no grants, undecided
-    /// checks, seeds that failed to run, seeds missing. Empty when it is a clean result.
+    /// `true` when the point proves nothing about its faults: no client was granted the lock,
+    /// or its plans held faults and none took effect in any seed (it ran fault-free), or a
+    /// `KIND+plan` point's drawn kind never acted. Its zero violations are `n/a`, not a rate.
+    pub fn proves_nothing(&self) -> bool {
+        let c = &self.cell;
+        c.grants == 0 || c.no_fault_took_effect() || c.kind_untested()
+    }
+
+    /// What makes this point prove nothing, or less than it seems: no grants, faults that
+    /// never took effect, undecided checks, seeds that failed to run, seeds missing. Empty
+    /// when it is a clean result.
     pub fn warnings(&self, expected_seeds: u64) -> Vec<String> {
         let c = &self.cell;
         let mut w = Vec::new();
         if c.grants == 0 {
             w.push("NO GRANTS: no client was ever granted the lock (proves nothing)".into());
+        }
+        if c.no_fault_took_effect() {
+            w.push(
+                "N/A: no fault took effect in any seed (it ran fault-free: proves nothing about \
+                 the faults)"
+                    .into(),
+            );
+        } else if c.kind_untested() {
+            w.push(format!(
+                "N/A: no {} fault took effect in any seed (only the plan did)",
+                c.faults.name()
+            ));
         }
         if c.undecided_seeds > 0 {
             let which: Vec<String> = c.undecided.keys().map(|p| p.to_string()).collect();
@@ -681,6 +702,34 @@ mod tests {
         let s1 = r[1].rate(Property::S1).unwrap();
         assert_eq!((s1.violations, s1.judged), (1, 3));
         assert!((s1.rate - 1.0 / 3.0).abs() < 1e-12);
+        assert!(r[0].proves_nothing() && !r[1].proves_nothing());
+    }
+
+    /// Issue #24: a sweep point whose faults never took effect (e.g. `leader-change` against
+    /// an algorithm without a leader) showed `- (0–x%)` like a clean point. It says N/A and
+    /// proves nothing.
+    #[test]
+    fn a_point_whose_faults_never_took_effect_is_na() {
+        let mut s = crate::Summary::default();
+        for seed in 0..3 {
+            let mut r = record(0, seed, 5, vec![]);
+            r.faults_applied = Some(0);
+            r.violated.clear();
+            s.add(&r).unwrap();
+            s.add(&record(1, seed, 5, vec![])).unwrap();
+        }
+        let labels = vec!["pause_max=1s".to_string(), "pause_max=2s".to_string()];
+        let r = results(&s.indexed_cells(), &labels, 1, 1);
+        assert!(r[0].proves_nothing());
+        assert!(
+            r[0].warnings(3)
+                .iter()
+                .any(|w| w.starts_with("N/A: no fault took effect")),
+            "{:?}",
+            r[0].warnings(3)
+        );
+        assert!(!r[1].proves_nothing());
+        assert!(r[1].warnings(3).is_empty(), "{:?}", r[1].warnings(3));
     }
 
     #[test]

@@ -146,3 +146,30 @@ fn k8s_lease_answers_are_judged_by_the_api_servers_promise() {
     .faults(&[FaultKind::None])
     .expect_safe();
 }
+
+/// k8s-lease's candidates judge expiry from when they saw the Lease record change (client-go's
+/// `observedTime`): one cut off from the API server by a partition must watch the record for a
+/// whole lease after the heal. L3 counted its allowance from the last holder's release instead
+/// and called the lock orphaned in seeds 402, 1356, 1932 and 2178 of `partition` (each a
+/// refusal less than a lease and the slack after the waiter's cut ended). Those seeds are
+/// clean now; a lease the server ends itself (`central`) keeps the old allowance.
+#[test]
+fn k8s_lease_waiters_cut_off_from_the_api_server_wait_a_lease_after_the_cut() {
+    let st = common::setup("k8s-lease", &[]);
+    for seed in [402, 1356, 1932, 2178] {
+        let scenario = st.scenario(seed, &[FaultKind::Partition]);
+        let options = locksim_explore::outcome::check_options_for(&scenario, &*st.algo);
+        assert!(options.liveness.as_ref().unwrap().observed_expiry);
+        let out = check_scenario(&scenario, st.algo.clone());
+        assert!(out.history.is_some(), "seed {seed} ran");
+        assert!(
+            !out.verdict.kinds().contains(&Property::L3),
+            "seed {seed}: {:?}",
+            out.verdict
+        );
+    }
+    let central = common::setup("central", &[]);
+    let scenario = central.scenario(0, &[FaultKind::Partition]);
+    let options = locksim_explore::outcome::check_options_for(&scenario, &*central.algo);
+    assert!(!options.liveness.as_ref().unwrap().observed_expiry);
+}

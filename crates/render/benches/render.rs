@@ -48,6 +48,7 @@ fn bench(c: &mut Criterion) {
         verdict: &out.verdict,
         title: "central, 24 clients, 250 s, mixed faults".into(),
         notes: vec![],
+        record: false,
     };
     let page = render_html(&run);
     let path =

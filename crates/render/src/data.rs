@@ -342,6 +342,7 @@ pub fn page_data(run: &Run) -> PageData {
         verdict: run.verdict,
         title: String::new(),
         notes: Vec::new(),
+        record: run.record,
     };
     let v = run.verdict;
     let c = &s.cluster;
@@ -582,7 +583,7 @@ pub fn page_data(run: &Run) -> PageData {
                 kind: x.kind.to_string(),
                 key: x.key,
                 summary: x.summary.clone(),
-                text: explain(s, h, &holds_v, x),
+                text: explain(s, h, &holds_v, x, run.record),
                 window: x.window,
                 focus: (lo.saturating_sub(pad), (hi + pad).min(end)),
                 witnesses,

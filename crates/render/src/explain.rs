@@ -253,7 +253,7 @@ fn s2(s: &Scenario, h: &History, holds: &[Hold], v: &Violation) -> Option<String
 
 /// A short paragraph explaining violation `v` of the run, from its witness events, the holds
 /// and the faults. Falls back to the checker's summary when the witness cannot be read.
-pub fn explain(s: &Scenario, h: &History, holds: &[Hold], v: &Violation) -> String {
+pub fn explain(s: &Scenario, h: &History, holds: &[Hold], v: &Violation, record: bool) -> String {
     let text = match v.kind {
         Property::S1 => s1(s, h, holds, v),
         Property::S2 => s2(s, h, holds, v),
@@ -269,12 +269,32 @@ pub fn explain(s: &Scenario, h: &History, holds: &[Hold], v: &Violation) -> Stri
                 .map(|e| e.time)
                 .min()
                 .unwrap_or(0);
+            // The spec S3 used: a compare-and-swap record (k8s-lease's API server judges no
+            // time: the recorded holder may release, renew or take the record back at any
+            // time) or a lease the service ends itself.
+            let spec = if record {
+                format!(
+                    "fit no correct compare-and-swap lease record with lease {} and clock uncertainty {} (the recorded holder may release, renew or take the record back at any time; another client may take it only once the lease has ended): the service itself misbehaved (e.g. let another client take the record before the holder's lease had ended)",
+                    t(s.workload.ttl),
+                    t(s.workload.uncertainty()),
+                )
+            } else {
+                format!(
+                    "fit no correct lease lock with TTL {} and clock uncertainty {}: the service itself misbehaved (e.g. granted the lock before the holder's lease had ended)",
+                    t(s.workload.ttl),
+                    t(s.workload.uncertainty()),
+                )
+            };
             format!(
-                "{}. The answers the clients got from the lock service fit no correct lease lock with TTL {} and clock uncertainty {}: the service itself misbehaved (e.g. granted the lock before the holder's lease had ended).{}",
+                "{}. The answers the clients got from the lock service {spec}.{}",
                 v.summary.trim_end_matches('.'),
-                t(s.workload.ttl),
-                t(s.workload.uncertainty()),
-                faults_in_play(s, h, &s.cluster.server_ids().collect::<Vec<_>>(), from, h.end)
+                faults_in_play(
+                    s,
+                    h,
+                    &s.cluster.server_ids().collect::<Vec<_>>(),
+                    from,
+                    h.end
+                )
             )
         }
         None if v.kind == Property::S4 => format!(

@@ -103,6 +103,7 @@ mod tests {
             verdict: &out.verdict,
             title: "t".into(),
             notes: vec![],
+            record: false,
         };
         let data = crate::page_data(&run);
         let svg = super::latency_svg(&data);

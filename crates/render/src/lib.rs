@@ -37,6 +37,10 @@ pub struct Run<'a> {
     pub title: String,
     /// Lines shown under the title, e.g. where the events came from.
     pub notes: Vec<String>,
+    /// The lock service is a compare-and-swap record that judges no time (k8s-lease:
+    /// `LockAlgorithm::lock_is_record`), so S3 was judged by the record spec and is explained
+    /// as such; `false` for a service that ends leases itself.
+    pub record: bool,
 }
 
 const TEMPLATE: &str = include_str!("page.html");
@@ -259,6 +263,41 @@ mod tests {
         assert_eq!(out, "<h1>{{B}}</h1>b{{UNKNOWN}}");
     }
 
+    /// Issue #24: k8s-lease's S3 is judged by the compare-and-swap record spec (the recorded
+    /// holder may release or renew at any time), but the page explained it as a lease the
+    /// service ends itself. The explanation now names the spec S3 used.
+    #[test]
+    fn an_s3_of_a_lease_record_is_explained_by_the_record_spec() {
+        use locksim_core::{Property, Violation};
+        use locksim_explore::Setup;
+        let setup = Setup::registered("k8s-lease", &[]).unwrap();
+        let scenario = setup.scenario(0, &[locksim_core::FaultKind::None]);
+        let v = Violation {
+            kind: Property::S3,
+            key: 0,
+            summary: "lock operations (lease record, 1.000s ± 12ms) on k0 are not linearizable"
+                .into(),
+            events: vec![],
+            window: None,
+        };
+        let h = History::default();
+        let record = explain::explain(&scenario, &h, &[], &v, true);
+        assert!(
+            record.contains("compare-and-swap lease record with lease 1.000s"),
+            "{record}"
+        );
+        assert!(
+            record.contains("may release, renew or take the record back"),
+            "{record}"
+        );
+        assert!(!record.contains("correct lease lock with TTL"), "{record}");
+        let lease = explain::explain(&scenario, &h, &[], &v, false);
+        assert!(
+            lease.contains("correct lease lock with TTL 1.000s"),
+            "{lease}"
+        );
+    }
+
     /// H6 item 8: a clean run without grants showed the green "No property is violated in
     /// this run." under its "nothing exercised" header.
     #[test]
@@ -275,6 +314,7 @@ mod tests {
                 verdict: &out.verdict,
                 title: "t".into(),
                 notes: vec![],
+                record: false,
             })
         };
         assert!(out.verdict.is_safe());

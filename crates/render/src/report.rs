@@ -25,6 +25,10 @@ pub struct ReportCell {
     /// The cell's plans held faults and not one took effect in any seed (e.g. leader-change
     /// where no server leads): it ran fault-free, so it is shown `n/a`, never `safe`.
     pub no_fault: bool,
+    /// The cell adds an explicit plan to its fault kind (`KIND+plan`) and no fault drawn for
+    /// the kind took effect in any seed: what it shows is the plan's, so the kind is shown
+    /// `n/a` (as the text table's `KIND n/a (only the plan took effect)`), never `safe`.
+    pub kind_untested: bool,
     /// Smallest failing seed.
     pub first_failing_seed: Option<u64>,
     /// Relative link to the rendered shrunk trace (HTML), if one was made.
@@ -52,7 +56,7 @@ fn attr(s: &str) -> String {
 
 fn cell_html(c: &ReportCell) -> String {
     let bad = c.violations.iter().any(|(_, n)| *n > 0);
-    let proves_nothing = c.grants == 0 || c.no_fault;
+    let proves_nothing = c.grants == 0 || c.no_fault || c.kind_untested;
     let class = if c.errors > 0 || (!bad && (c.undecided > 0 || proves_nothing)) {
         "err"
     } else if bad {
@@ -72,6 +76,8 @@ fn cell_html(c: &ReportCell) -> String {
         "undecided".to_string()
     } else if c.no_fault {
         "n/a".to_string()
+    } else if c.kind_untested {
+        format!("{} n/a", text(&c.faults))
     } else if c.grants == 0 {
         "no grants".to_string()
     } else {
@@ -90,6 +96,11 @@ fn cell_html(c: &ReportCell) -> String {
     }
     if c.no_fault {
         inner += "<br><small>no fault took effect in any seed: it ran fault-free</small>";
+    } else if c.kind_untested {
+        inner += &format!(
+            "<br><small>no {} fault took effect in any seed: only the plan did</small>",
+            text(&c.faults)
+        );
     }
     if c.errors > 0 {
         inner += &format!(
@@ -249,5 +260,31 @@ mod tests {
             empty.starts_with("<td class=\"err\">no grants<br>"),
             "{empty}"
         );
+    }
+
+    /// Issue #24: a `KIND+plan` cell whose drawn kind never acted (only the plan did) read
+    /// `safe` in green on the page, though the text table says `KIND n/a (only the plan took
+    /// effect)`. It is n/a for the kind, never safe.
+    #[test]
+    fn a_kind_plus_plan_cell_whose_kind_never_acted_is_na() {
+        let mut c = cell(40, false);
+        c.kind_untested = true;
+        let html = cell_html(&c);
+        assert!(
+            html.starts_with("<td class=\"err\">leader-change n/a<br>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("no leader-change fault took effect in any seed: only the plan did"),
+            "{html}"
+        );
+        // A violation found there is still shown, with the note.
+        c.violations = vec![("S1".into(), 2)];
+        let html = cell_html(&c);
+        assert!(
+            html.starts_with("<td class=\"bad\">S1&nbsp;2<br>"),
+            "{html}"
+        );
+        assert!(html.contains("only the plan did"), "{html}");
     }
 }
