@@ -54,6 +54,9 @@ pub struct World {
     /// whose wakers hold tasks that hold the world.
     time: Mutex<Option<madsim::time::TimeHandle>>,
     start: madsim::time::Instant,
+    /// madsim's elapsed time at `start` (its instants are a zero base plus the elapsed time,
+    /// so a difference of elapsed times is exactly the difference of instants).
+    start_elapsed: std::time::Duration,
     clocks: Vec<Mutex<Clock>>,
     links: Mutex<Links>,
     tcp: Mutex<Tcp>,
@@ -94,6 +97,7 @@ impl World {
         let time = madsim::time::TimeHandle::current();
         Arc::new(World {
             start: time.now_instant(),
+            start_elapsed: time.elapsed(),
             time: Mutex::new(Some(time)),
             clocks: (0..n as u32).map(|id| Mutex::new(clock(id))).collect(),
             links: Mutex::new(Links::new(stream(seed, Stream::Net, 0))),
@@ -113,11 +117,11 @@ impl World {
 
     /// True time now, ns since the run started. Only the harness reads this, never protocols.
     pub fn now(&self) -> Nanos {
-        let now = match &*self.time.lock().expect("single-threaded") {
-            Some(t) => t.now_instant(),
-            None => madsim::time::Instant::now(),
+        let since = match &*self.time.lock().expect("single-threaded") {
+            Some(t) => t.elapsed() - self.start_elapsed,
+            None => madsim::time::Instant::now().duration_since(self.start),
         };
-        now.duration_since(self.start).as_nanos() as Nanos
+        since.as_nanos() as Nanos
     }
 
     /// Lets go of madsim's clock (see the field); [`World::now`] then asks madsim through
