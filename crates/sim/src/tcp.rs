@@ -843,9 +843,20 @@ impl Tcp {
         let Some(p) = seg.payload.take() else {
             return;
         };
-        d.held.insert(seq, (msg, p));
-        let mut ready = Vec::new();
-        while let Some(x) = d.held.remove(&d.recv_next) {
+        // In order (the usual case) it goes straight out, else it waits in `held`; then what
+        // `held` has from the next expected number on follows, in order. (`held` never holds
+        // the next expected segment between arrivals.)
+        let mut ready: smallvec::SmallVec<[(u64, Payload); 1]> = smallvec::SmallVec::new();
+        if seq == d.recv_next {
+            ready.push((msg, p));
+            d.recv_next += 1;
+        } else {
+            d.held.insert(seq, (msg, p));
+        }
+        while !d.held.is_empty() {
+            let Some(x) = d.held.remove(&d.recv_next) else {
+                break;
+            };
             ready.push(x);
             d.recv_next += 1;
         }
