@@ -7,8 +7,15 @@
 //!   checker over the history) for the standard scenario: `redlock` with 5 masters, 3 clients,
 //!   10 s of simulated workload, fault kind `mixed`. One iteration runs the [`SEEDS`] fixed
 //!   seeds, so no single lucky seed decides the figure. Throughput: seeds/s.
+//!   The scenario runs on the default network model (`tcp`).
 //! * `harness-messages/redlock-mixed` — the very same work, reported as simulated messages/s
 //!   (the total `messages_sent` of those seeds, counted once before measuring).
+//!   `harness-messages/redlock-mixed-datagram` is the same scenario under `network =
+//!   "datagram"` (whose messages travel over madsim's own network, as bare madsim's do), with
+//!   its own `bare-madsim/same-messages-datagram` matched to its message count: issue #31's
+//!   pair.
+//! * `harness/redlock-50-clients-mixed` — the standard redlock scenario with 50 clients
+//!   (59 nodes), the same seeds: the many-client cell. Throughput: seeds/s.
 //! * `harness/raft-lease-mixed` — the same pipeline for the standard `raft-lease` scenario:
 //!   3 Raft replicas, 3 clients, 10 s of simulated workload, fault kind `mixed`, the same
 //!   seeds. Throughput: seeds/s. (Raft's heartbeats every 20 ms tick make it send several
@@ -22,7 +29,8 @@
 //!   [`FaultKind::DEFAULT_MATRIX`], [`MATRIX_SEEDS`] seeds each) under each network model, so
 //!   the two figures give what the tcp model costs per seed (issue #23 asks at most 1.5×).
 //!   Throughput: seeds/s. (`cargo bench -p locksim-explore --bench harness -- network --quick`.)
-//! * `bare-madsim/same-messages` — madsim alone moving the same messages: per seed a fresh OS
+//! * `bare-madsim/same-messages` (and `…-datagram`) — madsim alone moving the same messages
+//!   (as many as the matching `harness-messages` run sent per seed): per seed a fresh OS
 //!   thread and a fresh runtime, 9 nodes (5 masters, 3 clients and the resource, as in the
 //!   scenario), and the clients doing request/response pairs with the servers over
 //!   [`madsim::net::Endpoint`] until as many messages as the harness's average seed sent have
@@ -31,7 +39,8 @@
 //! # Why the comparison is fair
 //!
 //! Both sides move the same number of messages among the same number of nodes with madsim's
-//! default network latency, and both pay one OS thread (same stack size as
+//! default network latency (under `tcp` the harness draws each packet's latency from the same
+//! uniform 1–10 ms, from its own seeded stream), and both pay one OS thread (same stack size as
 //! `locksim_sim::run_isolated`) and one runtime per seed. So the ratio of the two messages/s
 //! figures (`bare-madsim` over `harness-messages`) is what locksim's algorithm code, fault
 //! injection, history recording and checking cost on top of the message passing madsim has to
@@ -211,13 +220,19 @@ fn network_benches(c: &mut Criterion) {
     }
 }
 
-fn benches(c: &mut Criterion) {
-    let setup = standard_setup();
-    let seeds = SEEDS.end - SEEDS.start;
+/// Calibration of one network model: the harness's messages over [`SEEDS`] and the
+/// request/response pairs per seed that bare madsim moves to match them.
+struct Calibrated {
+    harness_messages: u64,
+    pairs: u64,
+    bare_messages: u64,
+}
 
-    // Calibration: the same seeds once, for the message count and a rough cost of each side.
+/// Runs the seeds once on each side, for the message count and a rough cost of each.
+fn calibrate(setup: &Setup, network: &str) -> Calibrated {
+    let seeds = SEEDS.end - SEEDS.start;
     let t = Instant::now();
-    let harness_messages = run_harness(&setup);
+    let harness_messages = run_harness(setup);
     let harness_time = t.elapsed();
     let avg = harness_messages as f64 / seeds as f64;
     // Bare madsim moves messages in request/response pairs: the average count, rounded to pairs.
@@ -227,11 +242,46 @@ fn benches(c: &mut Criterion) {
     run_bare_seeds(pairs);
     let bare_time = t.elapsed();
     eprintln!(
-        "calibration: {seeds} seeds of redlock/mixed sent {harness_messages} messages \
-         ({avg:.1} per seed) in {harness_time:.2?}; bare madsim moved {bare_messages} \
-         messages ({} per seed) in {bare_time:.2?}",
+        "calibration ({network}): {seeds} seeds of redlock/mixed sent {harness_messages} \
+         messages ({avg:.1} per seed) in {harness_time:.2?}; bare madsim moved \
+         {bare_messages} messages ({} per seed) in {bare_time:.2?}",
         2 * pairs
     );
+    Calibrated {
+        harness_messages,
+        pairs,
+        bare_messages,
+    }
+}
+
+/// `harness-messages/redlock-mixed{suffix}` and `bare-madsim/same-messages{suffix}`, one
+/// after the other, so that their ratio is measured under the same load.
+fn messages_pair(c: &mut Criterion, setup: &Setup, cal: &Calibrated, suffix: &str) {
+    let mut group = c.benchmark_group("harness-messages");
+    configure(&mut group);
+    group.throughput(Throughput::Elements(cal.harness_messages));
+    group.bench_function(format!("redlock-mixed{suffix}"), |b| {
+        b.iter(|| run_harness(setup))
+    });
+    group.finish();
+
+    let pairs = cal.pairs;
+    let mut group = c.benchmark_group("bare-madsim");
+    configure(&mut group);
+    group.throughput(Throughput::Elements(cal.bare_messages));
+    group.bench_function(format!("same-messages{suffix}"), |b| {
+        b.iter(|| run_bare_seeds(pairs))
+    });
+    group.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    let setup = standard_setup();
+    let seeds = SEEDS.end - SEEDS.start;
+    let cal = calibrate(&setup, "tcp");
+    let datagram = Setup::registered("redlock", &[("network".into(), "datagram".into())])
+        .expect("redlock is a registered algorithm");
+    let cal_datagram = calibrate(&datagram, "datagram");
 
     let mut group = c.benchmark_group("harness");
     configure(&mut group);
@@ -256,17 +306,19 @@ fn benches(c: &mut Criterion) {
         group.finish();
     }
 
-    let mut group = c.benchmark_group("harness-messages");
+    // Many clients: the standard redlock scenario with 50 clients (59 nodes).
+    let many = Setup::registered("redlock", &[("clients".into(), "50".into())])
+        .expect("redlock takes up to 64 clients");
+    let mut group = c.benchmark_group("harness");
     configure(&mut group);
-    group.throughput(Throughput::Elements(harness_messages));
-    group.bench_function("redlock-mixed", |b| b.iter(|| run_harness(&setup)));
+    group.throughput(Throughput::Elements(seeds));
+    group.bench_function("redlock-50-clients-mixed", |b| {
+        b.iter(|| run_harness(&many))
+    });
     group.finish();
 
-    let mut group = c.benchmark_group("bare-madsim");
-    configure(&mut group);
-    group.throughput(Throughput::Elements(bare_messages));
-    group.bench_function("same-messages", |b| b.iter(|| run_bare_seeds(pairs)));
-    group.finish();
+    messages_pair(c, &setup, &cal, "");
+    messages_pair(c, &datagram, &cal_datagram, "-datagram");
 }
 
 criterion_group!(harness, benches, network_benches);

@@ -94,6 +94,7 @@ pub fn run(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> History {
             h.kill(*id);
         }
         world.tcp().shutdown();
+        world.release_clock();
         history
     })
 }

@@ -65,10 +65,11 @@
 //! from 1 ms to 10 ms (madsim's default for its datagrams) from the run's "tcp" ChaCha stream.
 //!
 //! Deterministic: every draw comes from the run's ChaCha streams, the state lives in
-//! `BTreeMap`s, and events at one instant run in the order they were scheduled.
+//! ordered maps and vectors, and events at one instant run in the order they were scheduled.
 
 use std::any::Any;
-use std::collections::BTreeMap;
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::task::{Poll, Waker};
 
 use futures_channel::{mpsc, oneshot};
@@ -202,6 +203,56 @@ enum Ev {
     },
 }
 
+/// A pending packet event: due at true time `t`, the `n`-th one scheduled. Ordered so that
+/// [`BinaryHeap`] (a max-heap) yields the earliest time first and, at one time, the one
+/// scheduled first: each `n` is unique, so the order is total and the same as sorting by
+/// `(t, n)`.
+struct Due {
+    t: Nanos,
+    n: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Due {
+    fn eq(&self, other: &Self) -> bool {
+        (self.t, self.n) == (other.t, other.n)
+    }
+}
+impl Eq for Due {}
+impl PartialOrd for Due {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Due {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.t, other.n).cmp(&(self.t, self.n))
+    }
+}
+
+/// Every connection of a run, by id. Ids are handed out 1, 2, 3, … and never reused, so the
+/// connection with id `k` lives at index `k - 1` (a vector: no tree search per packet).
+#[derive(Default)]
+struct Conns(Vec<Conn>);
+
+impl Conns {
+    fn get(&self, id: &u64) -> Option<&Conn> {
+        self.0.get((*id as usize).wrapping_sub(1))
+    }
+    fn get_mut(&mut self, id: &u64) -> Option<&mut Conn> {
+        self.0.get_mut((*id as usize).wrapping_sub(1))
+    }
+    /// Adds the connection with the next id, which must be `id`.
+    fn insert(&mut self, id: u64, c: Conn) {
+        assert_eq!(id as usize, self.0.len() + 1, "connection ids are dense");
+        self.0.push(c);
+    }
+    /// The connections with their ids, in id order.
+    fn iter(&self) -> impl Iterator<Item = (u64, &Conn)> {
+        self.0.iter().enumerate().map(|(i, c)| (i as u64 + 1, c))
+    }
+}
+
 /// The kernel's state for a whole run: every connection, the pending packet events, each
 /// node's receive queue, the calls waiting for replies and which processes or hosts are down.
 pub struct Tcp {
@@ -209,11 +260,11 @@ pub struct Tcp {
     rto_min: Nanos,
     retries2: u32,
     crash: CrashKind,
-    conns: BTreeMap<u64, Conn>,
+    conns: Conns,
     /// The connection a node's next call or send to a peer uses, by (opener, peer).
     current: BTreeMap<(NodeId, NodeId), u64>,
     next_conn: u64,
-    events: BTreeMap<(Nanos, u64), Ev>,
+    events: BinaryHeap<Due>,
     next_event: u64,
     /// Set when an application scheduled something; wakes the kernel task.
     dirty: bool,
@@ -232,10 +283,10 @@ impl Tcp {
             rto_min: w.tcp_rto_min,
             retries2: w.tcp_retries2,
             crash: w.crash,
-            conns: BTreeMap::new(),
+            conns: Conns::default(),
             current: BTreeMap::new(),
             next_conn: 1,
-            events: BTreeMap::new(),
+            events: BinaryHeap::new(),
             next_event: 0,
             dirty: false,
             waker: None,
@@ -246,7 +297,11 @@ impl Tcp {
     }
 
     fn at(&mut self, t: Nanos, ev: Ev) {
-        self.events.insert((t, self.next_event), ev);
+        self.events.push(Due {
+            t,
+            n: self.next_event,
+            ev,
+        });
         self.next_event += 1;
         self.dirty = true;
         if let Some(w) = self.waker.take() {
@@ -263,7 +318,7 @@ impl Tcp {
     pub(crate) fn shutdown(&mut self) {
         self.waker = None;
         self.events.clear();
-        self.conns.clear();
+        self.conns.0.clear();
         self.waiting.clear();
         self.inboxes.iter_mut().for_each(|i| *i = None);
     }
@@ -418,7 +473,7 @@ impl Tcp {
                 .conns
                 .iter()
                 .filter(|(_, c)| c.state != State::Gone && c.ends.contains(&id))
-                .map(|(&k, _)| k)
+                .map(|(k, _)| k)
                 .collect();
             for k in hit {
                 // The kernel closes the dead process's sockets: its peers learn of it.
@@ -497,11 +552,11 @@ impl Tcp {
     /// Runs every event due at true time `now`; returns the time of the next one.
     fn step(&mut self, world: &World, links: &mut Links, now: Nanos) -> Option<Nanos> {
         self.dirty = false;
-        while let Some(entry) = self.events.first_entry() {
-            if entry.key().0 > now {
-                return Some(entry.key().0);
+        while let Some(due) = self.events.peek() {
+            if due.t > now {
+                return Some(due.t);
             }
-            let ((t, _), ev) = entry.remove_entry();
+            let Due { t, ev, .. } = self.events.pop().expect("just peeked");
             self.handle(world, links, t, ev);
         }
         None
@@ -788,9 +843,20 @@ impl Tcp {
         let Some(p) = seg.payload.take() else {
             return;
         };
-        d.held.insert(seq, (msg, p));
-        let mut ready = Vec::new();
-        while let Some(x) = d.held.remove(&d.recv_next) {
+        // In order (the usual case) it goes straight out, else it waits in `held`; then what
+        // `held` has from the next expected number on follows, in order. (`held` never holds
+        // the next expected segment between arrivals.)
+        let mut ready: smallvec::SmallVec<[(u64, Payload); 1]> = smallvec::SmallVec::new();
+        if seq == d.recv_next {
+            ready.push((msg, p));
+            d.recv_next += 1;
+        } else {
+            d.held.insert(seq, (msg, p));
+        }
+        while !d.held.is_empty() {
+            let Some(x) = d.held.remove(&d.recv_next) else {
+                break;
+            };
             ready.push(x);
             d.recv_next += 1;
         }
@@ -848,10 +914,14 @@ pub(crate) async fn kernel(world: std::sync::Weak<World>) {
                 Poll::Pending
             }
         });
+        // Pinned in place (no allocation per wake). The sleep is polled first, then the
+        // notification, as `select` always did: madsim arms a timer each time a pending sleep
+        // is polled, and those timers are part of every run's schedule (its digest).
+        let notified = std::pin::pin!(notified);
         match next {
             Some(at) => {
-                let sleep = Box::pin(madsim::time::sleep_until(at));
-                futures_util::future::select(sleep, Box::pin(notified)).await;
+                let sleep = std::pin::pin!(madsim::time::sleep_until(at));
+                futures_util::future::select(sleep, notified).await;
             }
             None => notified.await,
         }

@@ -47,7 +47,16 @@ pub struct World {
     pub workload: Workload,
     /// The scenario seed.
     pub seed: u64,
+    /// madsim's clock, held so that reading true time costs one uncontended lock instead of
+    /// the `clock_gettime` path (a thread-local look-up and two `Arc` clones per reading); the
+    /// same value either way, as madsim's `clock_gettime` reads this very clock. Released by
+    /// [`World::release_clock`] at the end of a run: the handle also holds madsim's timers,
+    /// whose wakers hold tasks that hold the world.
+    time: Mutex<Option<madsim::time::TimeHandle>>,
     start: madsim::time::Instant,
+    /// madsim's elapsed time at `start` (its instants are a zero base plus the elapsed time,
+    /// so a difference of elapsed times is exactly the difference of instants).
+    start_elapsed: std::time::Duration,
     clocks: Vec<Mutex<Clock>>,
     links: Mutex<Links>,
     tcp: Mutex<Tcp>,
@@ -85,8 +94,11 @@ impl World {
                 Clock::new(0, 0)
             }
         };
+        let time = madsim::time::TimeHandle::current();
         Arc::new(World {
-            start: madsim::time::Instant::now(),
+            start: time.now_instant(),
+            start_elapsed: time.elapsed(),
+            time: Mutex::new(Some(time)),
             clocks: (0..n as u32).map(|id| Mutex::new(clock(id))).collect(),
             links: Mutex::new(Links::new(stream(seed, Stream::Net, 0))),
             tcp: Mutex::new(Tcp::new(n, &workload, stream(seed, Stream::Tcp, 0))),
@@ -105,9 +117,17 @@ impl World {
 
     /// True time now, ns since the run started. Only the harness reads this, never protocols.
     pub fn now(&self) -> Nanos {
-        madsim::time::Instant::now()
-            .duration_since(self.start)
-            .as_nanos() as Nanos
+        let since = match &*self.time.lock().expect("single-threaded") {
+            Some(t) => t.elapsed() - self.start_elapsed,
+            None => madsim::time::Instant::now().duration_since(self.start),
+        };
+        since.as_nanos() as Nanos
+    }
+
+    /// Lets go of madsim's clock (see the field); [`World::now`] then asks madsim through
+    /// `clock_gettime`. Called once the run has ended.
+    pub(crate) fn release_clock(&self) {
+        self.time.lock().expect("single-threaded").take();
     }
 
     /// The madsim instant of true time `t`.
