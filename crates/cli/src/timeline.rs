@@ -97,7 +97,7 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool)
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "{} seed {} — {}, {}, ttl {}, {} of workload (the run ends at {}), faults: {}",
+        "{} seed {} — {}, {}, ttl {}, {} of workload (the run ends at {}), faults: {}, network: {}",
         s.algorithm,
         s.seed,
         plural(c.servers, "server"),
@@ -120,6 +120,11 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool)
                 (true, false) => format!("plan ({n})"),
                 (false, _) => format!("{} ({n} in its plan, drawn and explicit)", kinds.join(",")),
             }
+        },
+        // Which network the run had: the same file reads differently under each.
+        match s.workload.network {
+            locksim_core::Network::Tcp => format!("tcp (crash = {})", s.workload.crash.name()),
+            locksim_core::Network::Datagram => "datagram".to_string(),
         }
     );
     if !s.config.is_empty() {

@@ -5,7 +5,7 @@
 use std::process::Output;
 
 mod common;
-use common::{locksim, s, scratch, text};
+use common::{locksim, s, scratch, stdout, text};
 
 /// Exit 2 with one line on stderr holding every needle.
 fn refused(o: &Output, needles: &[&str]) -> String {
@@ -477,4 +477,23 @@ fn tables_line_up_with_long_labels_and_say_one_server() {
         &["central with 1 server and 3 clients"],
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn the_run_header_names_the_network_model_and_the_crash_kind() {
+    for (set, want) in [
+        (None, "network: tcp (crash = process)"),
+        (Some("crash=host"), "network: tcp (crash = host)"),
+        (Some("network=datagram"), "network: datagram"),
+    ] {
+        let mut args = vec![
+            "run", "--algo", "central", "--faults", "none", "--seed", "1",
+        ];
+        if let Some(kv) = set {
+            args.extend(["--set", kv]);
+        }
+        let o = locksim(&args);
+        let first = stdout(&o).lines().next().unwrap_or_default().to_string();
+        assert!(first.ends_with(want), "{first}");
+    }
 }
