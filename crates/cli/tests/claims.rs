@@ -170,6 +170,21 @@ fn a_run_without_grants_proves_nothing() {
         "{}",
         stderr(&o)
     );
+    // A plan-only campaign file says what it ran (its cell is named `none`).
+    let file = d.join("plan-only.toml");
+    let text = std::fs::read_to_string(&plan).unwrap();
+    std::fs::write(
+        &file,
+        format!("algorithm = \"central\"\nseeds = 2\nexpect = \"safe\"\n{text}"),
+    )
+    .unwrap();
+    let o = locksim(&["campaign", s(&file)]);
+    assert_ne!(code(&o), Some(0), "{}", stdout(&o));
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        all.contains("no client was ever granted the lock under the file's [[fault]] plan"),
+        "{all}"
+    );
     std::fs::remove_dir_all(&d).ok();
 }
 

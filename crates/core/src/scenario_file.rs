@@ -97,7 +97,7 @@ pub const FAULT_TYPES: &[(&str, &str, &str)] = &[
     (
         "drop_replies",
         "clients, servers, duration",
-        "requests arrive and take effect; the replies are lost",
+        "requests arrive and take effect; the replies are lost (over tcp they are retransmitted and arrive after the window, to a client that still waits for them)",
     ),
     (
         "pause",

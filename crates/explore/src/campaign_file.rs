@@ -416,9 +416,15 @@ impl CampaignFile {
         }
         // A clean cell in which nobody ever held the lock proves nothing.
         for c in cells.iter().filter(|c| c.grants == 0 && c.seeds > 0) {
+            // A plan-only file's cell is named `none`: say what it ran.
+            let under = match (c.faults.name(), self.plan.faults.is_empty()) {
+                ("none", false) => "the file's [[fault]] plan".to_string(),
+                (kinds, false) => format!("{kinds} and the file's [[fault]] plan"),
+                (kinds, true) => kinds.to_string(),
+            };
             problems.push(format!(
-                "no client was ever granted the lock under {} ({} seeds): a clean result here proves nothing",
-                c.faults, c.seeds
+                "no client was ever granted the lock under {under} ({} seeds): a clean result here proves nothing",
+                c.seeds
             ));
         }
         // Nor does a cell whose faults never took effect (issue #24, item 5): it ran
