@@ -396,6 +396,12 @@ fn compare(
     }
     let mut real = SideTally::new(props.len());
     let mut sim = SideTally::new(props.len());
+    // Each run's and seed's own result, for --json (stderr has the real ones as they end).
+    let mut each: Vec<serde_json::Value> = Vec::new();
+    let one = |side: &str, seed: u64, got: &[Property], granted: usize| {
+        serde_json::json!({"side": side, "seed": seed, "grants": granted,
+            "violated": got.iter().map(|p| p.to_string()).collect::<Vec<_>>()})
+    };
     for i in 0..a.runs {
         let s = chosen.scenario(first + i);
         let run = match real_run(&s, opts) {
@@ -407,6 +413,7 @@ fn compare(
         };
         let v = verdict(chosen, &s, &run.history, a.liveness);
         let (got, granted) = real.add(&props, &v, &run.history);
+        each.push(one("real", first + i, &got, granted));
         let none = if granted == 0 {
             " (NO GRANT: proves nothing)"
         } else {
@@ -434,7 +441,8 @@ fn compare(
         }
         let h = o.history.expect("a history");
         let v = verdict(chosen, &s, &h, a.liveness);
-        sim.add(&props, &v, &h);
+        let (got, granted) = sim.add(&props, &v, &h);
+        each.push(one("sim", first + i, &got, granted));
     }
     let rows: Vec<(String, Comparison)> = props
         .iter()
@@ -472,7 +480,7 @@ fn compare(
                 "sim_grants": sim.grants, "real_runs_without_grants": real_empty,
                 "sim_seeds_without_grants": sim_empty, "undecided": undecided,
                 "alpha": ALPHA, "differs": differs, "sim_optimistic": optimistic,
-                "agree": differs.is_empty() && optimistic.is_empty()})
+                "agree": differs.is_empty() && optimistic.is_empty(), "each": each})
         ));
     } else {
         let mut t = format!(

@@ -171,9 +171,25 @@ fn agree(file: &str, both: &[&str], neither: &[&str]) {
     assert_eq!(v["agree"], true, "{file}: {v}");
     assert_eq!(v["sim_optimistic"], serde_json::json!([]), "{file}: {v}");
     assert!(v["real_grants"].as_u64().unwrap() > 0, "{file}: {v}");
+    // `each` has one entry per run and seed, and its counts are the rows' counts.
+    let each = v["each"].as_array().expect("each");
+    assert_eq!(each.len(), 4, "{file}: {v}");
+    let count = |side: &str, p: &str| {
+        each.iter()
+            .filter(|e| e["side"] == side)
+            .filter(|e| e["violated"].as_array().unwrap().iter().any(|x| x == p))
+            .count() as u64
+    };
     for row in v["properties"].as_array().unwrap() {
         let p = row["property"].as_str().unwrap();
         let (real, sim) = (row["real"].as_u64().unwrap(), row["sim"].as_u64().unwrap());
+        if p != "grants" {
+            assert_eq!(
+                (count("real", p), count("sim", p)),
+                (real, sim),
+                "{file}: {p}: {v}"
+            );
+        }
         if both.contains(&p) {
             assert!(
                 real > 0 && sim > 0,
