@@ -1,0 +1,73 @@
+//! The deployment knobs of issue #25 item 2: `release = "delete"` (a plain `DEL key`, no owner
+//! check) makes S4 visible on the Redis-like lock servers, and the owner-checked default does
+//! not; a bad value is one error naming the key.
+
+mod common;
+
+use common::setup;
+use locksim_core::{FaultKind, Property};
+use locksim_explore::check_scenario;
+
+/// The seeds of `0..n` whose verdict violates `p`, for `algo` with `settings` under `kinds`.
+fn violating(algo: &str, settings: &[&str], kinds: &[FaultKind], n: u64, p: Property) -> Vec<u64> {
+    let st = setup(algo, settings);
+    (0..n)
+        .filter(|&seed| {
+            let out = check_scenario(&st.scenario(seed, kinds), st.algo.clone());
+            assert!(out.error.is_none(), "{algo} seed {seed}: {:?}", out.error);
+            out.verdict.violates(p)
+        })
+        .collect()
+}
+
+#[test]
+fn a_delete_release_frees_the_next_holders_lock_and_the_owner_check_does_not() {
+    for (algo, kinds, n) in [
+        ("central", &[FaultKind::Delay][..], 40),
+        ("redlock", &[FaultKind::None][..], 3),
+        ("redis-failover", &[FaultKind::Delay][..], 20),
+    ] {
+        let bad = violating(algo, &["release=delete"], kinds, n, Property::S4);
+        assert!(
+            !bad.is_empty(),
+            "{algo}: no S4 in {n} seeds with release=delete"
+        );
+        let fixed = violating(algo, &["release=owner"], kinds, n, Property::S4);
+        assert!(
+            fixed.is_empty(),
+            "{algo}: S4 with the owner check, seeds {fixed:?}"
+        );
+    }
+}
+
+#[test]
+fn the_s4_of_a_delete_names_both_clients() {
+    let st = setup("redlock", &["release=delete"]);
+    let out = check_scenario(&st.scenario(0, &[FaultKind::None]), st.algo.clone());
+    let s4 = out
+        .verdict
+        .violations
+        .iter()
+        .find(|v| v.kind == Property::S4)
+        .expect("S4 on seed 0");
+    assert!(
+        s4.summary
+            .contains("'s release deleted the lock granted to c"),
+        "{}",
+        s4.summary
+    );
+}
+
+#[test]
+fn a_bad_release_value_names_the_key() {
+    for algo in ["central", "central-fencing", "redlock", "redis-failover"] {
+        let s = vec![("release".to_string(), "del".to_string())];
+        let err = locksim_explore::Setup::registered(algo, &s)
+            .err()
+            .unwrap_or_else(|| panic!("{algo} accepted release=del"));
+        assert!(
+            err.contains("`release=del` is not valid (choose owner or delete)"),
+            "{algo}: {err}"
+        );
+    }
+}
