@@ -71,3 +71,65 @@ fn a_bad_release_value_names_the_key() {
         );
     }
 }
+
+#[test]
+fn an_unfenced_resource_accepts_the_write_a_partition_held_back() {
+    for algo in ["k8s-lease", "raft-lease"] {
+        let kinds = [FaultKind::Partition];
+        let bad = violating(algo, &["fencing=false"], &kinds, 30, Property::S2);
+        assert!(
+            !bad.is_empty(),
+            "{algo}: no S2 in 30 seeds with fencing=false"
+        );
+        let fenced = violating(algo, &["fencing=true"], &kinds, 30, Property::S2);
+        assert!(
+            fenced.is_empty(),
+            "{algo}: S2 with fencing, seeds {fenced:?}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_fencing_value_names_the_key() {
+    for algo in ["k8s-lease", "raft-lease"] {
+        let s = vec![("fencing".to_string(), "maybe".to_string())];
+        let err = locksim_explore::Setup::registered(algo, &s)
+            .err()
+            .unwrap_or_else(|| panic!("{algo} accepted fencing=maybe"));
+        assert!(
+            err.contains("`fencing=maybe` must be true or false"),
+            "{algo}: {err}"
+        );
+    }
+}
+
+#[test]
+fn zookeepers_session_timeout_is_its_ttl_and_not_both() {
+    let pair = |k: &str, v: &str| (k.to_string(), v.to_string());
+    let st =
+        locksim_explore::Setup::registered("zookeeper", &[pair("session_timeout", "4s")]).unwrap();
+    assert_eq!(st.workload.ttl, 4_000_000_000);
+    // Per client the workload's name only: `c2.ttl`.
+    assert!(
+        locksim_explore::Setup::registered("zookeeper", &[pair("c2.session_timeout", "3s")])
+            .is_err()
+    );
+    let both = locksim_explore::Setup::registered(
+        "zookeeper",
+        &[pair("session_timeout", "4s"), pair("ttl", "2s")],
+    )
+    .err()
+    .expect("both given");
+    assert!(
+        both.contains("`session_timeout` and `ttl` are the same setting"),
+        "{both}"
+    );
+    // Only zookeeper knows the name.
+    let other = locksim_explore::Setup::registered("central", &[pair("session_timeout", "4s")])
+        .err()
+        .expect("central has no session_timeout");
+    assert!(
+        other.contains("`session_timeout` is not a setting of central"),
+        "{other}"
+    );
+}
