@@ -8,9 +8,10 @@
 //! frees no lock) (case K3 in `shared/cases/CASES.md`: an unlock by key name, retried
 //! after its reply was lost, deletes the lock that the same session acquired again). Replicated
 //! services may record one deletion more than once (on two leaders); each (key, freed token) is
-//! judged once. Lock servers without tokens (`central`, `redlock`, `redis-failover` with
-//! `release = "delete"`) name the holder of the lock they deleted instead; a deletion whose
-//! stored owner value differs from the one the release carried freed that holder's grant.
+//! judged once. Services without tokens name the holder of the lock they freed instead
+//! (`central`, `redlock`, `redis-failover` with `release = "delete"`: owner values; `db-lease`,
+//! whose ShedLock unlock matches by host name: row versions); a release whose stored value
+//! differs from the one the release carried freed that holder's grant.
 //! Algorithms that record no `freed` events are not judged (with the owner-checked release of
 //! those lock servers, a release cannot delete another owner's key).
 
@@ -41,8 +42,8 @@ pub fn check(history: &History, names: Names, verdict: &mut Verdict) {
             continue;
         }
         if let Some(holder) = holder {
-            // A lock server without tokens names the holder of the lock it deleted: the lock
-            // was live (granted) when deleted, so it is freed whatever the client saw.
+            // A service without tokens names the holder of the lock it freed: the lock was
+            // live (granted) when freed, so it is freed whatever the client saw.
             seen.insert((key, freed));
             let n = listed.entry(key).or_default();
             if *n >= MAX_LISTED_PER_KEY {
@@ -68,7 +69,7 @@ pub fn check(history: &History, names: Names, verdict: &mut Verdict) {
                 kind: Property::S4,
                 key,
                 summary: format!(
-                    "key {key}: {}'s release deleted the lock granted to {}{when} (a delete without an owner check) at {}",
+                    "key {key}: {}'s release freed the lock granted to {}{when}, another grant than the one it released (matched by key or host, not by grant), at {}",
                     names.of(client),
                     names.of(holder),
                     fmt_nanos(e.time as i128)
@@ -228,7 +229,7 @@ mod tests {
         assert_eq!(v.violations[0].events, vec![3, 1]);
         let summary = &v.violations[0].summary;
         assert!(
-            summary.contains("node 3's release deleted the lock granted to node 4 at"),
+            summary.contains("node 3's release freed the lock granted to node 4 at"),
             "{summary}"
         );
     }

@@ -53,7 +53,7 @@ fn describe(s: &Scenario, e: &Event) -> String {
             released,
             holder: Some(h),
         } if freed != released => format!(
-            "DELETES k{key} granted to {} for {}'s release (no owner check)",
+            "FREES k{key} granted to {} for {}'s release of another grant",
             c.name(*h),
             c.name(*client)
         ),
@@ -63,7 +63,7 @@ fn describe(s: &Scenario, e: &Event) -> String {
             holder: Some(_),
             ..
         } => {
-            format!("deletes k{key} for {}", c.name(*client))
+            format!("frees k{key} for {}", c.name(*client))
         }
         EventKind::Freed {
             key,

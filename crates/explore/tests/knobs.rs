@@ -52,7 +52,7 @@ fn the_s4_of_a_delete_names_both_clients() {
         .expect("S4 on seed 0");
     assert!(
         s4.summary
-            .contains("'s release deleted the lock granted to c"),
+            .contains("'s release freed the lock granted to c"),
         "{}",
         s4.summary
     );
@@ -131,5 +131,33 @@ fn zookeepers_session_timeout_is_its_ttl_and_not_both() {
     assert!(
         other.contains("`session_timeout` is not a setting of central"),
         "{other}"
+    );
+}
+
+/// ShedLock's unlock matches the row by host name (`locked_by = :me`), so an unlock a partition
+/// held back and TCP delivered after the heal ends the same host's next grant: S4, now judged
+/// for `db-lease` (before, no release recorded what it freed and S4 passed silently).
+#[test]
+fn a_retransmitted_host_named_unlock_ends_the_same_hosts_next_grant() {
+    let st = setup("db-lease", &[]);
+    let kinds = [FaultKind::Partition];
+    let out = (0..20)
+        .map(|seed| check_scenario(&st.scenario(seed, &kinds), st.algo.clone()))
+        .find(|o| o.verdict.violates(Property::S4))
+        .expect("an S4 in 20 partition seeds");
+    let s4 = out
+        .verdict
+        .violations
+        .iter()
+        .find(|v| v.kind == Property::S4)
+        .unwrap();
+    // The same host released and held: c2's release freed the lock granted to c2.
+    let who = s4.summary.split("'s release").next().unwrap();
+    let who = who.rsplit(' ').next().unwrap();
+    assert!(
+        s4.summary
+            .contains(&format!("freed the lock granted to {who} at")),
+        "{}",
+        s4.summary
     );
 }

@@ -481,10 +481,10 @@ pub fn page_data(run: &Run) -> PageData {
                 e.time,
                 if freed == released { "freed" } else { "freed_other" },
                 if freed == released {
-                    format!("deletes k{key} for {}", c.name(*client))
+                    format!("frees k{key} for {}", c.name(*client))
                 } else {
                     format!(
-                        "deletes k{key}, granted to {}, for {}'s release (no owner check; S4)",
+                        "frees k{key}, granted to {}, for {}'s release of another grant (S4)",
                         c.name(*h),
                         c.name(*client)
                     )

@@ -44,7 +44,7 @@ pub fn describe_event(s: &Scenario, e: &Event) -> String {
             holder: Some(h),
             ..
         } => format!(
-            "deletes k{key}, granted to {}, for {}'s release (no owner check)",
+            "frees k{key}, granted to {}, for {}'s release of another grant",
             c.name(*h),
             c.name(*client)
         ),
