@@ -1,6 +1,8 @@
 //! `central` and `central-fencing`: one lock server with SET-if-absent-with-TTL semantics (a
-//! single Redis), an owner value per acquire, release only by the owner, the TTL judged by the
-//! server's own clock. `central-fencing` also issues a strictly increasing fencing token with
+//! single Redis), an owner value per acquire, release only by the owner (or, with
+//! `release = "delete"`, a plain `DEL key` that deletes whoever's lock it finds: the bug the
+//! Redis docs' compare-and-delete script exists to prevent), the TTL judged by the server's own
+//! clock. `central-fencing` also issues a strictly increasing fencing token with
 //! each grant, which the resource checks (Kleppmann, "How to do distributed locking", 2016).
 //!
 //! The client computes a validity deadline as Redlock does, `start + TTL − drift`, with
@@ -34,6 +36,7 @@ pub const KNOBS: &[Knob] = &[
         default: "100ms",
         help: "client's per-request timeout",
     },
+    crate::knobs::RELEASE,
     crate::knobs::CLIENT_CLOCK,
     crate::knobs::DRIFT_FACTOR,
 ];

@@ -7,7 +7,8 @@
 //!   WHERE name = :name AND lock_until <= :now`; one updated row means the lock is taken.
 //!   `lock_at_most` is the client's lease length (the workload's `ttl`, per client).
 //! - **Release** runs `UPDATE shedlock SET lock_until = :unlock WHERE name = :name AND
-//!   locked_by = :me`, where `:unlock` is `max(now, locked_at + lock_at_least)` (ShedLock's
+//!   locked_by = :me` (by host name: a retransmitted unlock ends the same host's next grant,
+//!   which the database records for S4), where `:unlock` is `max(now, locked_at + lock_at_least)` (ShedLock's
 //!   `lockAtLeastFor` keeps a short task from running twice on machines whose schedules differ).
 //! - **Extend** (ShedLock's `KeepAliveLockProvider`/`extend`) runs `UPDATE ... SET lock_until =
 //!   :now + lock_at_most WHERE name = :name AND locked_by = :me AND lock_until > :now`.
@@ -113,12 +114,16 @@ pub enum Stmt {
         now: Option<i64>,
         at_most: Nanos,
     },
-    /// `SET lock_until = max(now, locked_at + at_least) WHERE locked_by = me`.
+    /// `SET lock_until = max(now, locked_at + at_least) WHERE locked_by = me`. `grant` is the
+    /// recorder's annotation (the row version the client's acquire set), not part of the SQL:
+    /// the statement unlocks by host name, so it can end the same host's *next* grant (a
+    /// retransmitted unlock), which the database records for S4.
     Unlock {
         name: u32,
         me: NodeId,
         now: Option<i64>,
         at_least: Nanos,
+        grant: u64,
     },
     /// `SET lock_until = now + at_most WHERE locked_by = me AND lock_until > now`.
     Extend {
@@ -197,6 +202,7 @@ impl Table {
                 me,
                 now,
                 at_least,
+                ..
             } => {
                 let now = now.unwrap_or(db_now);
                 match self.rows.get_mut(&name) {
@@ -303,7 +309,7 @@ impl LockClient for Client {
                 key,
                 token: self.cfg.fencing.then_some(version),
                 valid_until: Some(self.validity(start, ttl)),
-                private: Rc::new(()),
+                private: Rc::new(version),
             }),
             Ok(_) => Outcome::Fail("0 rows updated: lock_until is in the future".into()),
             Err(e) => call_failed(e),
@@ -316,6 +322,7 @@ impl LockClient for Client {
             me: self.ctx.id(),
             now: self.now(),
             at_least: self.cfg.lock_at_least,
+            grant: *grant.private.downcast_ref::<u64>().expect("db-lease grant"),
         };
         match self.exec(stmt).await {
             Ok(Updated { rows: 1, .. }) => Outcome::Ok(()),
@@ -355,7 +362,28 @@ impl LockAlgorithm for DbLease {
             let Some(stmt) = msg.body.downcast_ref::<Stmt>() else {
                 continue;
             };
-            let out = table.execute(stmt, ctx.wall_now());
+            let db_now = ctx.wall_now();
+            // The row an unlock finds still locked: what it frees, for S4.
+            let unlocking = match *stmt {
+                Stmt::Unlock {
+                    name, now, grant, ..
+                } => table
+                    .rows
+                    .get(&name)
+                    .filter(|r| r.lock_until > now.unwrap_or(db_now))
+                    .map(|r| (name, *r, grant)),
+                _ => None,
+            };
+            let out = table.execute(stmt, db_now);
+            if let (1, Some((name, row, grant))) = (out.rows, unlocking) {
+                ctx.record(EventKind::Freed {
+                    key: name,
+                    client: msg.from,
+                    freed: row.version,
+                    released: grant,
+                    holder: Some(row.locked_by),
+                });
+            }
             if out.rows == 1 {
                 if let Stmt::Lock { name, .. } = *stmt {
                     ctx.record(EventKind::Grant {
@@ -435,6 +463,7 @@ mod tests {
             me,
             now: Some(now),
             at_least: 3 * S as u64,
+            grant: 1,
         };
         assert_eq!(t.execute(&unlock(2, S), 0).rows, 0, "not the owner");
         assert_eq!(t.rows[&0].lock_until, 10 * S);

@@ -29,7 +29,11 @@
 //!   client-go's `holderIdentity == me` path does) and `fail` once it has run out.
 //! - **Fencing token**: `leaseTransitions` in the high 32 bits and the resourceVersion of the
 //!   acquiring write in the low 32 (strictly increasing over grants, also when the same client
-//!   takes the lease again). The resource checks it; client-go users usually do not.
+//!   takes the lease again). The resource checks it; client-go users usually do not:
+//!   `fencing = false` hands the resource no token. client-go's `leaderelection` package says
+//!   of itself that it does not guarantee only one client acts as leader at a time (it provides
+//!   no fencing: <https://pkg.go.dev/k8s.io/client-go/tools/leaderelection>), so most users
+//!   protect nothing.
 //! - The leader's own validity is `start + LeaseDuration − drift` on its monotonic clock, from
 //!   the send of its last successful acquire or renewal (a careful leader).
 //!
@@ -69,6 +73,11 @@ pub const KNOBS: &[Knob] = &[
         key: "release_on_cancel",
         default: "false",
         help: "a release empties the holder (leaseDurationSeconds = 1) instead of letting the lease run out",
+    },
+    Knob {
+        key: "fencing",
+        default: "true",
+        help: "hand the resource the fencing token (leaseTransitions, resourceVersion); false: the resource checks none, as with client-go, whose leader election documents that it provides no fencing",
     },
     Knob {
         key: "timeout",
@@ -218,6 +227,8 @@ pub enum ExpiryDuration {
 pub struct K8sLease {
     expiry: ExpiryDuration,
     release_on_cancel: bool,
+    /// Hand the resource the fencing token ([`token`]).
+    fencing: bool,
     timeout: Nanos,
     drift_ppm: u64,
     /// The longest pause between a candidate's polls, ns (for the liveness hints).
@@ -244,6 +255,7 @@ impl K8sLease {
                 _ => ExpiryDuration::Record,
             },
             release_on_cancel: k.flag("release_on_cancel")?,
+            fencing: k.flag("fencing")?,
             timeout: k.duration("timeout")?,
             drift_ppm,
             longest_poll: longest + longest * 6 / 5,
@@ -430,7 +442,7 @@ impl LockClient for Client {
         match self.try_acquire_or_renew(key, ttl, false).await {
             Ok((r, rv)) => Outcome::Ok(Grant {
                 key,
-                token: Some(token(r.transitions, rv)),
+                token: self.cfg.fencing.then(|| token(r.transitions, rv)),
                 valid_until: Some(self.validity(start, ttl)),
                 private: Rc::new(()),
             }),

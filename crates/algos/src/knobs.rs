@@ -30,6 +30,38 @@ pub const DRIFT_FACTOR: Knob = Knob {
     help: "client's clock-drift allowance as a fraction of TTL (plus 2 ms)",
 };
 
+/// The release knob of the Redis-like lock servers (`central`, `redlock`, `redis-failover`).
+/// The Redis documentation's lock pattern releases with a script that deletes the key only
+/// when it still holds the client's random value, and warns that a plain `DEL` can remove a
+/// lock another client acquired after the caller's expired ("Distributed Locks with Redis",
+/// <https://redis.io/docs/latest/develop/use/patterns/distributed-locks/>, and the `SET`
+/// command's "Patterns" section).
+pub const RELEASE: Knob = Knob {
+    key: "release",
+    default: "owner",
+    help: "how a release deletes the key: owner (compare-and-delete: only if it still holds the client's value, the Redis docs' script) | delete (a plain DEL key, no owner check: may delete the next holder's lock)",
+};
+
+/// How a lock server's release deletes a key ([`RELEASE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseMode {
+    /// Compare-and-delete: only the owner's value deletes the key.
+    Owner,
+    /// `DEL key`: any release deletes whatever lock the key holds.
+    Delete,
+}
+
+/// Reads the [`RELEASE`] knob.
+///
+/// # Errors
+/// When the value is neither `owner` nor `delete`.
+pub fn release_mode(k: &Knobs) -> Result<ReleaseMode, String> {
+    Ok(match k.choice("release", &["owner", "delete"])? {
+        "owner" => ReleaseMode::Owner,
+        _ => ReleaseMode::Delete,
+    })
+}
+
 /// Reads knobs out of a config map, remembering which keys were used.
 pub struct Knobs<'a> {
     algo: &'a str,

@@ -125,6 +125,18 @@ pub fn knobs(name: &str) -> Option<&'static [Knob]> {
     }
 }
 
+/// Settings that algorithm `name` accepts under its own system's name for a workload setting:
+/// (alias, workload setting). `zookeeper`'s `session_timeout` is the workload's `ttl` (the
+/// ZooKeeper Administrator's Guide's and Curator's name for a session's lease). The alias is
+/// listed among the algorithm's knobs for `locksim list`; callers turn it into the workload
+/// setting before building (giving both is an error).
+pub fn workload_aliases(name: &str) -> &'static [(&'static str, &'static str)] {
+    match name {
+        "zookeeper" => &[("session_timeout", "ttl")],
+        _ => &[],
+    }
+}
+
 /// Builds algorithm `name` with knobs `config`.
 ///
 /// # Errors

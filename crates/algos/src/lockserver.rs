@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 
 use locksim_core::history::EventKind;
-use locksim_core::Nanos;
+use locksim_core::{Nanos, NodeId};
+
+use crate::knobs::ReleaseMode;
 use locksim_sim::{LocalClock, NodeCtx};
 
 /// When lock state reaches the disk.
@@ -31,10 +33,12 @@ pub struct ServerConfig {
     /// After a restart, refuse every request for this long (ns of local monotonic time):
     /// Redlock's "delayed restart". 0 disables.
     pub restart_delay: Nanos,
+    /// Compare-and-delete (the default) or a plain `DEL` ([`crate::knobs::RELEASE`]).
+    pub release: ReleaseMode,
 }
 
 impl ServerConfig {
-    /// Reads the `clock` and `fsync` knobs.
+    /// Reads the `clock`, `fsync` and `release` knobs.
     ///
     /// # Errors
     /// A message naming a bad value.
@@ -51,6 +55,7 @@ impl ServerConfig {
             },
             fencing,
             restart_delay,
+            release: crate::knobs::release_mode(k)?,
         })
     }
 }
@@ -60,7 +65,8 @@ impl ServerConfig {
 pub enum Req {
     /// Set `key` to `owner` with a lease of `ttl` ns if it is free (or expired).
     Acquire { key: u32, owner: u64, ttl: Nanos },
-    /// Delete `key` if its owner is `owner`.
+    /// Delete `key` if its owner is `owner` (with `release = "delete"`: whoever owns it;
+    /// `owner` then only names, for the history, the grant the release meant).
     Release { key: u32, owner: u64 },
     /// Reset `key`'s lease to `ttl` ns if its owner is `owner`.
     Extend { key: u32, owner: u64, ttl: Nanos },
@@ -86,17 +92,20 @@ struct Entry {
     owner: u64,
     /// Expiry as a reading of the judging clock, ns.
     expires: i64,
+    /// The client it was granted to (for the history's `freed` record).
+    client: NodeId,
 }
 
 const FILE: &str = "locks";
 
 fn encode(locks: &BTreeMap<u32, Entry>, next_token: u64) -> Vec<u8> {
-    let mut out = Vec::with_capacity(8 + locks.len() * 20);
+    let mut out = Vec::with_capacity(8 + locks.len() * 24);
     out.extend_from_slice(&next_token.to_le_bytes());
     for (k, e) in locks {
         out.extend_from_slice(&k.to_le_bytes());
         out.extend_from_slice(&e.owner.to_le_bytes());
         out.extend_from_slice(&e.expires.to_le_bytes());
+        out.extend_from_slice(&e.client.to_le_bytes());
     }
     out
 }
@@ -106,12 +115,21 @@ fn decode(b: &[u8]) -> (BTreeMap<u32, Entry>, u64) {
     let next_token = u64_at(0);
     let mut locks = BTreeMap::new();
     let mut i = 8;
-    while i + 20 <= b.len() {
-        let k = u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+    let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+    while i + 24 <= b.len() {
+        let k = u32_at(i);
         let owner = u64_at(i + 4);
         let expires = u64_at(i + 12) as i64;
-        locks.insert(k, Entry { owner, expires });
-        i += 20;
+        let client = u32_at(i + 20);
+        locks.insert(
+            k,
+            Entry {
+                owner,
+                expires,
+                client,
+            },
+        );
+        i += 24;
     }
     (locks, next_token)
 }
@@ -150,6 +168,7 @@ pub async fn serve(ctx: NodeCtx, cfg: ServerConfig) {
                         Entry {
                             owner,
                             expires: t.saturating_add(ttl as i64),
+                            client: msg.from,
                         },
                     );
                     let token = cfg.fencing.then(|| {
@@ -169,8 +188,19 @@ pub async fn serve(ctx: NodeCtx, cfg: ServerConfig) {
                 Some(e) if e.owner == owner => {
                     locks.remove(&key);
                     changed = true;
+                    if cfg.release == ReleaseMode::Delete {
+                        record_delete(&ctx, key, msg.from, owner, e);
+                    }
                     Resp::Done
                 }
+                // `DEL key` on a live key of another owner: it frees that owner's lock.
+                Some(e) if cfg.release == ReleaseMode::Delete => {
+                    locks.remove(&key);
+                    changed = true;
+                    record_delete(&ctx, key, msg.from, owner, e);
+                    Resp::Done
+                }
+                // `DEL` of a missing or expired key deletes nothing (Redis answers 0).
                 _ => Resp::NotOwner,
             },
             Req::Extend { key, owner, ttl } => match live(&locks, &key) {
@@ -178,8 +208,8 @@ pub async fn serve(ctx: NodeCtx, cfg: ServerConfig) {
                     locks.insert(
                         key,
                         Entry {
-                            owner,
                             expires: t.saturating_add(ttl as i64),
+                            ..e
                         },
                     );
                     changed = true;
@@ -195,6 +225,18 @@ pub async fn serve(ctx: NodeCtx, cfg: ServerConfig) {
         }
         ctx.reply(&msg, resp).await;
     }
+}
+
+/// Records a `DEL`'s deletion of `e` for S4: the owner value `e` stored, the one the release
+/// carried, and the client the lock was granted to.
+fn record_delete(ctx: &NodeCtx, key: u32, from: NodeId, released: u64, e: Entry) {
+    ctx.record(EventKind::Freed {
+        key,
+        client: from,
+        freed: e.owner,
+        released,
+        holder: Some(e.client),
+    });
 }
 
 /// The outcome of a request that got no answer: `fail` when it surely did not arrive (the

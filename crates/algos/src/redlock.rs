@@ -6,7 +6,8 @@
 //! 3. holds the lock when a majority (N/2 + 1) said yes and the validity time
 //!    `TTL − elapsed − drift` is positive, with `drift = TTL·0.01 + 2 ms` as the reference
 //!    clients use; otherwise it unlocks every master and retries after a random delay;
-//! 4. releases by compare-and-delete on every master.
+//! 4. releases by compare-and-delete on every master (`release = "delete"`: a plain `DEL`,
+//!    which also makes step 3's clean-up of a failed acquire delete the winner's keys).
 //!
 //! Knobs: masters' persistence (`fsync`), the masters' expiry clock, and "delayed restart"
 //! (a restarted master refuses every request for one maximum TTL), which the Redis document
@@ -51,6 +52,7 @@ pub const KNOBS: &[Knob] = &[
         default: "50ms",
         help: "per-master request timeout",
     },
+    crate::knobs::RELEASE,
     crate::knobs::CLIENT_CLOCK,
     crate::knobs::DRIFT_FACTOR,
 ];

@@ -8,7 +8,12 @@
 //! frees no lock) (case K3 in `shared/cases/CASES.md`: an unlock by key name, retried
 //! after its reply was lost, deletes the lock that the same session acquired again). Replicated
 //! services may record one deletion more than once (on two leaders); each (key, freed token) is
-//! judged once. Algorithms that record no `freed` events are not judged.
+//! judged once. Services without tokens name the holder of the lock they freed instead
+//! (`central`, `redlock`, `redis-failover` with `release = "delete"`: owner values; `db-lease`,
+//! whose ShedLock unlock matches by host name: row versions); a release whose stored value
+//! differs from the one the release carried freed that holder's grant.
+//! Algorithms that record no `freed` events are not judged (with the owner-checked release of
+//! those lock servers, a release cannot delete another owner's key).
 
 use std::collections::BTreeSet;
 
@@ -28,11 +33,50 @@ pub fn check(history: &History, names: Names, verdict: &mut Verdict) {
             client,
             freed,
             released,
+            holder,
         } = e.kind
         else {
             continue;
         };
         if freed == released || seen.contains(&(key, freed)) {
+            continue;
+        }
+        if let Some(holder) = holder {
+            // A service without tokens names the holder of the lock it freed: the lock was
+            // live (granted) when freed, so it is freed whatever the client saw.
+            seen.insert((key, freed));
+            let n = listed.entry(key).or_default();
+            if *n >= MAX_LISTED_PER_KEY {
+                verdict.omitted += 1;
+                continue;
+            }
+            *n += 1;
+            // The holder's last grant on this server (a Redlock master), else on any (a
+            // replicated service's former primary).
+            let granted = |g: &&locksim_core::history::Event| matches!(g.kind, EventKind::Grant { key: k, client: c, .. } if k == key && c == holder);
+            let before = &history.events[..e.id as usize];
+            let grant = before
+                .iter()
+                .rev()
+                .find(|g| g.node == e.node && granted(g))
+                .or_else(|| before.iter().rev().find(granted));
+            let when = grant.map_or(String::new(), |g| {
+                format!(" at {}", fmt_nanos(g.time as i128))
+            });
+            let mut events = vec![e.id];
+            events.extend(grant.map(|g| g.id));
+            verdict.violations.push(Violation {
+                kind: Property::S4,
+                key,
+                summary: format!(
+                    "key {key}: {}'s release freed the lock granted to {}{when}, another grant than the one it released (matched by key or host, not by grant), at {}",
+                    names.of(client),
+                    names.of(holder),
+                    fmt_nanos(e.time as i128)
+                ),
+                events,
+                window: None,
+            });
             continue;
         }
         // The grant whose lock was freed: the service's record of it, and the client's `ok`.
@@ -112,6 +156,7 @@ mod tests {
             client: 3,
             freed,
             released,
+            holder: None,
         }
     }
 
@@ -148,6 +193,43 @@ mod tests {
             summary.contains(
                 "token 100 freed the lock of the grant with token 102 (node 3 acquired at"
             ),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn a_delete_of_another_holders_key_is_a_violation() {
+        let grant = |client| EventKind::Grant {
+            key: 0,
+            client,
+            token: None,
+        };
+        let deleted = |freed, released| EventKind::Freed {
+            key: 0,
+            client: 3,
+            freed,
+            released,
+            holder: Some(4),
+        };
+        let h = History {
+            events: vec![
+                ev(0, 10, 0, grant(3)),
+                ev(1, 20, 0, grant(4)),
+                // c3's own delete of its own key is fine; deleting c4's key (owner 9) is not.
+                ev(2, 25, 0, deleted(5, 5)),
+                ev(3, 30, 0, deleted(9, 5)),
+            ],
+            end: 40,
+            ..Default::default()
+        };
+        let mut v = Verdict::default();
+        check(&h, Names(None), &mut v);
+        assert_eq!(v.violations.len(), 1, "{v:?}");
+        assert_eq!(v.violations[0].kind, Property::S4);
+        assert_eq!(v.violations[0].events, vec![3, 1]);
+        let summary = &v.violations[0].summary;
+        assert!(
+            summary.contains("node 3's release freed the lock granted to node 4 at"),
             "{summary}"
         );
     }

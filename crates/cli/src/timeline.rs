@@ -51,6 +51,26 @@ fn describe(s: &Scenario, e: &Event) -> String {
             client,
             freed,
             released,
+            holder: Some(h),
+        } if freed != released => format!(
+            "FREES k{key} granted to {} for {}'s release of another grant",
+            c.name(*h),
+            c.name(*client)
+        ),
+        EventKind::Freed {
+            key,
+            client,
+            holder: Some(_),
+            ..
+        } => {
+            format!("frees k{key} for {}", c.name(*client))
+        }
+        EventKind::Freed {
+            key,
+            client,
+            freed,
+            released,
+            ..
         } if freed == released => {
             format!("frees k{key} (token {freed}) for {}", c.name(*client))
         }
@@ -59,6 +79,7 @@ fn describe(s: &Scenario, e: &Event) -> String {
             client,
             freed,
             released,
+            ..
         } => format!(
             "FREES k{key} token {freed} for {}, whose release named token {released}",
             c.name(*client)

@@ -497,3 +497,26 @@ fn the_run_header_names_the_network_model_and_the_crash_kind() {
         assert!(first.ends_with(want), "{first}");
     }
 }
+
+/// The knobs of #25 item 2: a bad value, or both names of zookeeper's session timeout, is one
+/// line naming the key, exit 2.
+#[test]
+fn bad_deployment_knobs_are_one_line_naming_the_key() {
+    let run = |algo: &str, set: &[&str]| {
+        let mut args = vec!["run", "--seed", "1", "--algo", algo];
+        for kv in set {
+            args.extend(["--set", kv]);
+        }
+        locksim(&args)
+    };
+    refused(
+        &run("central", &["release=del"]),
+        &["`release=del`", "owner or delete"],
+    );
+    refused(&run("redis-failover", &["release=yes"]), &["`release=yes`"]);
+    refused(&run("k8s-lease", &["fencing=maybe"]), &["`fencing=maybe`"]);
+    refused(
+        &run("zookeeper", &["session_timeout=2s", "ttl=1s"]),
+        &["`session_timeout` and `ttl` are the same setting"],
+    );
+}

@@ -110,12 +110,18 @@ pub enum EventKind {
     /// Service side: a release from `client` that named the grant with fencing token
     /// `released` deleted the lock of the grant with token `freed`. When the two differ, a
     /// release freed another grant's lock: an S4 violation. Recorded by algorithms whose
-    /// tokens identify grants (`raft-lease`: the lock key's revision).
+    /// tokens identify grants (`raft-lease`: the lock key's revision), by lock servers whose
+    /// release deletes without an owner check (`release = "delete"`) and by `db-lease`, whose
+    /// unlock matches by host name: these name the client the freed lock was granted to in
+    /// `holder`, and `freed`/`released` are then the owner values (or row versions) the
+    /// service stored and the release carried, not fencing tokens.
     Freed {
         key: u32,
         client: NodeId,
         freed: u64,
         released: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        holder: Option<NodeId>,
     },
     /// The resource accepted a write.
     WriteAccepted {

@@ -213,6 +213,33 @@ pub fn apply_workload(
     Ok(true)
 }
 
+/// Turns an algorithm's names for workload settings ([`locksim_algos::workload_aliases`]:
+/// `zookeeper`'s `session_timeout`) into the workload's (`ttl`). Per-client tables keep the
+/// workload's names (`c1.ttl`).
+///
+/// # Errors
+/// When both the alias and the setting it names are given.
+fn resolve_aliases(
+    algorithm: &str,
+    settings: &[(String, String)],
+) -> Result<Vec<(String, String)>, String> {
+    let aliases = locksim_algos::workload_aliases(algorithm);
+    let mut out: Vec<(String, String)> = Vec::with_capacity(settings.len());
+    for (k, v) in settings {
+        let Some((alias, real)) = aliases.iter().find(|a| a.0 == k) else {
+            out.push((k.clone(), v.clone()));
+            continue;
+        };
+        if settings.iter().any(|(o, _)| o == real) {
+            return Err(format!(
+                "{algorithm}: `{alias}` and `{real}` are the same setting ({alias} is {algorithm}'s name for {real}): give one"
+            ));
+        }
+        out.push((real.to_string(), v.clone()));
+    }
+    Ok(out)
+}
+
 impl Setup {
     /// Builds a registered algorithm with `settings` (`key=value` pairs, workload settings and
     /// the algorithm's knobs mixed).
@@ -231,7 +258,8 @@ impl Setup {
         let mut clients = 3;
         let mut config = BTreeMap::new();
         let mut shape = FaultShape::default();
-        for (k, v) in settings {
+        let settings = resolve_aliases(algorithm, settings)?;
+        for (k, v) in &settings {
             if apply_workload(&mut workload, &mut clients, k, v)? || shape.apply(k, v, &dur)? {
                 continue;
             }

@@ -473,8 +473,31 @@ pub fn page_data(run: &Run) -> PageData {
             EventKind::Freed {
                 key,
                 client,
+                holder: Some(h),
                 freed,
                 released,
+            } => marks.push((
+                e.node,
+                e.time,
+                if freed == released { "freed" } else { "freed_other" },
+                if freed == released {
+                    format!("frees k{key} for {}", c.name(*client))
+                } else {
+                    format!(
+                        "frees k{key}, granted to {}, for {}'s release of another grant (S4)",
+                        c.name(*h),
+                        c.name(*client)
+                    )
+                },
+                e.id,
+                Some(*client),
+            )),
+            EventKind::Freed {
+                key,
+                client,
+                freed,
+                released,
+                holder: None,
             } => marks.push((
                 e.node,
                 e.time,

@@ -41,8 +41,19 @@ pub fn describe_event(s: &Scenario, e: &Event) -> String {
         EventKind::Freed {
             key,
             client,
+            holder: Some(h),
+            ..
+        } => format!(
+            "frees k{key}, granted to {}, for {}'s release of another grant",
+            c.name(*h),
+            c.name(*client)
+        ),
+        EventKind::Freed {
+            key,
+            client,
             freed,
             released,
+            holder: None,
         } => format!(
             "frees k{key} (token {freed}) for {}, whose release named token {released}",
             c.name(*client)

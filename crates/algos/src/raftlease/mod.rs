@@ -91,6 +91,11 @@ pub const KNOBS: &[Knob] = &[
             "BUG (case K3): unlock deletes the session's key by name, not only the granted revision",
     },
     Knob {
+        key: "fencing",
+        default: "true",
+        help: "hand the lock key's creation revision to the resource as the fencing token (etcd's concurrency.Mutex Header().Revision); false: the resource checks none",
+    },
+    Knob {
         key: "unlock_retry",
         default: "background",
         help: "after an unlock without an answer: background (retry with backoff, then give the session up so the key dies with its lease) | none (BUG: give up at once and keep the session alive, as an application that ignores a failed etcd Mutex.Unlock and keeps its Session: the key outlives the hold, an orphaned lock)",
@@ -196,7 +201,7 @@ impl RaftLease {
             name,
             keepalive_div: 3,
             monitor_retries: None,
-            fencing: true,
+            fencing: k.flag("fencing")?,
             servers: k.int("servers", 1..=9)?,
             server: server::ServerConfig {
                 tick,

@@ -501,6 +501,7 @@ impl Server {
                             client: p.client,
                             freed: *freed,
                             released: *rev,
+                            holder: None,
                         });
                     }
                 }

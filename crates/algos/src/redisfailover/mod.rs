@@ -98,6 +98,7 @@ pub const KNOBS: &[Knob] = &[
         default: "100ms",
         help: "client's per-request timeout (WAIT's timeout is added to it)",
     },
+    crate::knobs::RELEASE,
     crate::knobs::CLIENT_CLOCK,
     crate::knobs::DRIFT_FACTOR,
 ];
@@ -122,6 +123,7 @@ pub struct RedisFailover {
     pub(crate) wait_replicas: u32,
     pub(crate) wait_timeout: Nanos,
     pub(crate) fencing: bool,
+    pub(crate) release: crate::knobs::ReleaseMode,
     pub(crate) fsync: bool,
     pub(crate) timeout: Nanos,
     pub(crate) drift_ppm: u64,
@@ -184,6 +186,7 @@ impl RedisFailover {
             wait_replicas,
             wait_timeout: k.duration("wait_timeout")?,
             fencing: k.flag("fencing")?,
+            release: crate::knobs::release_mode(&k)?,
             fsync: k.choice("fsync", &["never", "always"])? == "always",
             timeout: k.duration("timeout")?,
             drift_ppm,

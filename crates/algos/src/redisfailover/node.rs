@@ -11,6 +11,7 @@ use locksim_sim::{Incoming, NodeCtx};
 use rand::Rng;
 
 use super::RedisFailover;
+use crate::knobs::ReleaseMode;
 
 /// One lock key's value on a data node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,6 +23,9 @@ pub struct Entry {
     pub expires: i64,
     /// The fencing token of the grant, when tokens are issued.
     pub token: Option<u64>,
+    /// The client the key was set for (for the history's `freed` record of `release =
+    /// "delete"`; replicated with the key as a stand-in for the owner value's meaning).
+    pub client: NodeId,
 }
 
 /// A node's data set: the lock keys, the fencing counter, the replication offset.
@@ -90,7 +94,7 @@ const CONFIG: &str = "config";
 const DATA: &str = "data";
 
 fn encode_data(d: &Data) -> Vec<u8> {
-    let mut out = Vec::with_capacity(16 + d.locks.len() * 28);
+    let mut out = Vec::with_capacity(16 + d.locks.len() * 32);
     out.extend_from_slice(&d.next_token.to_le_bytes());
     out.extend_from_slice(&d.offset.to_le_bytes());
     for (k, e) in &d.locks {
@@ -98,6 +102,7 @@ fn encode_data(d: &Data) -> Vec<u8> {
         out.extend_from_slice(&e.owner.to_le_bytes());
         out.extend_from_slice(&e.expires.to_le_bytes());
         out.extend_from_slice(&e.token.map_or(0, |t| t + 1).to_le_bytes());
+        out.extend_from_slice(&e.client.to_le_bytes());
     }
     out
 }
@@ -110,8 +115,9 @@ fn decode_data(b: &[u8]) -> Data {
         locks: BTreeMap::new(),
     };
     let mut i = 16;
-    while i + 28 <= b.len() {
-        let k = u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+    let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().expect("4 bytes"));
+    while i + 32 <= b.len() {
+        let k = u32_at(i);
         let t = u64_at(i + 20);
         d.locks.insert(
             k,
@@ -119,9 +125,10 @@ fn decode_data(b: &[u8]) -> Data {
                 owner: u64_at(i + 4),
                 expires: u64_at(i + 12) as i64,
                 token: t.checked_sub(1),
+                client: u32_at(i + 28),
             },
         );
-        i += 28;
+        i += 32;
     }
     d
 }
@@ -397,6 +404,7 @@ impl Node {
                             owner,
                             expires: t.saturating_add(ttl as i64),
                             token,
+                            client: m.from,
                         },
                     );
                     self.wrote();
@@ -428,9 +436,20 @@ impl Node {
                 _ => (Reply::NotOwner, 0),
             },
             Cmd::Release { key, owner } => match live(&self.data, key) {
-                Some(e) if e.owner == owner => {
+                // Compare-and-delete, or with `release = "delete"` a plain `DEL key` that
+                // deletes whoever's lock it finds (recorded for S4).
+                Some(e) if e.owner == owner || self.cfg.release == ReleaseMode::Delete => {
                     self.data.locks.remove(&key);
                     self.wrote();
+                    if self.cfg.release == ReleaseMode::Delete {
+                        self.ctx.record(EventKind::Freed {
+                            key,
+                            client: m.from,
+                            freed: e.owner,
+                            released: owner,
+                            holder: Some(e.client),
+                        });
+                    }
                     (Reply::Done { acked: 0 }, 0)
                 }
                 _ => (Reply::NotOwner, 0),
@@ -478,6 +497,7 @@ mod tests {
                 owner: 9,
                 expires: 1_500,
                 token: Some(0),
+                client: 4,
             },
         );
         d.locks.insert(
@@ -486,6 +506,7 @@ mod tests {
                 owner: u64::MAX,
                 expires: -5,
                 token: None,
+                client: u32::MAX,
             },
         );
         assert_eq!(decode_data(&encode_data(&d)), d);

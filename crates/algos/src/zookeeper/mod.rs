@@ -14,7 +14,9 @@
 //!   clients will have identical views", Programmer's Guide, Consistency Guarantees).
 //!   `sync_before_read` issues `sync` first: the server answers once it has applied
 //!   everything the leader had committed.
-//! - **Sessions** with a timeout (each client's TTL); any request touches the session; a
+//! - **Sessions** with a timeout (each client's TTL; `session_timeout` is the same setting
+//!   under the name ZooKeeper's Administrator's Guide and Curator's `sessionTimeoutMs` give
+//!   it, <https://zookeeper.apache.org/doc/current/zookeeperAdmin.html>); any request touches the session; a
 //!   follower passes touches to the leader every `tick`; the leader alone expires sessions
 //!   and closes them through the broadcast, which deletes their ephemeral nodes.
 //! - **The lock** is Curator's `InterProcessMutex`: create an `EPHEMERAL_SEQUENTIAL` node
@@ -95,6 +97,11 @@ pub const KNOBS: &[Knob] = &[
         help: "clock the client measures its validity with: mono | wall",
     },
     crate::knobs::DRIFT_FACTOR,
+    Knob {
+        key: "session_timeout",
+        default: "the ttl",
+        help: "the session timeout (ZooKeeper's sessionTimeout, Curator's sessionTimeoutMs): ttl under the name ZooKeeper and Curator users know; give one of the two",
+    },
 ];
 
 /// How a retried create finds its node.
@@ -142,6 +149,13 @@ impl Zookeeper {
     ) -> Result<Self, String> {
         let name = "zookeeper";
         let k = Knobs::new(name, config, KNOBS)?;
+        if config.contains_key("session_timeout") {
+            // The workload's ttl under ZooKeeper's name: the caller resolves it
+            // (`workload_aliases`); here it would be ignored.
+            return Err(format!(
+                "{name}: `session_timeout` is the workload's ttl: give it as a workload setting (--set, [settings]) or as ttl"
+            ));
+        }
         let drift_ppm = k.fraction_ppm("drift_factor")?;
         crate::knobs::check_ttl(name, workload.min_ttl(), drift_ppm)?;
         let lag = config
