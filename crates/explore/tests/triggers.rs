@@ -171,3 +171,52 @@ fn timed_faults_serialize_without_after() {
     let back: TimedFault = serde_json::from_str(&json).unwrap();
     assert_eq!(back, tf);
 }
+
+/// A cell's own faults are told apart from the explicit plan's when the plan holds a trigger:
+/// its firing (wherever it falls among the drawn faults) is not counted as the kind's, and a
+/// trigger that never fires shifts nothing.
+#[test]
+fn kind_faults_applied_sets_triggered_firings_aside() {
+    use locksim_core::FaultKind;
+    use locksim_explore::applied::{applied_flags, kind_faults_applied};
+    let st = setup("zookeeper", &[]);
+    for (trigger, fires) in [
+        (grants_to_c1(0), true),
+        (
+            Trigger {
+                nth: 10_000,
+                ..grants_to_c1(0)
+            },
+            false,
+        ),
+    ] {
+        let mut s = st.scenario(5, &[FaultKind::Pause]);
+        let drawn = s.faults.clone();
+        assert!(!drawn.is_empty(), "the pause kind draws faults");
+        let explicit = FaultPlan::new(vec![TimedFault::after(trigger, drop_c1_replies())]);
+        let mut all = drawn.faults.clone();
+        all.extend(explicit.faults.clone());
+        s.faults = FaultPlan::new(all);
+        let h = run(&st, &s);
+        let events = faults(&h).len();
+        assert_eq!(events, drawn.len() + usize::from(fires));
+        // The drawn plan alone, run without the trigger's fault, counts the same.
+        let mut alone = s.clone();
+        alone.faults = drawn.clone();
+        let h_alone = run(&st, &alone);
+        let drawn_applied = applied_flags(&h_alone).into_iter().filter(|a| *a).count() as u64;
+        let kind = kind_faults_applied(&h, &s.faults, &explicit);
+        if fires {
+            // The lost replies change the run; the count is still of drawn faults only.
+            assert!(kind <= drawn.len() as u64, "{kind}");
+            let all_applied = applied_flags(&h).into_iter().filter(|a| *a).count() as u64;
+            assert_eq!(
+                kind + 1,
+                all_applied,
+                "the firing is the one fault set aside"
+            );
+        } else {
+            assert_eq!(kind, drawn_applied, "nothing fired: the drawn faults alone");
+        }
+    }
+}
