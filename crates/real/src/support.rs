@@ -551,6 +551,25 @@ mod tests {
             e.contains("fault at 1.000s (clock_step)") && e.contains("etcd member"),
             "{e}"
         );
+        // A fault aimed at an event has no time real mode could inject it at.
+        plan.faults = FaultPlan::new(vec![TimedFault::after(
+            locksim_core::trigger::Trigger {
+                nodes: vec![3],
+                event: locksim_core::trigger::TriggerEvent::Grants,
+                nth: 1,
+                delay: 0,
+                client: None,
+            },
+            Fault::IsolateLeader {
+                duration: SEC,
+                mode: CutMode::Drop,
+            },
+        )]);
+        let e = check_plan(&plan, &b, true, &fault_at).unwrap_err();
+        assert!(
+            e.contains("`after`: faults aimed at events run only in the simulator"),
+            "{e}"
+        );
         let redlock = scenario(
             "redlock",
             &[],
