@@ -24,6 +24,10 @@ pub enum TriggerEvent {
     Grants,
     /// A client stopped acting under a grant before releasing it (`gives up`).
     GivesUp,
+    /// The resource accepted a write (`accepts write`).
+    AcceptsWrite,
+    /// The resource rejected a write's fencing token (`rejects write`).
+    RejectsWrite,
 }
 
 const OPS: [(OpF, &str); 4] = [
@@ -42,7 +46,7 @@ const PHASES: [(Phase, &str); 4] = [
 /// The event names a trigger accepts, for `locksim list`, `sims/README.md` and errors.
 pub const TRIGGER_EVENTS: &str = "acquire|release|extend|write invoke|ok|fail|info (a client's \
 operation; `renew` is a synonym of `extend`), grants (a server's grant decision; `client` \
-narrows it to the grants to one client), gives up (a client stops acting under a grant)";
+narrows it to the grants to one client), gives up (a client stops acting under a grant), accepts write, rejects write (the resource `res` took a write, or refused its fencing token)";
 
 impl TriggerEvent {
     /// The name, as the timeline prints it: `acquire ok`, `grants`, `gives up`.
@@ -55,6 +59,8 @@ impl TriggerEvent {
             }
             TriggerEvent::Grants => "grants".into(),
             TriggerEvent::GivesUp => "gives up".into(),
+            TriggerEvent::AcceptsWrite => "accepts write".into(),
+            TriggerEvent::RejectsWrite => "rejects write".into(),
         }
     }
 
@@ -67,6 +73,8 @@ impl TriggerEvent {
         let found = match words.as_slice() {
             ["grants"] => Some(TriggerEvent::Grants),
             ["gives", "up"] => Some(TriggerEvent::GivesUp),
+            ["accepts", "write"] => Some(TriggerEvent::AcceptsWrite),
+            ["rejects", "write"] => Some(TriggerEvent::RejectsWrite),
             [f, p] => {
                 let f = if *f == "renew" { "extend" } else { f };
                 let f = OPS.iter().find(|o| o.1 == f).map(|o| o.0);
@@ -87,6 +95,7 @@ impl TriggerEvent {
     pub fn role(self) -> Role {
         match self {
             TriggerEvent::Grants => Role::Server,
+            TriggerEvent::AcceptsWrite | TriggerEvent::RejectsWrite => Role::Resource,
             _ => Role::Client,
         }
     }
@@ -112,6 +121,8 @@ pub fn occurrence(kind: &EventKind) -> Option<(TriggerEvent, Option<NodeId>)> {
         EventKind::Op { f, phase, .. } => Some((TriggerEvent::Op(*f, *phase), None)),
         EventKind::Grant { client, .. } => Some((TriggerEvent::Grants, Some(*client))),
         EventKind::Lost { .. } => Some((TriggerEvent::GivesUp, None)),
+        EventKind::WriteAccepted { .. } => Some((TriggerEvent::AcceptsWrite, None)),
+        EventKind::WriteRejected { .. } => Some((TriggerEvent::RejectsWrite, None)),
         _ => None,
     }
 }
@@ -265,12 +276,13 @@ impl Trigger {
             }
             if cluster.role(n) != role {
                 return Err(format!(
-                    "`after.node`: {} never records `{}` (only {} do)",
+                    "`after.node`: {} never records `{}` ({} record it)",
                     cluster.name(n),
                     self.event.name(),
                     match role {
                         Role::Server => "servers",
-                        _ => "clients",
+                        Role::Resource => "only the resource res would",
+                        Role::Client => "clients",
                     }
                 ));
             }
@@ -343,6 +355,9 @@ mod tests {
         );
         assert_eq!(TriggerEvent::parse("grants"), Ok(TriggerEvent::Grants));
         assert_eq!(TriggerEvent::parse("gives up"), Ok(TriggerEvent::GivesUp));
+        for e in [TriggerEvent::AcceptsWrite, TriggerEvent::RejectsWrite] {
+            assert_eq!(TriggerEvent::parse(&e.name()), Ok(e));
+        }
         let e = TriggerEvent::parse("leader elected").unwrap_err();
         assert!(e.starts_with("\"leader elected\" is not an event"), "{e}");
         assert!(e.contains("grants") && !e.contains('\n'), "{e}");

@@ -220,3 +220,37 @@ fn kind_faults_applied_sets_triggered_firings_aside() {
         }
     }
 }
+
+/// The resource's events aim faults too: a pause of c1 at the first accepted write is recorded
+/// right after it.
+#[test]
+fn a_resource_event_fires_a_trigger() {
+    let trigger = Trigger {
+        nodes: vec![6],
+        event: TriggerEvent::AcceptsWrite,
+        nth: 1,
+        delay: 0,
+        client: None,
+    };
+    let pause = Fault::Pause {
+        node: 3,
+        duration: ns("100ms"),
+        task: locksim_core::fault::PauseTask::Process,
+    };
+    let (st, s) = aimed(trigger, pause);
+    assert_eq!(s.cluster.name(6), "res");
+    let h = run(&st, &s);
+    let f = faults(&h);
+    assert_eq!(f.len(), 1);
+    let before = &h.events[f[0].id as usize - 1];
+    assert!(
+        matches!(before.kind, EventKind::WriteAccepted { .. }),
+        "{before:?}"
+    );
+    let first = h
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::WriteAccepted { .. }))
+        .unwrap();
+    assert_eq!(first.id, before.id);
+}
