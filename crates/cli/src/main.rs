@@ -247,6 +247,10 @@ fn list(json: bool) {
                 "client": clients,
                 "faults": faults,
                 "fault_types": fault_types,
+                "trigger": {
+                    "fields": locksim_core::scenario_file::TRIGGER_FIELDS.split(", ").collect::<Vec<_>>(),
+                    "events": locksim_core::trigger::TRIGGER_EVENTS,
+                },
                 "properties": properties,
             })
         ));
@@ -284,7 +288,7 @@ fn list(json: bool) {
         t += &format!("  {k}\n");
     }
     t += "\nFault types of explicit plans ([[fault]] entries in campaign files and --plan files;\n";
-    t += "every entry has `at` and `type`; nodes by name: n1.., c1.., res, or servers/clients/all;\n";
+    t += "every entry has `at` (or `after`) and `type`; nodes by name: n1.., c1.., res, or servers/clients/all;\n";
     t += "`mode = \"reset\"` makes a cut refuse connections instead of dropping messages):\n";
     let tw = w(&mut locksim_core::scenario_file::FAULT_TYPES.iter().map(|f| f.0));
     for (name, fields, help) in locksim_core::scenario_file::FAULT_TYPES {
@@ -293,6 +297,17 @@ fn list(json: bool) {
             t += &format!("      fields: {fields}\n");
         }
     }
+    t += &format!(
+        "\nTriggers: `after = {{ {} }}` in place of `at` aims a fault at an event (simulator only):\n",
+        locksim_core::scenario_file::TRIGGER_FIELDS
+    );
+    t += "  node    the node (or group) whose event it waits for\n";
+    t += "  event   one of: ";
+    t += locksim_core::trigger::TRIGGER_EVENTS;
+    t += "\n  nth     which matching event fires it (default 1, the first)\n";
+    t += "  delay   true time after that event (default 0: at once, before the node sends more)\n";
+    t += "  client  for `grants`: only grants to this client count\n";
+    t += "  A trigger whose event never comes is reported as never fired and applies nothing.\n";
     out(&t);
 }
 

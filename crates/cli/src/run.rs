@@ -38,7 +38,8 @@ pub struct RunArgs {
     events: bool,
     /// Print one JSON object instead of text: `scenario`, `nodes`, `digest`, `events`,
     /// `messages_sent`, `messages_dropped`, `grants` (successful acquires), `faults_planned`,
-    /// `faults_applied` (the plan's faults that took effect), `exit` (the exit code) and
+    /// `faults_applied` (the plan's faults that took effect), `faults_never_fired` (one line per
+    /// triggered fault whose event never came), `exit` (the exit code) and
     /// `verdict`; with --events, the `history` too.
     #[arg(long)]
     json: bool,
@@ -137,6 +138,7 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
             "grants": grants,
             "faults_planned": scenario.faults.len(),
             "faults_applied": locksim_explore::outcome::faults_applied(history),
+            "faults_never_fired": locksim_core::trigger::never_fired(&scenario.faults, history, &scenario.cluster),
             "exit": run_code(&result.verdict, grants),
             "verdict": result.verdict,
         });

@@ -215,6 +215,9 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool)
     t += "(Jepsen's terms: ok = it happened, fail = it did not, info = unknown, e.g. a timeout; \
           a handle is one grant of the lock)\n";
     let _ = writeln!(t, "digest: {}", h.digest());
+    for line in locksim_core::trigger::never_fired(&s.faults, h, &s.cluster) {
+        let _ = writeln!(t, "note: {line} (it applied nothing)");
+    }
     let applied = locksim_explore::outcome::faults_applied(h);
     if !s.faults.is_empty() && applied == 0 {
         // Issue #24, item 5: e.g. `isolate the leader` with no leader to isolate.

@@ -151,10 +151,16 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
             .faults
             .iter()
             .map(|f| {
-                serde_json::json!({
+                let mut v = serde_json::json!({
                     "at_ns": f.at,
                     "fault": f.fault.describe(&shrunk.scenario.cluster),
-                })
+                });
+                // A fault aimed at an event stays so: its `at_ns` (0) is no fixed time.
+                if let Some(t) = &f.after {
+                    v["after"] = serde_json::to_value(t).expect("serializable");
+                    v["when"] = f.describe_when(&shrunk.scenario.cluster).into();
+                }
+                v
             })
             .collect();
         let v = serde_json::json!({
@@ -187,8 +193,8 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
     }
     for f in &shrunk.scenario.faults.faults {
         t += &format!(
-            "  at {}: {}\n",
-            locksim_core::time::fmt_nanos(f.at as i128),
+            "  {}: {}\n",
+            f.describe_when(&shrunk.scenario.cluster),
             f.fault.describe(&shrunk.scenario.cluster)
         );
     }

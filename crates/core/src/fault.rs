@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::scenario::{Cluster, NodeId};
 use crate::time::{fmt_nanos, Nanos};
+use crate::trigger::Trigger;
 
 /// A set of nodes, as sorted node ids.
 pub type NodeSet = Vec<NodeId>;
@@ -639,14 +640,48 @@ impl Fault {
     }
 }
 
-/// A fault and the true time (ns since the run started) at which the nemesis injects it.
+/// A fault and when the nemesis injects it: at true time `at` (ns since the run started), or,
+/// with a trigger `after`, when that event happens (plus its delay; `at` is then 0).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TimedFault {
-    /// True time of injection, in nanoseconds since the start of the run.
+    /// True time of injection, in nanoseconds since the start of the run (0 when `after` is
+    /// set).
     pub at: Nanos,
     /// What happens.
     pub fault: Fault,
+    /// The event it is aimed at instead of a time (left out of traces when absent, so older
+    /// traces read and write the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Trigger>,
+}
+
+impl TimedFault {
+    /// `fault` at true time `at`.
+    pub fn at(at: Nanos, fault: Fault) -> TimedFault {
+        TimedFault {
+            at,
+            fault,
+            after: None,
+        }
+    }
+
+    /// `fault` when `trigger` fires.
+    pub fn after(trigger: Trigger, fault: Fault) -> TimedFault {
+        TimedFault {
+            at: 0,
+            fault,
+            after: Some(trigger),
+        }
+    }
+
+    /// When it strikes, for output: `at 2.000s` or `at c1's 1st acquire ok`.
+    pub fn describe_when(&self, cluster: &Cluster) -> String {
+        match &self.after {
+            Some(t) => t.describe(cluster),
+            None => format!("at {}", fmt_nanos(self.at as i128)),
+        }
+    }
 }
 
 /// An explicit, time-ordered list of faults (DESIGN §4). Removing or shortening one fault
@@ -654,7 +689,7 @@ pub struct TimedFault {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct FaultPlan {
-    /// The faults, sorted by `at` (ties keep their order).
+    /// The faults, sorted by `at` (ties keep their order; triggered faults have `at` 0).
     pub faults: Vec<TimedFault>,
 }
 
@@ -672,6 +707,10 @@ impl FaultPlan {
     pub fn len(&self) -> usize {
         self.faults.len()
     }
+    /// `true` when some fault is aimed at an event ([`TimedFault::after`]).
+    pub fn has_triggers(&self) -> bool {
+        self.faults.iter().any(|f| f.after.is_some())
+    }
     /// Checks every fault against the cluster.
     ///
     /// # Errors
@@ -680,6 +719,15 @@ impl FaultPlan {
         for (i, f) in self.faults.iter().enumerate() {
             if f.at > MAX_FAULT_NS {
                 return Err(format!("faults[{i}]: `at` is more than a day into the run"));
+            }
+            if let Some(t) = &f.after {
+                if f.at != 0 {
+                    return Err(format!(
+                        "faults[{i}]: both `at` and `after`: a fault strikes at a time or after an event"
+                    ));
+                }
+                t.validate(cluster)
+                    .map_err(|e| format!("faults[{i}]: {e}"))?;
             }
             f.fault
                 .validate(cluster)

@@ -10,6 +10,7 @@
 //! - [`fault`]: the nemesis' fault kinds and the explicit, timed [`FaultPlan`];
 //! - [`scenario_file`]: `[[fault]]` plans and `[client.cN]` settings as people write them in
 //!   campaign files (node names, durations with units);
+//! - [`trigger`]: faults aimed at recorded events (`after = { node, event, nth, delay }`);
 //! - [`history`]: the recorded events (Jepsen's invoke/ok/fail/info vocabulary plus grants,
 //!   resource writes, faults) and their stable digest;
 //! - [`verdict`]: violations of the safety properties, with the event ids that witness them;
@@ -29,6 +30,7 @@ pub mod scenario_file;
 pub mod text;
 pub mod time;
 pub mod trace;
+pub mod trigger;
 pub mod verdict;
 
 pub use fault::{Fault, FaultKind, FaultPlan, NodeSet, TimedFault};

@@ -17,6 +17,13 @@
 //! duration = "110s"
 //! mode = "reset"         # senders get an error at once (default: "drop", a black hole)
 //!
+//! [[fault]]             # aimed at an event instead of a time
+//! after = { node = "servers", event = "grants", client = "c1", nth = 1, delay = "0s" }
+//! type = "drop_replies"
+//! clients = ["c1"]
+//! servers = "servers"
+//! duration = "5s"
+//!
 //! [client.c2]
 //! ttl = "10s"
 //! renew_every = "3s"
@@ -34,6 +41,7 @@ use crate::fault::{Fault, FaultPlan, TimedFault};
 use crate::history::LocalClock;
 use crate::scenario::{ClientProfile, Cluster, NodeId, RenewRetry};
 use crate::time::{fmt_nanos, parse_duration, Nanos};
+use crate::trigger::{Trigger, TriggerEvent, TRIGGER_EVENTS};
 
 /// One `[[fault]]` entry as read from a file: its fields and the line it starts on.
 #[derive(Debug, Clone)]
@@ -218,10 +226,20 @@ fn integer(field: &str, v: &toml::Value) -> Result<i64, String> {
 
 /// Converts one `[[fault]]` table to a timed fault of `cluster`.
 fn read_fault(c: &Cluster, t: &toml::Table) -> Result<TimedFault, String> {
-    let at = match t.get("at") {
-        Some(v) => non_negative("at", v)?,
-        None => {
-            return Err("`at`: missing (the true time at which it strikes, e.g. \"2s\")".into())
+    let (at, after) = match (t.get("at"), t.get("after")) {
+        (Some(_), Some(_)) => {
+            return Err(
+                "both `at` and `after`: a fault strikes at a time or after an event, not both"
+                    .into(),
+            )
+        }
+        (Some(v), None) => (non_negative("at", v)?, None),
+        (None, Some(v)) => (0, Some(read_trigger(c, v)?)),
+        (None, None) => {
+            return Err(
+                "`at`: missing (the true time at which it strikes, e.g. \"2s\", or `after = { node = \"c1\", event = \"acquire ok\" }`)"
+                    .into(),
+            )
         }
     };
     let kind = match t.get("type") {
@@ -244,7 +262,7 @@ fn read_fault(c: &Cluster, t: &toml::Table) -> Result<TimedFault, String> {
     obj.insert("type".into(), Json::String(kind.clone()));
     for (k, v) in t {
         let f = k.as_str();
-        let json = if f == "at" || f == "type" {
+        let json = if f == "at" || f == "type" || f == "after" {
             continue;
         } else if NODE_FIELDS.contains(&f) {
             Json::from(node(c, f, v)?)
@@ -284,7 +302,73 @@ fn read_fault(c: &Cluster, t: &toml::Table) -> Result<TimedFault, String> {
         }
     })?;
     fault.validate(c)?;
-    Ok(TimedFault { at, fault })
+    Ok(TimedFault { at, fault, after })
+}
+
+/// The keys of an `after = { ... }` trigger, for errors and `locksim list`.
+pub const TRIGGER_FIELDS: &str = "node, event, nth, delay, client";
+
+/// Reads `after = { node = "c1", event = "acquire ok", nth = 1, delay = "50ms" }`.
+fn read_trigger(c: &Cluster, v: &toml::Value) -> Result<Trigger, String> {
+    let t = v.as_table().ok_or_else(|| {
+        format!(
+            "`after`: {} is not a table (write after = {{ node = \"c1\", event = \"acquire ok\" }})",
+            v.type_str()
+        )
+    })?;
+    if let Some(k) = t
+        .keys()
+        .find(|k| !TRIGGER_FIELDS.split(", ").any(|f| f == k.as_str()))
+    {
+        return Err(format!(
+            "`after.{k}`: not a trigger field (valid: {TRIGGER_FIELDS})"
+        ));
+    }
+    let nodes = match t.get("node") {
+        Some(v) => node_set(c, "after.node", v)?,
+        None => return Err("`after.node`: missing (the node whose event it waits for)".into()),
+    };
+    let event = match t.get("event") {
+        Some(toml::Value::String(s)) => {
+            TriggerEvent::parse(s).map_err(|e| format!("`after.event`: {e}"))?
+        }
+        Some(other) => {
+            return Err(format!(
+                "`after.event`: {} is not an event name",
+                other.type_str()
+            ))
+        }
+        None => return Err(format!("`after.event`: missing (one of: {TRIGGER_EVENTS})")),
+    };
+    let nth = match t.get("nth") {
+        Some(v) => {
+            let n = integer("after.nth", v)?;
+            if n < 1 || n > u32::MAX as i64 {
+                return Err(format!(
+                    "`after.nth`: {n} is not a count from 1 (1 = the first such event)"
+                ));
+            }
+            n as u32
+        }
+        None => 1,
+    };
+    let delay = match t.get("delay") {
+        Some(v) => non_negative("after.delay", v)?,
+        None => 0,
+    };
+    let client = match t.get("client") {
+        Some(v) => Some(node(c, "after.client", v)?),
+        None => None,
+    };
+    let trigger = Trigger {
+        nodes,
+        event,
+        nth,
+        delay,
+        client,
+    };
+    trigger.validate(c)?;
+    Ok(trigger)
 }
 
 /// Reads the `[[fault]]` entries of a file into a plan for `cluster`, whose run ends at true
@@ -616,6 +700,76 @@ mod tests {
         assert!(e.contains("\"c01\" is not a node"), "{e}");
         let e = err("[[fault]]\nat = \"94522879700260684295381835.9h\"\ntype = \"heal\"");
         assert!(e.contains("`at`") && e.contains("is too large"), "{e}");
+    }
+
+    #[test]
+    fn triggers_read_and_their_errors_name_the_field() {
+        let plan = read_faults(
+            &raw(r#"
+                [[fault]]
+                after = { node = "c1", event = "acquire ok", nth = 2, delay = "50ms" }
+                type = "pause"
+                node = "c1"
+                duration = "1s"
+                [[fault]]
+                after = { node = "servers", event = "grants", client = "c2" }
+                type = "drop_replies"
+                clients = ["c2"]
+                servers = "servers"
+                duration = "1s"
+            "#),
+            &C,
+            20_000_000_000,
+        )
+        .unwrap();
+        let t = plan.faults[0].after.as_ref().unwrap();
+        assert_eq!(t.nodes, vec![3]);
+        assert_eq!(
+            t.event,
+            TriggerEvent::Op(crate::OpF::Acquire, crate::Phase::Ok)
+        );
+        assert_eq!((t.nth, t.delay, plan.faults[0].at), (2, 50_000_000, 0));
+        let t = plan.faults[1].after.as_ref().unwrap();
+        assert_eq!(
+            (t.nodes.clone(), t.nth, t.client),
+            (vec![0, 1, 2], 1, Some(4))
+        );
+        assert_eq!(
+            plan.faults[0].describe_when(&C),
+            "50ms after c1's 2nd acquire ok"
+        );
+        let err = |after: &str| {
+            read_faults(
+                &raw(&format!(
+                    "[[fault]]\n{after}\ntype = \"pause\"\nnode = \"c1\"\nduration = \"1s\""
+                )),
+                &C,
+                20_000_000_000,
+            )
+            .unwrap_err()
+        };
+        let e = err(r#"after = { node = "c1", event = "acquire done" }"#);
+        assert!(
+            e.starts_with("fault #1 (pause): `after.event`: \"acquire done\" is not an event"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
+        let e = err(r#"after = { node = "c1", event = "acquire ok", nth = 0 }"#);
+        assert!(e.contains("`after.nth`: 0 is not a count from 1"), "{e}");
+        let e = err("at = \"1s\"\nafter = { node = \"c1\", event = \"acquire ok\" }");
+        assert!(e.contains("both `at` and `after`"), "{e}");
+        let e = err(r#"after = { node = "c1", event = "grants" }"#);
+        assert!(e.contains("`after.node`: c1 never records `grants`"), "{e}");
+        let e = err(r#"after = { node = "c1", event = "acquire ok", nht = 2 }"#);
+        assert!(e.contains("`after.nht`: not a trigger field"), "{e}");
+        let e = err(r#"after = { node = "c7", event = "acquire ok" }"#);
+        assert!(e.contains("`after.node`: \"c7\" is not a node"), "{e}");
+        let e = err(r#"after = { node = "c1", event = "acquire ok", client = "c2" }"#);
+        assert!(e.contains("`after.client`: only a `grants` trigger"), "{e}");
+        let e = err(r#"after = { event = "acquire ok" }"#);
+        assert!(e.contains("`after.node`: missing"), "{e}");
+        let e = err(r#"after = "c1""#);
+        assert!(e.contains("`after`: string is not a table"), "{e}");
     }
 
     #[test]

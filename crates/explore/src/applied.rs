@@ -51,11 +51,49 @@ pub fn applied_flags(history: &History) -> Vec<bool> {
 /// as the nemesis injected it in order, one `fault` event per entry) holds besides them.
 /// A `leader-change+plan` cell whose isolations found no leader applied only its plan: the
 /// kind itself was not survived (H6 item 6).
+///
+/// Faults aimed at events (`after`) come only from explicit plans: their `fault` events (at
+/// or just after the times their triggers resolve to) are set aside before the timed entries are paired
+/// with the rest, and a trigger that never fired has no event.
 pub fn kind_faults_applied(history: &History, plan: &FaultPlan, explicit: &FaultPlan) -> u64 {
     let mut left: Vec<&TimedFault> = explicit.faults.iter().collect();
+    let mut fired: Vec<(Nanos, &Fault)> = plan
+        .faults
+        .iter()
+        .filter_map(|tf| Some((tf.after.as_ref()?.resolve(history)?, &tf.fault)))
+        .collect();
+    let flags: Vec<bool> = history
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Fault { fault } => Some((e.time, fault)),
+            _ => None,
+        })
+        .zip(applied_flags(history))
+        .filter(|((t, fault), _)| {
+            // An `isolate_leader` is recorded as the isolation of the leader it found.
+            let same = |f: &Fault| {
+                f == *fault
+                    || matches!(
+                        (f, fault),
+                        (Fault::IsolateLeader { .. }, Fault::Isolate { .. })
+                    )
+            };
+            // A delayed firing is recorded at or a few scheduler ns after its planned time.
+            match fired.iter().position(|(ft, f)| ft <= t && same(f)) {
+                Some(i) => {
+                    fired.remove(i);
+                    false
+                }
+                None => true,
+            }
+        })
+        .map(|(_, applied)| applied)
+        .collect();
     plan.faults
         .iter()
-        .zip(applied_flags(history))
+        .filter(|tf| tf.after.is_none())
+        .zip(flags)
         .filter(|(tf, applied)| match left.iter().position(|e| *e == *tf) {
             Some(i) => {
                 left.remove(i);

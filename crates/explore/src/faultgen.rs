@@ -332,6 +332,7 @@ fn draw(
                         .map(|&node| TimedFault {
                             at,
                             fault: Fault::ClockStep { node, delta },
+                            after: None,
                         })
                         .collect()
                 }
@@ -414,7 +415,11 @@ fn draw(
             unreachable!("handled by generate")
         }
     };
-    vec![TimedFault { at, fault }]
+    vec![TimedFault {
+        at,
+        fault,
+        after: None,
+    }]
 }
 
 #[cfg(test)]

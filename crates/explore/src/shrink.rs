@@ -154,6 +154,21 @@ impl Shrinker<'_> {
                     *s = c;
                 }
             }
+            // A triggered fault comes earlier by a shorter delay after its event; it keeps
+            // its trigger (its `at` stays 0).
+            if let Some(delay) = s.faults.faults[i].after.as_ref().map(|t| t.delay) {
+                let base = s.clone();
+                if let Some(c) = self.smallest(0, delay, MS, |x| {
+                    let mut c = base.clone();
+                    if let Some(t) = c.faults.faults[i].after.as_mut() {
+                        t.delay = x;
+                    }
+                    c
+                }) {
+                    *s = c;
+                }
+                continue;
+            }
             let base = s.clone();
             let at = s.faults.faults[i].at;
             if let Some(c) = self.smallest(0, at, MS, |x| {
@@ -181,9 +196,17 @@ impl Shrinker<'_> {
             .faults
             .iter()
             .filter_map(|tf| {
-                tf.fault
-                    .map_nodes(map)
-                    .map(|fault| TimedFault { at: tf.at, fault })
+                // A trigger watching only the removed client goes with its fault: it is never
+                // turned into a fixed time.
+                let after = match &tf.after {
+                    Some(t) => Some(t.map_nodes(map)?),
+                    None => None,
+                };
+                tf.fault.map_nodes(map).map(|fault| TimedFault {
+                    at: tf.at,
+                    fault,
+                    after,
+                })
             })
             .collect();
         let mut out = Self::with_faults(s, faults);

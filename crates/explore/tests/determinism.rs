@@ -84,6 +84,7 @@ fn faults_planned_for_one_instant_happen_at_one_instant() {
             .map(|node| TimedFault {
                 at: 2_000_000_000,
                 fault: Fault::ClockStep { node, delta: 1 },
+                after: None,
             })
             .collect(),
     );
@@ -115,6 +116,7 @@ fn an_invalid_plan_is_an_error_not_a_panic() {
             duration: 1,
             task: locksim_core::fault::PauseTask::Process,
         },
+        after: None,
     }]);
     let err = locksim_sim::run_isolated(&s, st.algo.clone()).unwrap_err();
     assert!(err.contains("node 99"), "{err}");
@@ -125,6 +127,7 @@ fn an_invalid_plan_is_an_error_not_a_panic() {
             duration: u64::MAX,
             task: locksim_core::fault::PauseTask::Process,
         },
+        after: None,
     }]);
     let err = locksim_sim::run_isolated(&s, st.algo.clone()).unwrap_err();
     assert!(err.contains("longer than a day"), "{err}");

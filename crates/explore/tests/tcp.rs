@@ -218,6 +218,7 @@ fn duplicate_is_refused_under_tcp_and_left_out_of_drawn_plans() {
             rate_pct: 50,
             duration: 1,
         },
+        after: None,
     });
     assert!(s.validate().unwrap_err().contains("TCP connection"));
     // Mixed and swarm plans under tcp hold no duplicate window, and the other faults keep

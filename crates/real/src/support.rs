@@ -368,6 +368,9 @@ pub fn check_plan(
     }
     for tf in &scenario.faults.faults {
         let refuse = |why: &str| Err(format!("{}: {why}", name(tf)));
+        if tf.after.is_some() {
+            return refuse("`after`: faults aimed at events run only in the simulator (real mode injects at times)");
+        }
         match &tf.fault {
             Fault::Partition { .. }
             | Fault::PartitionOneway { .. }
@@ -447,7 +450,11 @@ mod tests {
             faults: FaultPlan::new(
                 faults
                     .into_iter()
-                    .map(|fault| TimedFault { at: SEC, fault })
+                    .map(|fault| TimedFault {
+                        at: SEC,
+                        fault,
+                        after: None,
+                    })
                     .collect(),
             ),
         }
@@ -537,10 +544,30 @@ mod tests {
         plan.faults = FaultPlan::new(vec![TimedFault {
             at: SEC,
             fault: Fault::ClockStep { node: 1, delta: 1 },
+            after: None,
         }]);
         let e = check_plan(&plan, &b, true, &fault_at).unwrap_err();
         assert!(
             e.contains("fault at 1.000s (clock_step)") && e.contains("etcd member"),
+            "{e}"
+        );
+        // A fault aimed at an event has no time real mode could inject it at.
+        plan.faults = FaultPlan::new(vec![TimedFault::after(
+            locksim_core::trigger::Trigger {
+                nodes: vec![3],
+                event: locksim_core::trigger::TriggerEvent::Grants,
+                nth: 1,
+                delay: 0,
+                client: None,
+            },
+            Fault::IsolateLeader {
+                duration: SEC,
+                mode: CutMode::Drop,
+            },
+        )]);
+        let e = check_plan(&plan, &b, true, &fault_at).unwrap_err();
+        assert!(
+            e.contains("`after`: faults aimed at events run only in the simulator"),
             "{e}"
         );
         let redlock = scenario(

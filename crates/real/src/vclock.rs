@@ -75,6 +75,7 @@ mod tests {
                         node: 1,
                         delta: -2 * SEC as i64,
                     },
+                    after: None,
                 },
                 TimedFault {
                     at: 2 * SEC,
@@ -82,6 +83,7 @@ mod tests {
                         node: 1,
                         ppm: -500_000,
                     },
+                    after: None,
                 },
                 // Another client's fault leaves c1 alone.
                 TimedFault {
@@ -90,6 +92,7 @@ mod tests {
                         node: 2,
                         delta: 9 * SEC as i64,
                     },
+                    after: None,
                 },
             ],
             100,

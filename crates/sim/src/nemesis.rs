@@ -1,4 +1,5 @@
-//! The nemesis: injects a [`FaultPlan`] into a running world at the planned true times.
+//! The nemesis: injects a [`FaultPlan`] into a running world at the planned true times, or
+//! when the events its triggered faults wait for are recorded.
 //!
 //! Network faults become rules of [`crate::links`]; pauses, crashes and restarts use madsim's
 //! node control (`pause`/`resume`, `kill`/`restart`); clock faults change the node's
@@ -7,9 +8,12 @@
 
 use std::sync::Arc;
 
+use futures_channel::mpsc::UnboundedSender;
+use futures_util::StreamExt;
 use locksim_core::fault::{CutMode, PauseTask};
 use locksim_core::history::EventKind;
-use locksim_core::{Fault, FaultPlan, Nanos, Network, NodeId};
+use locksim_core::trigger::Trigger;
+use locksim_core::{Fault, FaultPlan, Nanos, Network, NodeId, TimedFault};
 use madsim::runtime::Handle;
 
 use crate::links::{Effect, Rule};
@@ -27,37 +31,140 @@ struct NodeState {
     down: bool,
 }
 
-/// Runs `plan` to its end (call from the supervisor; returns after the last injection).
-pub async fn run_plan(world: Arc<World>, plan: FaultPlan, nodes: NodeMap) {
+/// Starts `plan` (call from the supervisor before it first yields, so that no event is recorded
+/// before the triggers are armed): a supervisor task injects the timed faults at their times.
+/// Faults aimed at events (`after`) are armed at once and fire from [`World::record`] when their
+/// event is recorded: at once when their delay is 0 (network rules are then in force before
+/// the recording node sends anything more), else from a supervisor task at the event's time
+/// plus the delay; a firing at or after `end` (the run's end, ns) does not happen, as
+/// [`locksim_core::trigger::Trigger::resolve`] says.
+pub fn start(world: Arc<World>, plan: FaultPlan, nodes: NodeMap, end: Nanos) {
     let state = Arc::new(std::sync::Mutex::new(vec![
         NodeState::default();
         world.cluster.nodes() as usize
     ]));
-    for tf in plan.faults {
+    let (timed, triggered): (Vec<TimedFault>, Vec<TimedFault>) =
+        plan.faults.into_iter().partition(|tf| tf.after.is_none());
+    if !triggered.is_empty() {
+        arm(&world, triggered, &nodes, &state, end);
+    }
+    madsim::task::spawn_local(run_timed(world, timed, nodes, state));
+}
+
+/// Injects the timed faults, in order, at their times (returns after the last).
+async fn run_timed(world: Arc<World>, timed: Vec<TimedFault>, nodes: NodeMap, state: States) {
+    for tf in timed {
         // madsim sleeps at least 1 ms: faults planned for the same instant must not drift apart.
         if world.now() < tf.at {
             madsim::time::sleep_until(world.instant(tf.at)).await;
         }
-        inject(&world, &nodes, &state, tf.fault);
+        inject(&world, &nodes, &state, tf.fault, &Spawn::Local);
     }
+}
+
+/// Work a trigger hands to the supervisor: a fault to inject at a true time, or the end of a
+/// lasting fault injected from a node's task.
+enum Job {
+    Inject(Nanos, Fault),
+    Later(Nanos, Box<dyn FnOnce(&World) + Send>),
+}
+
+/// Where the timers of a lasting fault run: on the supervisor directly (the timed plan), or
+/// sent to it (a fault fired inside a node's task, which a crash or pause would stop).
+enum Spawn {
+    Local,
+    Via(UnboundedSender<Job>),
+}
+
+/// One armed trigger: its fault and how many matching events it has seen.
+struct Armed {
+    trigger: Trigger,
+    fault: Fault,
+    seen: u32,
+}
+
+fn arm(world: &Arc<World>, faults: Vec<TimedFault>, nodes: &NodeMap, state: &States, end: Nanos) {
+    let (tx, mut rx) = futures_channel::mpsc::unbounded::<Job>();
+    let armed: Vec<Armed> = faults
+        .into_iter()
+        .filter_map(|tf| {
+            tf.after.map(|trigger| Armed {
+                trigger,
+                fault: tf.fault,
+                seen: 0,
+            })
+        })
+        .collect();
+    let armed = std::sync::Mutex::new(armed);
+    let weak = Arc::downgrade(world);
+    let (n, st) = (nodes.clone(), state.clone());
+    world.observe(Box::new(move |node, event, client| {
+        let fired: Vec<(Nanos, Fault)> = {
+            let mut armed = armed.lock().expect("single-threaded");
+            armed
+                .iter_mut()
+                .filter(|a| a.seen < a.trigger.nth && a.trigger.matches(node, event, client))
+                .filter_map(|a| {
+                    a.seen += 1;
+                    (a.seen == a.trigger.nth).then(|| (a.trigger.delay, a.fault.clone()))
+                })
+                .collect()
+        };
+        let Some(w) = weak.upgrade() else { return };
+        for (delay, fault) in fired {
+            let at = w.now().saturating_add(delay);
+            if at >= end {
+                continue;
+            }
+            if delay == 0 {
+                inject(&w, &n, &st, fault, &Spawn::Via(tx.clone()));
+            } else {
+                let _ = tx.unbounded_send(Job::Inject(at, fault));
+            }
+        }
+    }));
+    let (weak, nodes, state) = (Arc::downgrade(world), nodes.clone(), state.clone());
+    madsim::task::spawn_local(async move {
+        while let Some(job) = rx.next().await {
+            let Some(w) = weak.upgrade() else { return };
+            let (nodes, state) = (nodes.clone(), state.clone());
+            madsim::task::spawn_local(async move {
+                let at = match &job {
+                    Job::Inject(at, _) | Job::Later(at, _) => *at,
+                };
+                madsim::time::sleep_until(w.instant(at)).await;
+                match job {
+                    Job::Inject(_, fault) => inject(&w, &nodes, &state, fault, &Spawn::Local),
+                    Job::Later(_, f) => f(&w),
+                }
+            });
+        }
+    });
 }
 
 fn all_but(world: &World, node: NodeId) -> Vec<NodeId> {
     (0..world.cluster.nodes()).filter(|&n| n != node).collect()
 }
 
-fn later(world: &Arc<World>, after: Nanos, f: impl FnOnce(&World) + 'static) {
-    let world = world.clone();
+fn later(world: &Arc<World>, spawn: &Spawn, after: Nanos, f: impl FnOnce(&World) + Send + 'static) {
     let at = world.now().saturating_add(after);
-    madsim::task::spawn_local(async move {
-        madsim::time::sleep_until(world.instant(at)).await;
-        f(&world);
-    });
+    match spawn {
+        Spawn::Local => {
+            let world = world.clone();
+            madsim::task::spawn_local(async move {
+                madsim::time::sleep_until(world.instant(at)).await;
+                f(&world);
+            });
+        }
+        Spawn::Via(tx) => {
+            let _ = tx.unbounded_send(Job::Later(at, Box::new(f)));
+        }
+    }
 }
 
 type States = Arc<std::sync::Mutex<Vec<NodeState>>>;
 
-fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
+fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault, spawn: &Spawn) {
     let now = world.now();
     // The leader is known only now: record and inject the isolation of that node.
     let fault = match fault {
@@ -95,7 +202,7 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
         until: now.saturating_add(d),
     };
     let window_end = |world: &Arc<World>, d: Nanos, what: String| {
-        later(world, d, move |w| {
+        later(world, spawn, d, move |w| {
             w.record(at_node, EventKind::FaultEnd { what });
         });
     };
@@ -199,7 +306,7 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
                 _ => (Task::Work, "work"),
             };
             world.stall(node, t, now.saturating_add(duration));
-            later(world, duration, move |w| {
+            later(world, spawn, duration, move |w| {
                 if w.now() >= w.stalled_until(node, t) {
                     w.record(
                         node,
@@ -219,7 +326,7 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
             }
             h.pause(nodes[node as usize]);
             let (nodes, state) = (nodes.clone(), state.clone());
-            later(world, duration, move |w| {
+            later(world, spawn, duration, move |w| {
                 let s = state.lock().expect("single-threaded")[node as usize];
                 if w.now() >= s.paused_until {
                     Handle::current().resume(nodes[node as usize]);
@@ -251,7 +358,7 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault) {
             world.set_leader(node, None);
             if let Some(after) = restart_after {
                 let (nodes, state) = (nodes.clone(), state.clone());
-                later(world, after, move |w| {
+                later(world, spawn, after, move |w| {
                     let mut s = state.lock().expect("single-threaded");
                     let st = &mut s[node as usize];
                     if st.down && st.crash_epoch == epoch {

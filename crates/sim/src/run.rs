@@ -72,11 +72,12 @@ pub fn run(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> History {
             ids.push(node.id());
         }
         let nodes = Arc::new(ids);
-        madsim::task::spawn_local(nemesis::run_plan(
+        nemesis::start(
             world.clone(),
             scenario.faults.clone(),
             nodes.clone(),
-        ));
+            scenario.end(),
+        );
         let end = scenario.end();
         let until_end = Box::pin(madsim::time::sleep_until(world.instant(end)));
         if scenario.workload.network == Network::Tcp {

@@ -4,10 +4,11 @@
 //! node initialisers must be `Send + Sync`.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use locksim_core::draw;
 use locksim_core::history::{Event, EventKind};
+use locksim_core::trigger::{occurrence, TriggerEvent};
 use locksim_core::{Cluster, Nanos, NodeId, Workload};
 use rand_chacha::ChaCha8Rng;
 
@@ -71,7 +72,14 @@ pub struct World {
     /// Per node: true times until which its renewal task and its work are stalled
     /// (`pause` faults with a `task`), indexed by [`Task`].
     stalls: Mutex<Vec<[Nanos; 2]>>,
+    /// Told of every recorded event a fault trigger could wait for (set by the nemesis when
+    /// the plan has triggers; see [`World::observe`]).
+    observer: OnceLock<Observer>,
 }
+
+/// What [`World::observe`] installs: called with the node and the event's trigger kind (and,
+/// for a grant, the client granted) right after the event is recorded, with no lock held.
+pub type Observer = Box<dyn Fn(NodeId, TriggerEvent, Option<NodeId>) + Send + Sync>;
 
 /// The tasks of a client that a `pause` fault can stall on their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +117,7 @@ impl World {
             next_op: AtomicU64::new(1),
             leaders: Mutex::new(vec![None; n]),
             stalls: Mutex::new(vec![[0; 2]; n]),
+            observer: OnceLock::new(),
             cluster,
             workload,
             seed,
@@ -209,17 +218,29 @@ impl World {
             let c = self.clock(node);
             (c.wall(time), c.mono(time))
         };
-        let mut ev = self.events.lock().expect("single-threaded");
-        let id = ev.len() as u64;
-        ev.push(Event {
-            id,
-            time,
-            node,
-            wall,
-            mono,
-            kind,
-        });
+        let seen = self.observer.get().and_then(|_| occurrence(&kind));
+        let id = {
+            let mut ev = self.events.lock().expect("single-threaded");
+            let id = ev.len() as u64;
+            ev.push(Event {
+                id,
+                time,
+                node,
+                wall,
+                mono,
+                kind,
+            });
+            id
+        };
+        if let (Some(observe), Some((event, client))) = (self.observer.get(), seen) {
+            observe(node, event, client);
+        }
         id
+    }
+
+    /// Installs the observer of recorded events (once per run; a second call is ignored).
+    pub fn observe(&self, observer: Observer) {
+        let _ = self.observer.set(observer);
     }
 
     /// Takes the recorded events out (at the end of the run).

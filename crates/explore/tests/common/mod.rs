@@ -24,7 +24,11 @@ pub fn scenario(setup: &Setup, plan: Vec<(&str, Fault)>) -> Scenario {
     let mut s = setup.scenario(1, &[]);
     s.faults = FaultPlan::new(
         plan.into_iter()
-            .map(|(at, fault)| TimedFault { at: ns(at), fault })
+            .map(|(at, fault)| TimedFault {
+                at: ns(at),
+                fault,
+                after: None,
+            })
             .collect(),
     );
     s.faults.validate(&s.cluster).unwrap();
