@@ -171,6 +171,13 @@ pub struct Workload {
     /// 200 ms RTO). Only read under [`Network::Tcp`].
     #[serde(default = "default_retries2")]
     pub tcp_retries2: u32,
+    /// Linux's `net.ipv4.tcp_orphan_retries`: how many times an orphaned connection (its
+    /// socket closed by the application, e.g. after a request timeout, or by the death of
+    /// its process) retransmits a segment before its kernel gives it up (default 8, about
+    /// 102 s with a 200 ms RTO; 0 means 8, as Linux reads its own default of 0). Only read
+    /// under [`Network::Tcp`].
+    #[serde(default = "default_orphan_retries")]
+    pub tcp_orphan_retries: u32,
     /// What a `crash` fault kills under [`Network::Tcp`]: the process (the default) or the
     /// whole host. Under [`Network::Datagram`] a crashed node simply answers nothing.
     #[serde(default)]
@@ -181,12 +188,21 @@ pub struct Workload {
 pub const TCP_RTO_MIN_DEFAULT: Nanos = 200 * MS;
 /// Linux's default `net.ipv4.tcp_retries2` (15).
 pub const TCP_RETRIES2_DEFAULT: u32 = 15;
+/// The retries Linux's default `net.ipv4.tcp_orphan_retries` (0) stands for: 8
+/// (`tcp_orphan_retries()` in `net/ipv4/tcp_timer.c`; ip-sysctl.rst).
+pub const TCP_ORPHAN_RETRIES_DEFAULT: u32 = 8;
+/// Linux's `TCP_RTO_MAX` (120 s), ns: the longest retransmission timeout, and so the
+/// largest `tcp_rto_min`.
+pub const TCP_RTO_MAX: Nanos = 120 * SEC;
 
 fn default_rto_min() -> Nanos {
     TCP_RTO_MIN_DEFAULT
 }
 fn default_retries2() -> u32 {
     TCP_RETRIES2_DEFAULT
+}
+fn default_orphan_retries() -> u32 {
+    TCP_ORPHAN_RETRIES_DEFAULT
 }
 
 /// The network model of a run.
@@ -424,6 +440,7 @@ impl Default for Workload {
             network: Network::Tcp,
             tcp_rto_min: TCP_RTO_MIN_DEFAULT,
             tcp_retries2: TCP_RETRIES2_DEFAULT,
+            tcp_orphan_retries: TCP_ORPHAN_RETRIES_DEFAULT,
             crash: CrashKind::Process,
         }
     }
@@ -483,8 +500,17 @@ impl Workload {
         if self.tcp_rto_min == 0 {
             return Err("workload `tcp_rto_min` must be more than zero".into());
         }
+        if self.tcp_rto_min > TCP_RTO_MAX {
+            return Err(
+                "workload `tcp_rto_min` is above 120s, Linux's largest retransmission timeout"
+                    .into(),
+            );
+        }
         if self.tcp_retries2 > 255 {
             return Err("workload `tcp_retries2` is above 255".into());
+        }
+        if self.tcp_orphan_retries > 255 {
+            return Err("workload `tcp_orphan_retries` is above 255".into());
         }
         if self.keys == 0 {
             return Err("workload `keys` must be at least 1".into());

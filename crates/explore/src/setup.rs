@@ -67,15 +67,19 @@ pub const WORKLOAD_KNOBS: &[(&str, &str)] = &[
     ),
     (
         "tcp_rto_min",
-        "under tcp: floor of the retransmission timeout, Linux's tcp_rto_min (default 200ms)",
+        "under tcp: floor of the retransmission timeout, Linux's tcp_rto_min, at most 120s (default 200ms)",
     ),
     (
         "tcp_retries2",
         "under tcp: retransmissions before a connection is given up, Linux's net.ipv4.tcp_retries2 (default 15, about 15 minutes)",
     ),
     (
+        "tcp_orphan_retries",
+        "under tcp: retransmissions before an orphaned connection (closed by its application, e.g. after a request timeout, or by its process's death) is given up, Linux's net.ipv4.tcp_orphan_retries; 0 means 8, as on Linux (default 8, about 102 s)",
+    ),
+    (
         "crash",
-        "under tcp, what a crash fault kills: process (SIGKILL, host up: peers get resets at once, as real mode's crash) | host (nothing answers until it is back) (default process)",
+        "under tcp, what a crash fault kills: process (SIGKILL, host up, as real mode's crash: its kernel closes its sockets as close() does, retransmitting what is unacknowledged, then FIN; RST if it had unread requests) | host (nothing answers until it is back) (default process)",
     ),
 ];
 
@@ -188,8 +192,17 @@ pub fn apply_workload(
                 _ => return Err(format!("`{key}={v}` is not valid (choose tcp or datagram)")),
             }
         }
-        "tcp_rto_min" => w.tcp_rto_min = positive(key, v)?,
+        "tcp_rto_min" => {
+            w.tcp_rto_min = positive(key, v)?;
+            if w.tcp_rto_min > locksim_core::scenario::TCP_RTO_MAX {
+                return Err(format!(
+                    "`{key}={v}` is above 120s, Linux's largest retransmission timeout \
+                     (TCP_RTO_MAX), which it must not exceed"
+                ));
+            }
+        }
         "tcp_retries2" => w.tcp_retries2 = int(key, v, 0, 255)?,
+        "tcp_orphan_retries" => w.tcp_orphan_retries = int(key, v, 0, 255)?,
         "crash" => {
             w.crash = match v {
                 "process" => CrashKind::Process,

@@ -366,6 +366,7 @@ pub fn check_plan(
             "`renew_every` / `renew_deadline`: lease renewal is not in real mode yet".into(),
         );
     }
+    linux_network(w)?;
     for tf in &scenario.faults.faults {
         let refuse = |why: &str| Err(format!("{}: {why}", name(tf)));
         if tf.after.is_some() {
@@ -422,6 +423,50 @@ pub fn check_plan(
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// Real runs go over the host's TCP with Linux's defaults, which real mode cannot change:
+/// a workload asking for another network is refused rather than judged against one it did
+/// not get.
+///
+/// # Errors
+/// One line naming the setting: `network = "datagram"`, `crash = "host"`, or a
+/// `tcp_rto_min` / `tcp_retries2` / `tcp_orphan_retries` other than Linux's default (200 ms,
+/// 15, 8; `tcp_orphan_retries = 0` is accepted, Linux's own spelling of 8).
+pub fn linux_network(w: &locksim_core::Workload) -> Result<(), String> {
+    use locksim_core::scenario::{
+        TCP_ORPHAN_RETRIES_DEFAULT, TCP_RETRIES2_DEFAULT, TCP_RTO_MIN_DEFAULT,
+    };
+    use locksim_core::{CrashKind, Network};
+    let cannot = |what: String| {
+        Err(format!(
+            "{what}: real mode runs over the host's TCP with Linux's defaults and cannot apply it"
+        ))
+    };
+    if w.network != Network::Tcp {
+        return cannot("`network = \"datagram\"`".into());
+    }
+    if w.crash != CrashKind::Process {
+        return cannot(
+            "`crash = \"host\"` (real mode SIGKILLs processes; the host stays up)".into(),
+        );
+    }
+    if w.tcp_rto_min != TCP_RTO_MIN_DEFAULT {
+        return cannot(format!(
+            "`tcp_rto_min = {}` (Linux: 200ms)",
+            fmt_nanos(w.tcp_rto_min as i128)
+        ));
+    }
+    if w.tcp_retries2 != TCP_RETRIES2_DEFAULT {
+        return cannot(format!("`tcp_retries2 = {}` (Linux: 15)", w.tcp_retries2));
+    }
+    if ![0, TCP_ORPHAN_RETRIES_DEFAULT].contains(&w.tcp_orphan_retries) {
+        return cannot(format!(
+            "`tcp_orphan_retries = {}` (Linux: 8)",
+            w.tcp_orphan_retries
+        ));
     }
     Ok(())
 }
@@ -585,6 +630,32 @@ mod tests {
 
     fn check_plan_of(s: &Scenario, shim: bool) -> Result<(), String> {
         check_plan(s, &backend(s).unwrap(), shim, &fault_at)
+    }
+
+    #[test]
+    fn tcp_settings_real_mode_cannot_apply_are_refused_by_name() {
+        use locksim_core::{CrashKind, Network};
+        let mut s = scenario("central", &[], vec![]);
+        assert_eq!(check_plan_of(&s, false), Ok(()));
+        s.workload.tcp_orphan_retries = 0; // Linux's sysctl default, meaning 8
+        assert_eq!(check_plan_of(&s, false), Ok(()));
+        type Set = fn(&mut Workload);
+        let cases: [(Set, &str); 5] = [
+            (
+                |w| w.network = Network::Datagram,
+                "`network = \"datagram\"`",
+            ),
+            (|w| w.crash = CrashKind::Host, "`crash = \"host\"`"),
+            (|w| w.tcp_rto_min = 2 * SEC, "`tcp_rto_min = 2.000s`"),
+            (|w| w.tcp_retries2 = 3, "`tcp_retries2 = 3`"),
+            (|w| w.tcp_orphan_retries = 15, "`tcp_orphan_retries = 15`"),
+        ];
+        for (set, name) in cases {
+            let mut s = scenario("central", &[], vec![]);
+            set(&mut s.workload);
+            let e = check_plan_of(&s, false).unwrap_err();
+            assert!(e.starts_with(name) && !e.contains('\n'), "{e}");
+        }
     }
 
     #[test]

@@ -81,6 +81,13 @@ pub enum CallError {
     /// Under `network = "tcp"`: the connection was not open by the call's timeout (the
     /// handshake failed or is still being retried), so the request was never sent.
     NotConnected,
+    /// Under `network = "tcp"`: the peer's kernel closed the connection (FIN: its process
+    /// died) after the request left, so the caller read EOF: the request may have taken
+    /// effect.
+    Closed,
+    /// Under `network = "tcp"`: the kernel gave the connection up after `tcp_retries2`
+    /// retransmissions (Linux's `ETIMEDOUT`): the request may have taken effect.
+    TimedOut,
 }
 
 impl CallError {
@@ -99,6 +106,8 @@ impl std::fmt::Display for CallError {
             CallError::Reset => f.write_str("connection reset"),
             CallError::BadReply => f.write_str("reply of an unexpected type"),
             CallError::NotConnected => f.write_str("not connected (request not sent)"),
+            CallError::Closed => f.write_str("connection closed by peer"),
+            CallError::TimedOut => f.write_str("connection timed out"),
         }
     }
 }
@@ -364,9 +373,11 @@ impl NodeCtx {
     /// [`CallError::Refused`] when a cut in `reset` mode stopped the request (under datagram
     /// after 1 ms, the simulator's shortest wait; under tcp when the SYN is refused);
     /// [`CallError::Reset`] when one stopped the reply (under tcp: when the connection was
-    /// reset or given up after the request left); [`CallError::NotConnected`] (tcp only) when
-    /// the connection was not open by the timeout; [`CallError::BadReply`] when the reply is
-    /// not an `R`.
+    /// reset after the request left); [`CallError::Closed`] (tcp only) when the callee's
+    /// process died and its kernel's FIN arrived; [`CallError::TimedOut`] (tcp only) when
+    /// the connection was given up after `tcp_retries2` retransmissions;
+    /// [`CallError::NotConnected`] (tcp only) when the connection was not open by the
+    /// timeout; [`CallError::BadReply`] when the reply is not an `R`.
     pub async fn call<Q: Message, R: Any>(
         &self,
         to: NodeId,
@@ -471,7 +482,12 @@ impl NodeCtx {
         let msg = rx.next().await;
         *self.inner.inbox.borrow_mut() = Some(rx);
         match msg {
-            Some(m) => m,
+            Some(m) => {
+                if m.conn != 0 {
+                    self.inner.world.tcp().read(m.conn);
+                }
+                m
+            }
             None => std::future::pending().await,
         }
     }

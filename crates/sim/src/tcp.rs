@@ -10,7 +10,7 @@
 //! What is modelled, and how it maps to Linux (sources: RFC 9293, *Transmission Control
 //! Protocol*; RFC 6298, *Computing TCP's Retransmission Timer*; the Linux kernel's
 //! `Documentation/networking/ip-sysctl.rst` for `tcp_syn_retries`, `tcp_retries2`,
-//! `tcp_rto_min`):
+//! `tcp_orphan_retries`, `tcp_rto_min`; `net/ipv4/tcp_input.c`, `tcp_timer.c`, `tcp.c`):
 //!
 //! - **Connections.** One per (caller → callee) pair, opened lazily by the first message and
 //!   opened again after it was closed, reset or given up. Opening is the three-way handshake
@@ -30,15 +30,21 @@
 //! - **Retransmission.** A segment that a partition, black hole or loss draw swallows — or
 //!   whose ACK is swallowed — is sent again when its timer fires. The timer is RFC 6298's:
 //!   SRTT and RTTVAR from the measured round trips (Karn's rule: never from a retransmitted
-//!   segment), RTO = SRTT + max(G, 4·RTTVAR) with G = 1 ms, at least `tcp_rto_min` (Linux's
-//!   200 ms), 1 s before the first measurement, doubled for each retry of the segment, at most
-//!   120 s (Linux's `TCP_RTO_MAX`). Each retry meets the rules in force at its own time, so a
+//!   segment), RTO = SRTT + max(4·RTTVAR, `tcp_rto_min`) as Linux computes it
+//!   (`tcp_rtt_estimator` floors RTTVAR at `tcp_rto_min`, 200 ms; RFC 6298 §2.3 takes
+//!   max(`tcp_rto_min`, SRTT + 4·RTTVAR), about SRTT earlier), 1 s before the first
+//!   measurement, doubled for each retry of the segment, at most 120 s (Linux's
+//!   `TCP_RTO_MAX`). Each retry meets the rules in force at its own time, so a
 //!   write sent into a partition lands after the heal — also when the application timed the
 //!   request out or closed the socket, as Linux keeps unacknowledged data after `close()`.
 //!   After `tcp_retries2` retransmissions of one segment (15 by default: about 924.6 s with a
 //!   200 ms RTO, the figure ip-sysctl.rst gives) the connection is given up: the peer learns
-//!   nothing, calls still waiting on it get [`crate::CallError::Reset`], later calls connect
-//!   again. Delay rules add their latency to every packet; loss becomes retransmission delay.
+//!   nothing, calls still waiting on it get [`crate::CallError::TimedOut`] (`ETIMEDOUT`),
+//!   later calls connect again. An *orphan* — a socket its application closed (after a
+//!   request timeout) or whose process died — gives up after `tcp_orphan_retries` instead (8
+//!   by default, Linux's reading of its sysctl default 0: about 102 s), as Linux's
+//!   `tcp_write_timeout` does for a dead socket. Delay rules add their latency to every
+//!   packet; loss becomes retransmission delay.
 //!   A segment met by a cut in `reset` mode resets the connection: calls waiting on it get
 //!   [`crate::CallError::Reset`] (the caller cannot know whether the request arrived).
 //! - **The application's timeout is not the transport's.** A call that times out is
@@ -48,9 +54,13 @@
 //!   reply that reaches the closed socket is dropped (the kernel answers it with RST).
 //! - **Crashes** (`crash = "process" | "host"`, [`locksim_core::CrashKind`]). A crashed
 //!   *process* (SIGKILL, host up, what real mode's `crash` does and the default): the kernel
-//!   closes its connections at once, so peers waiting on it get [`crate::CallError::Reset`] one
-//!   latency later (modelled as reaching them whatever the rules), and its SYNs are refused
-//!   until it restarts; what it had not yet had acknowledged dies with it. A crashed *host*:
+//!   closes its sockets as `close()` does (Linux's `tcp_close`): each becomes an orphan that
+//!   goes on retransmitting what was not yet acknowledged, then sends FIN (peers waiting on it
+//!   read EOF: [`crate::CallError::Closed`]); a socket holding requests the process never read
+//!   sends RST instead and drops its queue (peers get [`crate::CallError::Reset`]). FIN and
+//!   RST are segments: a partition or loss stops them like any other, so a cut-off peer hears
+//!   nothing until it next sends (RST) or times out. SYNs to it are refused until it restarts;
+//!   data reaching a dead process's socket is answered with RST. A crashed *host*:
 //!   nothing answers, peers retransmit into silence, and once it is back its kernel, which
 //!   forgot every connection, answers their segments with RST.
 //! - **Pauses.** A paused process keeps its connections: the kernel still acknowledges, and
@@ -92,12 +102,21 @@ pub const SYN_RETRIES: u32 = 6;
 /// RFC 6298 §2.1: the RTO before any round trip was measured (Linux's `TCP_TIMEOUT_INIT`).
 pub const RTO_INITIAL: Nanos = SEC;
 /// Linux's `TCP_RTO_MAX`: the longest retransmission timeout.
-pub const RTO_MAX: Nanos = 120 * SEC;
+pub const RTO_MAX: Nanos = locksim_core::scenario::TCP_RTO_MAX;
 /// RFC 6298's clock granularity G.
 const GRANULARITY: Nanos = MS;
 /// Latency of one packet, uniform in `[LATENCY_MIN, LATENCY_MAX)` ns (madsim's default).
 const LATENCY_MIN: Nanos = MS;
 const LATENCY_MAX: Nanos = 10 * MS;
+
+/// The retransmission timeout for smoothed round trip `srtt` and variation `rttvar`, ns:
+/// Linux's `SRTT + max(4·RTTVAR, tcp_rto_min)` (`net/ipv4/tcp_input.c`: `tcp_rtt_estimator`
+/// keeps `rttvar_us` at least `tcp_rto_min`, `__tcp_set_rto` adds it to SRTT), at most
+/// [`RTO_MAX`]. RFC 6298 §2.3 instead takes `max(tcp_rto_min, SRTT + max(G, 4·RTTVAR))`,
+/// which retransmits about SRTT earlier; Linux's is what real peers do.
+fn rto(srtt: Nanos, rttvar: Nanos, rto_min: Nanos) -> Nanos {
+    (srtt + GRANULARITY.max(4 * rttvar).max(rto_min)).min(RTO_MAX)
+}
 
 /// What a segment carries.
 enum Payload {
@@ -105,6 +124,8 @@ enum Payload {
     Request { reply_tag: u64, body: Body },
     /// The reply to the call with this tag.
     Reply { tag: u64, body: Body },
+    /// FIN: the sender's kernel closed the socket of a dead process; the receiver reads EOF.
+    Fin,
 }
 
 /// An application message waiting for the handshake.
@@ -137,6 +158,19 @@ struct Seg {
     retries: u32,
 }
 
+/// What holds one end of a connection.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum End {
+    /// Its process.
+    #[default]
+    Live,
+    /// An orphan (Linux `SOCK_DEAD`): the application closed the socket or its process died,
+    /// and the kernel still retransmits what is unacknowledged, `tcp_orphan_retries` times.
+    Orphan,
+    /// Nothing: its kernel forgot it (sent RST, or the orphan gave up).
+    Dead,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     /// SYN attempt `n` (0: the first) is the latest one sent.
@@ -155,6 +189,10 @@ struct Conn {
     dirs: [Dir; 2],
     /// Tags of the opener's calls whose requests went on this connection.
     calls: Vec<u64>,
+    /// What holds each end (opener, peer).
+    end: [End; 2],
+    /// Requests the peer's kernel handed to its process that it has not read yet.
+    unread: u32,
 }
 
 enum Ev {
@@ -200,6 +238,11 @@ enum Ev {
     },
     Reset {
         conn: u64,
+    },
+    /// End `side`'s kernel sends RST to the other end (a segment: the rules decide).
+    Rst {
+        conn: u64,
+        side: usize,
     },
 }
 
@@ -259,6 +302,7 @@ pub struct Tcp {
     rng: ChaCha8Rng,
     rto_min: Nanos,
     retries2: u32,
+    orphan_retries: u32,
     crash: CrashKind,
     conns: Conns,
     /// The connection a node's next call or send to a peer uses, by (opener, peer).
@@ -282,6 +326,12 @@ impl Tcp {
             rng,
             rto_min: w.tcp_rto_min,
             retries2: w.tcp_retries2,
+            // Linux reads net.ipv4.tcp_orphan_retries = 0 (its default) as 8.
+            orphan_retries: if w.tcp_orphan_retries == 0 {
+                8
+            } else {
+                w.tcp_orphan_retries
+            },
             crash: w.crash,
             conns: Conns::default(),
             current: BTreeMap::new(),
@@ -351,6 +401,8 @@ impl Tcp {
                 queued: Vec::new(),
                 dirs: [dir(), dir()],
                 calls: Vec::new(),
+                end: [End::Live; 2],
+                unread: 0,
             },
         );
         self.current.insert((from, to), id);
@@ -445,6 +497,9 @@ impl Tcp {
             return CallError::Timeout;
         };
         c.calls.retain(|&t| t != tag);
+        if c.end[0] == End::Live {
+            c.end[0] = End::Orphan;
+        }
         let before = c.queued.len();
         c.queued.retain(|q| q.reply_tag != tag);
         let withdrawn = c.queued.len() < before;
@@ -469,20 +524,40 @@ impl Tcp {
         self.waiting.retain(|(caller, _), _| *caller != id);
         self.current.retain(|(from, _), _| *from != id);
         if self.crash == CrashKind::Process {
-            let hit: Vec<u64> = self
+            let hit: Vec<(u64, usize)> = self
                 .conns
                 .iter()
                 .filter(|(_, c)| c.state != State::Gone && c.ends.contains(&id))
-                .map(|(k, _)| k)
+                .map(|(k, c)| (k, usize::from(c.ends[1] == id)))
+                .filter(|&(k, side)| self.conns.get(&k).is_some_and(|c| c.end[side] == End::Live))
                 .collect();
-            for k in hit {
-                // The kernel closes the dead process's sockets: its peers learn of it.
-                let lat = self.latency();
-                self.at(now + lat, Ev::Reset { conn: k });
-                if let Some(c) = self.conns.get_mut(&k) {
-                    c.state = State::Gone;
+            for (k, side) in hit {
+                // The kernel closes the dead process's sockets as close() does (Linux
+                // tcp_close): an unopened one silently; one with requests the process never
+                // read with RST, dropping what it had queued; any other becomes an orphan
+                // that goes on retransmitting, then sends FIN. RST and FIN are segments.
+                let c = self.conns.get_mut(&k).expect("just listed");
+                match c.state {
+                    State::Connecting(_) if side == 0 => c.state = State::Gone,
+                    State::Connecting(_) => c.end[side] = End::Dead,
+                    _ if side == 1 && c.unread > 0 => {
+                        c.end[side] = End::Dead;
+                        c.dirs[side].unacked.clear();
+                        self.at(now, Ev::Rst { conn: k, side });
+                    }
+                    _ => {
+                        c.end[side] = End::Orphan;
+                        self.enqueue(now, k, side, u64::MAX, Payload::Fin);
+                    }
                 }
             }
+        }
+    }
+
+    /// The process of the peer end of `conn` read one request it had been handed.
+    pub(crate) fn read(&mut self, conn: u64) {
+        if let Some(c) = self.conns.get_mut(&conn) {
+            c.unread = c.unread.saturating_sub(1);
         }
     }
 
@@ -544,9 +619,7 @@ impl Tcp {
             }
         }
         let s = d.srtt.expect("just set");
-        d.rto = (s + GRANULARITY.max(4 * d.rttvar))
-            .max(rto_min)
-            .min(RTO_MAX);
+        d.rto = rto(s, d.rttvar, rto_min);
     }
 
     /// Runs every event due at true time `now`; returns the time of the next one.
@@ -672,7 +745,8 @@ impl Tcp {
                 let Some(c) = self.conns.get(&conn) else {
                     return;
                 };
-                if c.state == State::Gone || !self.up(world, c, dir) {
+                let orphan = c.end[dir] == End::Orphan && self.crash == CrashKind::Process;
+                if c.state == State::Gone || !(orphan || self.up(world, c, dir)) {
                     return;
                 }
                 let Some(seg) = c.dirs[dir].unacked.get(&seq) else {
@@ -684,7 +758,7 @@ impl Tcp {
                 let rto = c.dirs[dir].rto;
                 let wait = rto
                     .saturating_mul(1u64 << retries.min(40))
-                    .clamp(self.rto_min, RTO_MAX);
+                    .clamp(self.rto_min.min(RTO_MAX), RTO_MAX);
                 self.at(
                     t + wait,
                     Ev::Rto {
@@ -749,22 +823,36 @@ impl Tcp {
                 seq,
                 retries,
             } => {
-                let retries2 = self.retries2;
+                let dead = self
+                    .conns
+                    .get(&conn)
+                    .is_some_and(|c| !self.up(world, c, dir));
+                let (retries2, orphan_retries) = (self.retries2, self.orphan_retries);
                 let Some(c) = self.conns.get_mut(&conn) else {
                     return;
                 };
                 if c.state == State::Gone {
                     return;
                 }
+                // Linux's tcp_write_timeout: an orphan gives up after tcp_orphan_retries.
+                let orphan = c.end[dir] == End::Orphan;
+                let limit = if orphan { orphan_retries } else { retries2 };
                 let Some(seg) = c.dirs[dir].unacked.get_mut(&seq) else {
                     return;
                 };
                 if seg.retries != retries {
                     return;
                 }
-                if retries >= retries2 {
-                    // tcp_retries2: the connection is given up; the peer sees nothing.
-                    self.open_calls(conn, &CallError::Refused, &CallError::Reset);
+                if retries >= limit && orphan && dead {
+                    // A dead process's orphan gives up: its kernel forgets it, silently; the
+                    // peer learns when it next sends (RST).
+                    c.end[dir] = End::Dead;
+                    c.dirs[dir].unacked.clear();
+                    return;
+                }
+                if retries >= limit {
+                    // The connection is given up (ETIMEDOUT); the peer sees nothing.
+                    self.open_calls(conn, &CallError::Refused, &CallError::TimedOut);
                     self.gone(conn);
                     return;
                 }
@@ -774,6 +862,18 @@ impl Tcp {
             Ev::Reset { conn } => {
                 self.open_calls(conn, &CallError::Refused, &CallError::Reset);
                 self.gone(conn);
+            }
+            Ev::Rst { conn, side } => {
+                let Some(c) = self.conns.get(&conn) else {
+                    return;
+                };
+                let (from, to) = (c.ends[side], c.ends[1 - side]);
+                if c.state != State::Gone {
+                    if let Segment::Pass(extra) = links.segment(t, from, to, false) {
+                        let lat = self.latency();
+                        self.at(t + lat + extra, Ev::Reset { conn });
+                    }
+                }
             }
         }
     }
@@ -860,8 +960,10 @@ impl Tcp {
             ready.push(x);
             d.recv_next += 1;
         }
+        let mut fin = false;
         for (msg, p) in ready {
             match p {
+                Payload::Fin => fin = true,
                 Payload::Request { reply_tag, body } => {
                     let to = ends[1 - dir];
                     if let Some(tx) = &self.inboxes[to as usize] {
@@ -873,6 +975,9 @@ impl Tcp {
                         };
                         if tx.unbounded_send(m).is_ok() {
                             links.delivered(msg, t);
+                            if let Some(c) = self.conns.get_mut(&conn) {
+                                c.unread += 1;
+                            }
                         }
                     }
                 }
@@ -885,6 +990,12 @@ impl Tcp {
                     }
                 }
             }
+        }
+        if fin {
+            // EOF: calls still waiting on it fail (the request may have taken effect); the
+            // reader closes its end, and new messages open a new connection.
+            self.open_calls(conn, &CallError::Closed, &CallError::Closed);
+            self.gone(conn);
         }
     }
 }
@@ -925,5 +1036,20 @@ pub(crate) async fn kernel(world: std::sync::Weak<World>) {
             }
             None => notified.await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rto_is_linux_s_srtt_plus_at_least_rto_min() {
+        let min = 200 * MS;
+        // A 10 ms path: Linux waits 210 ms; RFC 6298's max(200 ms, 10 + 4·5 ms) would be 200.
+        assert_eq!(rto(10 * MS, 5 * MS, min), 210 * MS);
+        // A variable path: 4·RTTVAR above the floor counts in full.
+        assert_eq!(rto(100 * MS, 80 * MS, min), 420 * MS);
+        assert_eq!(rto(100 * SEC, 10 * SEC, min), RTO_MAX);
     }
 }
