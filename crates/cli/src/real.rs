@@ -31,7 +31,9 @@ Refused with exit 2: algorithms without a real backend, delay and duplicate (no 
 drop_replies, task pauses, renewal, clock faults on Redis servers when the shim is not found
 and on etcd members always (Go ignores LD_PRELOAD; etcd times leases monotonically), and
 raft-lease settings etcd cannot take (TTLs that are not whole seconds, fsync = never, the
-simulator's bug knobs).
+simulator's bug knobs), and network settings the host's TCP does not have (crash = host,
+tcp_rto_min / tcp_retries2 / tcp_orphan_retries other than Linux's defaults, network =
+datagram; with --compare, network = datagram is allowed and names the simulated side's model).
 Every process is stopped and every temporary file removed at the end, on failure and on
 Ctrl-C (exit 130). A real run cannot be replayed; --trace keeps a record `locksim render`
 draws from its embedded events.
@@ -189,7 +191,12 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
     // --compare, every seed's plan (seeded fault kinds draw a different one per seed).
     let seeds = if a.compare { a.runs.clamp(1, 1000) } else { 1 };
     for k in 0..seeds {
-        let s = chosen.scenario(seed + k);
+        let mut s = chosen.scenario(seed + k);
+        if a.compare {
+            // The real side of a comparison runs over the host's TCP whatever the file's
+            // `network` (which then names the simulated side's model): see `compare`.
+            s.workload.network = locksim_core::Network::Tcp;
+        }
         let run = if a.compare {
             format!(" (run {}, seed {})", k + 1, seed + k)
         } else {
@@ -404,7 +411,12 @@ fn compare(
     };
     for i in 0..a.runs {
         let s = chosen.scenario(first + i);
-        let run = match real_run(&s, opts) {
+        // The real side always runs over the host's TCP; with --compare a file may name the
+        // datagram model for its simulated side, to see what that model hides (real mode
+        // alone refuses it).
+        let mut on_linux = s.clone();
+        on_linux.workload.network = locksim_core::Network::Tcp;
+        let run = match real_run(&on_linux, opts) {
             Ok(r) => r,
             Err((code, msg)) => {
                 crate::error_line(&format!("{}: run {}: {msg}", a.file.display(), i + 1));
