@@ -58,12 +58,14 @@ fn check_determinism_passes_tiny_lease_and_catches_a_leaky_one() {
     std::env::set_var("LOCKSIM_CHECK_DETERMINISM", "1");
     std::env::set_var("LOCKSIM_SEEDS", "8");
     std::env::set_var("LOCKSIM_JOBS", "2");
+    // Fault-free: this test is about determinism, and over TCP a partition's held-back write
+    // can land after the next holder's (S2), which tests/campaign.rs expects.
     Campaign::new(Arc::new(TinyLease::careful()))
-        .faults(&[FaultKind::Partition])
+        .faults(&[FaultKind::None])
         .expect_safe();
     let failure = std::panic::catch_unwind(|| {
         Campaign::new(Arc::new(Leaky(TinyLease::careful())))
-            .faults(&[FaultKind::Partition])
+            .faults(&[FaultKind::None])
             .expect_safe()
     })
     .expect_err("a leaky algorithm must fail the determinism check");
