@@ -191,12 +191,8 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
     // --compare, every seed's plan (seeded fault kinds draw a different one per seed).
     let seeds = if a.compare { a.runs.clamp(1, 1000) } else { 1 };
     for k in 0..seeds {
-        let mut s = chosen.scenario(seed + k);
-        if a.compare {
-            // The real side of a comparison runs over the host's TCP whatever the file's
-            // `network` (which then names the simulated side's model): see `compare`.
-            s.workload.network = locksim_core::Network::Tcp;
-        }
+        let s = chosen.scenario(seed + k);
+        let s = if a.compare { real_side(s) } else { s };
         let run = if a.compare {
             format!(" (run {}, seed {})", k + 1, seed + k)
         } else {
@@ -388,6 +384,14 @@ impl SideTally {
     }
 }
 
+/// The real side of a comparison: it always runs over the host's TCP, so a file's
+/// `network = "datagram"` names only the simulated side's model (to see what that model
+/// hides; real mode alone refuses it).
+fn real_side(mut s: Scenario) -> Scenario {
+    s.workload.network = locksim_core::Network::Tcp;
+    s
+}
+
 fn compare(
     a: &RealArgs,
     chosen: &Chosen,
@@ -411,12 +415,7 @@ fn compare(
     };
     for i in 0..a.runs {
         let s = chosen.scenario(first + i);
-        // The real side always runs over the host's TCP; with --compare a file may name the
-        // datagram model for its simulated side, to see what that model hides (real mode
-        // alone refuses it).
-        let mut on_linux = s.clone();
-        on_linux.workload.network = locksim_core::Network::Tcp;
-        let run = match real_run(&on_linux, opts) {
+        let run = match real_run(&real_side(s.clone()), opts) {
             Ok(r) => r,
             Err((code, msg)) => {
                 crate::error_line(&format!("{}: run {}: {msg}", a.file.display(), i + 1));
