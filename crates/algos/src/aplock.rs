@@ -274,6 +274,7 @@ impl LockAlgorithm for ApLock {
         locksim_sim::LivenessHints {
             lock_delay: 0,
             attempt: Some(self.timeout * self.members as u64),
+            election: 0,
         }
     }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {

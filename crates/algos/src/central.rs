@@ -163,6 +163,7 @@ impl LockAlgorithm for Central {
         locksim_sim::LivenessHints {
             lock_delay: 0,
             attempt: Some(self.timeout),
+            election: 0,
         }
     }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {

@@ -404,6 +404,7 @@ impl LockAlgorithm for DbLease {
             // A release keeps the row locked for up to lock_at_least after its acquire.
             lock_delay: self.lock_at_least,
             attempt: Some(self.timeout),
+            election: 0,
         }
     }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {

@@ -571,6 +571,7 @@ impl LockAlgorithm for K8sLease {
         locksim_sim::LivenessHints {
             lock_delay: 2 * (self.longest_poll + self.retry_delay),
             attempt: Some(2 * self.timeout),
+            election: 0,
         }
     }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {

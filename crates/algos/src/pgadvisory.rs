@@ -544,6 +544,7 @@ impl LockAlgorithm for PgAdvisory {
             lock_delay: 0,
             // Through the pooler to the server: two hops, one client timeout.
             attempt: Some(self.timeout),
+            election: 0,
         }
     }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {

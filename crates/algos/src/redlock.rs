@@ -228,6 +228,7 @@ impl LockAlgorithm for Redlock {
         locksim_sim::LivenessHints {
             lock_delay: 0,
             attempt: Some(self.timeout * self.masters as u64),
+            election: 0,
         }
     }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {

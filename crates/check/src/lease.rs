@@ -41,6 +41,11 @@ pub struct LeaseSpec {
     /// another client's acquire must still wait for the lease's end (± `uncertainty`). See
     /// [`crate::linear::models::lock`].
     pub record: bool,
+    /// The session-lock spec instead of the plain lease spec: a grant lives while its holder's
+    /// session does, renewed by touches the history does not show (ZooKeeper), so the holder's
+    /// release or renewal takes effect whatever the time; another client's acquire must still
+    /// wait for the lease's end (± `uncertainty`). See [`crate::linear::models::lock`].
+    pub session: bool,
 }
 
 pub use crate::linear::models::lock::FOREVER;
@@ -60,6 +65,7 @@ impl LeaseSpec {
             uncertainty: w.uncertainty(),
             non_expiring: false,
             record: false,
+            session: false,
         }
     }
 
@@ -123,6 +129,8 @@ impl LeaseSpec {
         let mut t = fmt_nanos(self.ttl as i128);
         if self.record {
             t = format!("record, {t}");
+        } else if self.session {
+            t = format!("session, {t}");
         }
         if !self.client_ttl.is_empty() {
             let own: Vec<String> = self
@@ -150,6 +158,7 @@ fn model(history: &History, spec: &LeaseSpec, names: Names) -> LeaseLock {
     LeaseLock {
         uncertainty: spec.uncertainty,
         record: spec.record,
+        session: spec.session,
         context: Arc::new(lock_context(history, |n| names.of(n))),
     }
 }

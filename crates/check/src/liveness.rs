@@ -22,7 +22,10 @@
 //!   record no grants, every acquire whose answer was lost. For a lock whose waiters judge its
 //!   expiry from their own observation of a record (Kubernetes' Lease), the allowance also
 //!   restarts when a fault that hid the record from the waiter ends
-//!   ([`LivenessSpec::observed_expiry`]).
+//!   ([`LivenessSpec::observed_expiry`]). A fault on the service restarts it too (a new leader
+//!   renews leases), once the service can have recovered: after the fault's end, a leader
+//!   election ([`LivenessSpec::election`]) and, under TCP, the retransmission backoff that
+//!   holds back what the cut swallowed ([`LivenessSpec::backoff`]).
 //!
 //! The slacks are what a correct client and service need on top of the lease: `slack` is the
 //! waiter's retry period, two attempts (an attempt is one acquire or renewal with its request
@@ -93,9 +96,28 @@ pub struct LivenessSpec {
     /// it: L3 counts a waiter's allowance from the end of the last such fault on the waiter as
     /// well as from the last belief. `false` (the service ends leases itself) by default.
     pub observed_expiry: bool,
+    /// After a fault on the service ends, how long the service may need to have a leader
+    /// again, ns (a Raft election; 0 for a service without elections). L3 restarts its
+    /// allowance that much after such a fault's end, since a new leader renews leases.
+    pub election: Nanos,
+    /// The network retransmits with exponential backoff (TCP, whose floor on the
+    /// retransmission timeout is this many ns: Linux's `tcp_rto_min`); `None` for datagrams.
+    /// A segment lost in a cut of length `d` is retried at doubling intervals, so the first
+    /// retry after the heal comes up to `d` + the RTO later: L3 restarts its allowance that
+    /// much later again after a fault on the service, whose own traffic waits for the retry.
+    pub backoff: Option<Nanos>,
 }
 
 impl LivenessSpec {
+    /// How long after a fault on the service that lasted from `start` to `end` L3 restarts
+    /// its allowance, ns: a new leader's election, and under TCP the retransmission backoff.
+    fn recovered(&self, start: Nanos, end: Nanos) -> Nanos {
+        let backoff = self
+            .backoff
+            .map_or(0, |rto| end.saturating_sub(start).saturating_add(rto));
+        end.saturating_add(self.election).saturating_add(backoff)
+    }
+
     fn timing(&self, client: NodeId) -> ClientTiming {
         self.clients
             .get(&client)
@@ -738,11 +760,13 @@ fn l3(run: &Run, out: &mut Vec<Violation>) {
             if believed >= a.invoke {
                 continue;
             }
-            // A change to the service restarts the allowance (a new leader renews leases).
+            // A change to the service restarts the allowance (a new leader renews leases) once
+            // the service can have recovered: its traffic retried after the heal, a leader
+            // elected.
             let service = faults
                 .iter()
                 .filter(|w| w.on_service && w.start < done)
-                .map(|w| w.end)
+                .map(|w| spec.recovered(w.start, w.end))
                 .max()
                 .unwrap_or(0);
             // A lock whose waiters judge its expiry by their own observation (see

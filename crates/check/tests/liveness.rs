@@ -157,6 +157,8 @@ fn spec(renew_every: Option<u64>) -> LivenessSpec {
         duration: 10_000 * MS,
         non_expiring: false,
         observed_expiry: false,
+        election: 0,
+        backoff: None,
     }
 }
 
@@ -460,4 +462,58 @@ fn l2_a_voluntary_give_up_at_a_validity_check_is_not_a_lost_lock() {
     );
     let s = only(&v, Property::L2);
     assert!(s.contains("validity check: 270ms left"), "{s}");
+}
+
+/// c1 holds from 10 ms and releases at 500 ms; the lock server (node 0) is isolated from
+/// 550 ms to 1.55 s; c2 is refused every 200 ms from 600 ms until `until` (raft-lease seeds
+/// 438 of `partition` and 393, 1432 of `leader-change`, in miniature: after two servers of
+/// three were cut off together, TCP retried the peers' traffic only well after the heal, and
+/// the new leader, elected then, renewed the lease for a full TTL).
+fn refused_after_a_service_cut(until: u64) -> History {
+    let mut h = H::default();
+    h.acquire(1, 0, 10, Phase::Ok, 1);
+    h.release(1, 500, 1);
+    h.fault(
+        550,
+        0,
+        Fault::Isolate {
+            node: 0,
+            duration: 1000 * MS,
+            mode: CutMode::Drop,
+        },
+    );
+    h.refused(2, 600, until, 200);
+    h.done(until + 2000)
+}
+
+#[test]
+fn l3_after_a_cut_of_the_service_waits_for_its_recovery() {
+    let judged = |until: u64, election: u64, backoff: Option<u64>| {
+        check_all(
+            &refused_after_a_service_cut(until),
+            &CheckOptions {
+                cluster: Some(&CLUSTER),
+                liveness: Some(LivenessSpec {
+                    election: election * MS,
+                    backoff: backoff.map(|b| b * MS),
+                    ..spec(None)
+                }),
+                ..Default::default()
+            },
+        )
+        .violates(Property::L3)
+    };
+    // Without elections or backoff the allowance (1.412 s) restarts at the heal (1.55 s): a
+    // refusal at 3.0 s is beyond it; one at 2.8 s is not.
+    assert!(judged(3200, 0, None));
+    assert!(!judged(2900, 0, None));
+    // A leader elected up to 800 ms after the heal moves the restart to 2.35 s.
+    assert!(!judged(3200, 800, None));
+    assert!(judged(3900, 800, None));
+    // TCP's backoff after a 1 s cut (1 s + a 200 ms RTO) moves it to 2.75 s; with an election
+    // too, to 3.55 s.
+    assert!(!judged(3900, 0, Some(200)));
+    assert!(judged(4400, 0, Some(200)));
+    assert!(!judged(4800, 800, Some(200)));
+    assert!(judged(5200, 800, Some(200)));
 }

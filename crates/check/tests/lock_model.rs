@@ -331,3 +331,39 @@ fn a_cas_record_lets_its_holder_act_late_and_no_one_else_early() {
         rel(1, 1, 210, Some(215))
     ]));
 }
+
+/// The session-lock spec (a ZooKeeper ephemeral node, renewed by pings the history does not
+/// show): the holder may release or renew after its lease's end from the grant, but its own
+/// process gets no shortcut, and another process still waits for the lease's end.
+#[test]
+fn a_session_lock_lets_its_holder_release_late_and_no_one_take_it_early() {
+    let session = |ops: &[Operation<LockInput, LockOutput>]| {
+        let model = LeaseLock {
+            session: true,
+            ..LeaseLock::new(10 * MS)
+        };
+        match check(&model, ops, &Budget::default()).0 {
+            Verdict::Linearizable => true,
+            Verdict::NotLinearizable(_) => false,
+            Verdict::Unknown(w) => panic!("unknown: {w}"),
+        }
+    };
+    let late_release = [acq(1, 1, 0, 5), rel(1, 1, 120, Some(130))];
+    assert!(!linearizable(&late_release));
+    assert!(session(&late_release));
+    // Unlike the record spec, the holder's own process cannot take the lock again at once.
+    assert!(!session(&[acq(1, 1, 0, 5), acq(1, 2, 30, 35)]));
+    // Another process taking it early is a violation; after the late release it is fine.
+    assert!(!session(&[acq(1, 1, 0, 5), acq(2, 2, 30, 35)]));
+    assert!(session(&[
+        acq(1, 1, 0, 5),
+        rel(1, 1, 120, Some(130)),
+        acq(2, 2, 125, 140)
+    ]));
+    // An old incarnation's release after another process took over cannot succeed.
+    assert!(!session(&[
+        acq(1, 1, 0, 5),
+        acq(2, 2, 200, 205),
+        rel(1, 1, 210, Some(215))
+    ]));
+}

@@ -153,12 +153,13 @@ fn check_file(model: ModelName, path: &Path, budget: &Budget) -> Result<Checked,
             spec.non_expiring = matches!(model, ModelName::Mutex);
             // Judged by the spec campaigns and `run` use: a compare-and-swap record
             // (k8s-lease's API server, `LockAlgorithm::lock_is_record`) promises no time.
-            spec.record = record_spec(&scenario);
+            (spec.record, spec.session) = held_spec(&scenario);
             let ops = spec.operations(&history);
             let names = Names(Some(&scenario.cluster));
             let lock = LeaseLock {
                 uncertainty: scenario.workload.uncertainty(),
                 record: spec.record,
+                session: spec.session,
                 context: std::sync::Arc::new(lock_context(&history, |n| names.of(n))),
             };
             let grants = locksim_explore::outcome::grants(&history);
@@ -189,13 +190,16 @@ fn check_file(model: ModelName, path: &Path, budget: &Budget) -> Result<Checked,
     })
 }
 
-/// `true` when the run's algorithm is a compare-and-swap record that judges no time
-/// ([`locksim_explore::sim::LockAlgorithm::lock_is_record`]: k8s-lease), whose S3 spec is
-/// the record's; `false` for the other algorithms, and for a scenario whose algorithm or
-/// knobs this build does not know (the plain lease spec, as before).
-fn record_spec(scenario: &locksim_core::Scenario) -> bool {
+/// Whether the run's algorithm is a compare-and-swap record that judges no time
+/// ([`locksim_explore::sim::LockAlgorithm::lock_is_record`]: k8s-lease) and whether it is a
+/// session lock ([`locksim_explore::sim::LockAlgorithm::lock_is_session`]: zookeeper), whose
+/// S3 specs are the record's and the session's; `(false, false)` for the other algorithms, and
+/// for a scenario whose algorithm or knobs this build does not know (the plain lease spec).
+fn held_spec(scenario: &locksim_core::Scenario) -> (bool, bool) {
     locksim_algos::build(&scenario.algorithm, &scenario.config, &scenario.workload)
-        .is_ok_and(|a| a.lock_is_record())
+        .map_or((false, false), |a| {
+            (a.lock_is_record(), a.lock_is_session())
+        })
 }
 
 /// The budget of one file from the flags.

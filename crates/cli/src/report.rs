@@ -89,6 +89,7 @@ fn make(c: &CellSummary, start: Option<&Start>, dir: &Path, what: &str) -> Made 
         }
     };
     let record = algo.lock_is_record();
+    let session = algo.lock_is_session();
     let first = check_scenario(&scenario, algo.clone());
     let plot = first.history.as_ref().map(|h| {
         locksim_render::latency_plot(&Run {
@@ -98,6 +99,7 @@ fn make(c: &CellSummary, start: Option<&Start>, dir: &Path, what: &str) -> Made 
             title: String::new(),
             notes: vec![],
             record,
+            session,
         })
     });
     let Some(&property) = first.verdict.kinds().first() else {
@@ -147,6 +149,7 @@ fn make(c: &CellSummary, start: Option<&Start>, dir: &Path, what: &str) -> Made 
             format!("Replay it with: locksim replay {}", trace_path.display()),
         ],
         record,
+        session,
     });
     match write_page(&dir.join(&page_name), &html, false) {
         Ok(()) => made.page = Some(format!("{folder}/{page_name}")),

@@ -120,6 +120,7 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
             ),
             notes: vec![format!("locksim run {} --seed {}", chosen.command, a.seed)],
             record: setup.algo.lock_is_record(),
+            session: setup.algo.lock_is_session(),
         });
         crate::render::write_page(path, &page, false)?;
         eprintln!("wrote {}", path.display());

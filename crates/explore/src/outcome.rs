@@ -90,6 +90,8 @@ pub fn check_options(scenario: &Scenario, hints: LivenessHints) -> CheckOptions<
             duration: w.duration,
             non_expiring: false,
             observed_expiry: false,
+            election: hints.election,
+            backoff: (w.network == locksim_core::Network::Tcp).then_some(w.tcp_rto_min),
         }),
     }
 }
@@ -97,13 +99,15 @@ pub fn check_options(scenario: &Scenario, hints: LivenessHints) -> CheckOptions<
 /// [`check_options`] for `scenario` run by `algo`: its liveness hints, for an algorithm whose
 /// lock never expires ([`LockAlgorithm::lock_expires`]) the non-expiring lock spec of S3 and no
 /// L1 claim, and for a compare-and-swap record ([`LockAlgorithm::lock_is_record`]) the record
-/// spec of S3 and the waiters' observed expiry of L3 ([`LivenessSpec::observed_expiry`]).
+/// spec of S3 and the waiters' observed expiry of L3 ([`LivenessSpec::observed_expiry`]), and
+/// for a session lock ([`LockAlgorithm::lock_is_session`]) the session spec of S3.
 pub fn check_options_for<'a>(scenario: &'a Scenario, algo: &dyn LockAlgorithm) -> CheckOptions<'a> {
     let mut options = check_options(scenario, algo.liveness());
     let non_expiring = !algo.lock_expires();
     if let Some(lease) = options.lease.as_mut() {
         lease.non_expiring = non_expiring;
         lease.record = algo.lock_is_record();
+        lease.session = algo.lock_is_session();
     }
     if let Some(liveness) = options.liveness.as_mut() {
         liveness.non_expiring = non_expiring;

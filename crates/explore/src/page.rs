@@ -74,16 +74,18 @@ pub fn draw(
     let mut mismatch = false;
     // Whether S3 judged the service as a compare-and-swap record (k8s-lease), for the page's
     // explanation: from the algorithm given, else the one the trace names.
-    let record = algo.as_ref().map_or_else(
+    let (record, session) = algo.as_ref().map_or_else(
         || {
             locksim_algos::build(
                 &trace.scenario.algorithm,
                 &trace.scenario.config,
                 &trace.scenario.workload,
             )
-            .is_ok_and(|a| a.lock_is_record())
+            .map_or((false, false), |a| {
+                (a.lock_is_record(), a.lock_is_session())
+            })
         },
-        |a| a.lock_is_record(),
+        |a| (a.lock_is_record(), a.lock_is_session()),
     );
     let rerun = if no_rerun {
         notes.push(
@@ -175,6 +177,7 @@ pub fn draw(
         title: name,
         notes: notes.clone(),
         record,
+        session,
     });
     Ok(Drawn {
         html,

@@ -49,6 +49,7 @@ fn bench(c: &mut Criterion) {
         title: "central, 24 clients, 250 s, mixed faults".into(),
         notes: vec![],
         record: false,
+        session: false,
     };
     let page = render_html(&run);
     let path =

@@ -343,6 +343,7 @@ pub fn page_data(run: &Run) -> PageData {
         title: String::new(),
         notes: Vec::new(),
         record: run.record,
+        session: run.session,
     };
     let v = run.verdict;
     let c = &s.cluster;
@@ -606,7 +607,7 @@ pub fn page_data(run: &Run) -> PageData {
                 kind: x.kind.to_string(),
                 key: x.key,
                 summary: x.summary.clone(),
-                text: explain(s, h, &holds_v, x, run.record),
+                text: explain(s, h, &holds_v, x, run.record, run.session),
                 window: x.window,
                 focus: (lo.saturating_sub(pad), (hi + pad).min(end)),
                 witnesses,

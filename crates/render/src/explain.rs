@@ -264,7 +264,14 @@ fn s2(s: &Scenario, h: &History, holds: &[Hold], v: &Violation) -> Option<String
 
 /// A short paragraph explaining violation `v` of the run, from its witness events, the holds
 /// and the faults. Falls back to the checker's summary when the witness cannot be read.
-pub fn explain(s: &Scenario, h: &History, holds: &[Hold], v: &Violation, record: bool) -> String {
+pub fn explain(
+    s: &Scenario,
+    h: &History,
+    holds: &[Hold],
+    v: &Violation,
+    record: bool,
+    session: bool,
+) -> String {
     let text = match v.kind {
         Property::S1 => s1(s, h, holds, v),
         Property::S2 => s2(s, h, holds, v),
@@ -286,6 +293,12 @@ pub fn explain(s: &Scenario, h: &History, holds: &[Hold], v: &Violation, record:
             let spec = if record {
                 format!(
                     "fit no correct compare-and-swap lease record with lease {} and clock uncertainty {} (the recorded holder may release, renew or take the record back at any time; another client may take it only once the lease has ended): the service itself misbehaved (e.g. let another client take the record before the holder's lease had ended)",
+                    t(s.workload.ttl),
+                    t(s.workload.uncertainty()),
+                )
+            } else if session {
+                format!(
+                    "fit no correct session lock with session timeout {} and clock uncertainty {} (the holder may release or renew at any time while it holds, its session renewed by pings; another client may take the lock only once the holder released it or a session timeout after the grant at the earliest): the service itself misbehaved (e.g. granted the lock while the holder's node still existed)",
                     t(s.workload.ttl),
                     t(s.workload.uncertainty()),
                 )

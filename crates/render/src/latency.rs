@@ -104,6 +104,7 @@ mod tests {
             title: "t".into(),
             notes: vec![],
             record: false,
+            session: false,
         };
         let data = crate::page_data(&run);
         let svg = super::latency_svg(&data);

@@ -41,6 +41,9 @@ pub struct Run<'a> {
     /// `LockAlgorithm::lock_is_record`), so S3 was judged by the record spec and is explained
     /// as such; `false` for a service that ends leases itself.
     pub record: bool,
+    /// The lock service is a session lock (zookeeper: `LockAlgorithm::lock_is_session`), so
+    /// S3 was judged by the session spec and is explained as such.
+    pub session: bool,
 }
 
 const TEMPLATE: &str = include_str!("page.html");
@@ -150,9 +153,15 @@ fn s3_explanations(run: &Run) -> Vec<locksim_check::linear::explain::Explanation
     if !run.verdict.violates(locksim_core::Property::S3) {
         return Vec::new();
     }
+    // The spec S3 judged by (as `locksim_explore::outcome::check_options_for` sets it).
+    let spec = LeaseSpec {
+        record: run.record,
+        session: run.session,
+        ..LeaseSpec::for_scenario(run.scenario)
+    };
     lease::s3_explanations(
         run.history,
-        &LeaseSpec::for_scenario(run.scenario),
+        &spec,
         &Budget {
             max_steps: Some(S3_MAX_STEPS),
             ..Budget::default()
@@ -281,7 +290,7 @@ mod tests {
             window: None,
         };
         let h = History::default();
-        let record = explain::explain(&scenario, &h, &[], &v, true);
+        let record = explain::explain(&scenario, &h, &[], &v, true, false);
         assert!(
             record.contains("compare-and-swap lease record with lease 1.000s"),
             "{record}"
@@ -291,7 +300,7 @@ mod tests {
             "{record}"
         );
         assert!(!record.contains("correct lease lock with TTL"), "{record}");
-        let lease = explain::explain(&scenario, &h, &[], &v, false);
+        let lease = explain::explain(&scenario, &h, &[], &v, false, false);
         assert!(
             lease.contains("correct lease lock with TTL 1.000s"),
             "{lease}"
@@ -315,6 +324,7 @@ mod tests {
                 title: "t".into(),
                 notes: vec![],
                 record: false,
+                session: false,
             })
         };
         assert!(out.verdict.is_safe());

@@ -95,6 +95,10 @@ pub struct LivenessHints {
     /// request timeouts added up (Redlock's is masters × per-master timeout). `None`: the
     /// workload's `rpc_timeout`.
     pub attempt: Option<Nanos>,
+    /// After a fault on the service ends, how long it may take to have a leader again, ns:
+    /// a Raft election that may need a second round after a split vote (twice the longest
+    /// randomized election timeout); 0 for a service without elections.
+    pub election: Nanos,
 }
 
 /// A lock algorithm: how many service nodes it needs, what they run, and its client library.
@@ -155,6 +159,16 @@ pub trait LockAlgorithm: Send + Sync + 'static {
     /// any time and take the lock again at once, and still requires another client's acquire
     /// to wait for the lease's end. `false` (the default): the service ends leases itself.
     fn lock_is_record(&self) -> bool {
+        false
+    }
+    /// `true` when a grant lives as long as its holder's session, and the session is kept
+    /// alive by touches the history does not show (ZooKeeper's ephemeral lock nodes, renewed by
+    /// every request and ping; the leader expires a session a session timeout after its last
+    /// touch): S3 then lets the holder release or renew while it holds at any time (the server
+    /// judges a delete by the node's existence, not by the time since the grant), and still
+    /// requires another client's acquire to wait for the lease's end (a session timeout after
+    /// the grant at the earliest). `false` (the default): a grant's lease runs from the grant.
+    fn lock_is_session(&self) -> bool {
         false
     }
 }

@@ -238,6 +238,8 @@ impl LockAlgorithm for RaftLease {
         locksim_sim::LivenessHints {
             lock_delay: self.server.lock_delay,
             attempt: Some(2 * self.timeout + 2 * self.server.tick),
+            // Two rounds of the longest election timeout (`[e, 2e)` ticks).
+            election: 2 * 2 * self.server.election_ticks as u64 * self.server.tick,
         }
     }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {

@@ -235,6 +235,7 @@ impl LockAlgorithm for RedisFailover {
         locksim_sim::LivenessHints {
             lock_delay: 0,
             attempt: Some(self.timeout + self.request_timeout()),
+            election: 0,
         }
     }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {

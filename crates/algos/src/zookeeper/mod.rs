@@ -195,12 +195,18 @@ impl LockAlgorithm for Zookeeper {
     async fn serve(&self, ctx: NodeCtx) {
         server::serve(ctx, self.clone()).await;
     }
+    /// A lock node is ephemeral: it lives while its holder's session does, and every request
+    /// and ping renews the session; the holder's delete is judged by the node's existence.
+    fn lock_is_session(&self) -> bool {
+        true
+    }
     fn liveness(&self) -> locksim_sim::LivenessHints {
         // A waiter learns of a freed lock through its watch (or its next poll), then lists
         // the children: a sync, a listing, and the leader's expiry tick.
         locksim_sim::LivenessHints {
             lock_delay: 0,
             attempt: Some(3 * self.timeout + self.tick),
+            election: 0,
         }
     }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {

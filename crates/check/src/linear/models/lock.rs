@@ -23,6 +23,11 @@
 //! own process may take the lock again at once (client-go's `holderIdentity == me`); another
 //! process's acquire still needs the lease to have ended, as above.
 //!
+//! With [`LeaseLock::session`], the spec of a session lock (a ZooKeeper ephemeral node, which
+//! lives while its holder's session does, and the session is renewed by pings the history does
+//! not show): the holder's release or renewal takes effect at any time while it holds, as under
+//! the record spec, but its own process gets no shortcut: a new acquire waits like anyone's.
+//!
 //! Failed operations did not happen and are left out; an acquire whose outcome is unknown never
 //! gave anyone a hold and is left out too (taking effect unseen is the same as never taking
 //! effect for the other clients); a release or renewal whose outcome is unknown takes effect
@@ -93,6 +98,9 @@ pub struct LeaseLock {
     /// The compare-and-swap record spec (see the module docs): the holder's release and
     /// renewal take effect whatever the time, and its process may take the lock again at once.
     pub record: bool,
+    /// The session-lock spec (see the module docs): the holder's release and renewal take
+    /// effect whatever the time.
+    pub session: bool,
     /// What reports may say beyond the operations (names, failed releases).
     pub context: Arc<LockContext>,
 }
@@ -113,6 +121,7 @@ impl LeaseLock {
         LeaseLock {
             uncertainty,
             record: false,
+            session: false,
             context: Arc::default(),
         }
     }
@@ -244,7 +253,7 @@ impl Model for LeaseLock {
                 let mut took = d;
                 let effective = match held {
                     Some((_, held_ttl, _)) => {
-                        if !self.record {
+                        if !(self.record || self.session) {
                             self.alive(&mut took, held_ttl);
                         }
                         close(&mut took)
