@@ -714,11 +714,29 @@ fn l3(run: &Run, out: &mut Vec<Violation>) {
             .map(|h| (h.start, h.end, h.acquired))
             .collect();
         if grants.is_empty() {
+            // Under TCP a request swallowed by a cut on the client's path is retried by the
+            // kernel after the heal, also when the client gave up on it, so such an acquire
+            // may take the lock as late as the cut's recovery (see `LivenessSpec::backoff`).
+            let late = |a: &&Attempt| {
+                spec.backoff.map_or(0, |_| {
+                    faults
+                        .iter()
+                        .filter(|w| {
+                            w.on_node.is_none()
+                                && !w.clock
+                                && w.touches(a.client)
+                                && w.overlaps(a.invoke, a.end(history.end))
+                        })
+                        .map(|w| spec.recovered(w.start, w.end).saturating_sub(spec.election))
+                        .max()
+                        .unwrap_or(0)
+                })
+            };
             beliefs.extend(
                 tries
                     .iter()
                     .filter(|a| a.key == key && a.unknown())
-                    .map(|a| (a.invoke, a.end(history.end), a.id)),
+                    .map(|a| (a.invoke, a.end(history.end).max(late(&a)), a.id)),
             );
         } else {
             beliefs.extend(

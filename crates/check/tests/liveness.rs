@@ -517,3 +517,49 @@ fn l3_after_a_cut_of_the_service_waits_for_its_recovery() {
     assert!(!judged(4800, 800, Some(200)));
     assert!(judged(5200, 800, Some(200)));
 }
+
+/// The custom-lock example's tiny-lease, seed 21 of `partition`, in miniature: c1's acquire
+/// goes into a cut between the server and the clients (1 s to 2.4 s) and times out (`info`);
+/// over TCP the kernel retries it after the heal and the server grants it then, to nobody who
+/// believes it holds the lock, so c1's next acquire at 2.6 s is refused. An algorithm without
+/// grant records leaves L3 only the unknown acquire to go by: under TCP it may take effect
+/// until the cut's recovery (its end, the cut's length again, an RTO), not only until the
+/// client gave up on it.
+#[test]
+fn l3_an_unknown_acquire_may_take_effect_after_the_heal_under_tcp() {
+    let history = |until: u64| {
+        let mut h = H::default();
+        h.fault(
+            1000,
+            0,
+            Fault::Partition {
+                a: vec![0],
+                b: vec![1, 2],
+                duration: 1400 * MS,
+                mode: CutMode::Drop,
+            },
+        );
+        h.acquire(1, 1040, 1140, Phase::Info, 0);
+        h.refused(1, 2600, until, 200);
+        h.done(until + 2000)
+    };
+    let judged = |until: u64, backoff: Option<u64>| {
+        check_all(
+            &history(until),
+            &CheckOptions {
+                cluster: Some(&CLUSTER),
+                liveness: Some(LivenessSpec {
+                    backoff: backoff.map(|b| b * MS),
+                    ..spec(None)
+                }),
+                ..Default::default()
+            },
+        )
+        .violates(Property::L3)
+    };
+    // Without backoff the belief ends at 1.14 s: refusals from 2.6 s are beyond 1.412 s.
+    assert!(judged(3000, None));
+    // Under TCP it may last until 2.4 + 1.4 + 0.2 = 4.0 s: refusals until 5.412 s are allowed.
+    assert!(!judged(5400, Some(200)));
+    assert!(judged(5800, Some(200)));
+}

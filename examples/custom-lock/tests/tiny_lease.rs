@@ -15,10 +15,6 @@ fn careful_clients_never_double_grant_under_partitions_and_message_loss() {
         .seeds(0..40)
         .faults(&[FaultKind::None, FaultKind::Partition, FaultKind::Loss])
         .expect(&[Property::S2]) // some seed must violate S2
-        // Since the TCP model keeps a killed or timed-out socket's segments as Linux does,
-        // seed 21 (partition) shows an L3 (the lock stays taken after its holder is gone);
-        // its timeline is not read yet, so it is allowed here rather than hidden.
-        .allow(&[Property::L3])
         .check(); // S1, S3, S4, L1 and L2, unlisted, are forbidden
 }
 
