@@ -378,6 +378,16 @@ fn open_out(a: &CampaignArgs, jobs: &mut [Job], shard: Shard) -> Result<Option<O
         return Ok(None);
     };
     let shown = path.display();
+    // `--force` replaces a record file, never one of the campaign's own inputs.
+    let same = |p: &PathBuf| match (p.canonicalize(), path.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => p == path,
+    };
+    if a.paths.iter().any(same) {
+        return Err(format!(
+            "--out {shown} is one of the campaign files to run: give another --out"
+        ));
+    }
     create_parent(path)?;
     let exists = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
     if exists && !a.resume && !a.force {

@@ -416,3 +416,21 @@ fn settings_and_client_errors_name_their_line_as_fault_errors_do() {
     );
     std::fs::remove_dir_all(&d).ok();
 }
+
+/// `--out FILE --force` replaces a record file, never the campaign file being run (a breaker
+/// replaced its scenario with JSON records this way); the file is left as it was.
+#[test]
+fn campaign_out_never_replaces_its_own_input() {
+    let d = scratch("inputs", "out-self");
+    let f = d.join("self.toml");
+    let body = "algorithm = \"central\"\nfaults = [\"none\"]\nseeds = 2\n";
+    std::fs::write(&f, body).unwrap();
+    let o = locksim(&["campaign", s(&f), "--out", s(&f), "--force"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is one of the campaign files to run"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), body);
+}

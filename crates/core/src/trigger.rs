@@ -114,17 +114,47 @@ impl TryFrom<String> for TriggerEvent {
     }
 }
 
-/// What a recorded event is, as far as triggers care: its [`TriggerEvent`] and, for a grant,
-/// the client granted. `None` for events no trigger waits for.
-pub fn occurrence(kind: &EventKind) -> Option<(TriggerEvent, Option<NodeId>)> {
-    match kind {
-        EventKind::Op { f, phase, .. } => Some((TriggerEvent::Op(*f, *phase), None)),
-        EventKind::Grant { client, .. } => Some((TriggerEvent::Grants, Some(*client))),
-        EventKind::Lost { .. } => Some((TriggerEvent::GivesUp, None)),
-        EventKind::WriteAccepted { .. } => Some((TriggerEvent::AcceptsWrite, None)),
-        EventKind::WriteRejected { .. } => Some((TriggerEvent::RejectsWrite, None)),
-        _ => None,
-    }
+/// What a recorded event is, as far as triggers care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Occurrence {
+    /// Its kind.
+    pub event: TriggerEvent,
+    /// For a grant: the client granted.
+    pub client: Option<NodeId>,
+    /// For a grant with a fencing token: the key and the token, which name the grant (a
+    /// server that records the same grant again, e.g. a waiter answered twice, made one).
+    pub grant: Option<(u32, u64)>,
+}
+
+/// What a recorded event is, as far as triggers care ([`Occurrence`]); `None` for events no
+/// trigger waits for.
+pub fn occurrence(kind: &EventKind) -> Option<Occurrence> {
+    let (event, client, grant) = match kind {
+        EventKind::Op { f, phase, .. } => (TriggerEvent::Op(*f, *phase), None, None),
+        EventKind::Grant { key, client, token } => (
+            TriggerEvent::Grants,
+            Some(*client),
+            token.map(|t| (*key, t)),
+        ),
+        EventKind::Lost { .. } => (TriggerEvent::GivesUp, None, None),
+        EventKind::WriteAccepted { .. } => (TriggerEvent::AcceptsWrite, None, None),
+        EventKind::WriteRejected { .. } => (TriggerEvent::RejectsWrite, None, None),
+        _ => return None,
+    };
+    Some(Occurrence {
+        event,
+        client,
+        grant,
+    })
+}
+
+/// A trigger's count of matching events so far ([`Trigger::count`]).
+#[derive(Debug, Clone, Default)]
+pub struct Count {
+    /// Matching events counted.
+    pub n: u32,
+    /// The grants counted, as (server, key, client, token): one recorded again counts once.
+    grants: std::collections::BTreeSet<(NodeId, u32, NodeId, u64)>,
 }
 
 fn one() -> u32 {
@@ -176,6 +206,34 @@ impl Trigger {
             && (self.client.is_none() || self.client == client)
     }
 
+    /// Counts occurrence `o` recorded on `node` in `count` when it matches and is not a grant
+    /// the same server recorded before (same key, client and fencing token); `true` when it
+    /// counted. Grants without a token (a Redlock master's vote) always count: each master's
+    /// grant is its own event.
+    pub fn count(&self, count: &mut Count, node: NodeId, o: &Occurrence) -> bool {
+        if !self.matches(node, o.event, o.client) {
+            return false;
+        }
+        if let (Some((key, token)), Some(client)) = (o.grant, o.client) {
+            if !count.grants.insert((node, key, client, token)) {
+                return false;
+            }
+        }
+        count.n += 1;
+        true
+    }
+
+    /// The events of `history` that count toward it, in order.
+    fn counted<'h>(
+        &'h self,
+        history: &'h History,
+    ) -> impl Iterator<Item = &'h crate::history::Event> + 'h {
+        let mut count = Count::default();
+        history.events.iter().filter(move |e| {
+            occurrence(&e.kind).is_some_and(|o| self.count(&mut count, e.node, &o))
+        })
+    }
+
     /// Who it watches, by name: `c1`, `{n1,n2,n3}`, with ` to c1` for a client filter.
     fn who(&self, cluster: &Cluster) -> String {
         let names: Vec<String> = self.nodes.iter().map(|&n| cluster.name(n)).collect();
@@ -211,13 +269,7 @@ impl Trigger {
     /// its event; with a delay, as a timed fault's `at`, at it or a few ns later (madsim's
     /// scheduler advances true time a little per step).
     pub fn resolve(&self, history: &History) -> Option<Nanos> {
-        let ev = history
-            .events
-            .iter()
-            .filter(|e| {
-                occurrence(&e.kind).is_some_and(|(k, client)| self.matches(e.node, k, client))
-            })
-            .nth(self.nth as usize - 1)?;
+        let ev = self.counted(history).nth(self.nth as usize - 1)?;
         let at = ev.time.saturating_add(self.delay);
         (at < history.end).then_some(at)
     }
@@ -227,13 +279,7 @@ impl Trigger {
         if self.resolve(history).is_some() {
             return None;
         }
-        let seen = history
-            .events
-            .iter()
-            .filter(|e| {
-                occurrence(&e.kind).is_some_and(|(k, client)| self.matches(e.node, k, client))
-            })
-            .count();
+        let seen = self.counted(history).count();
         Some(if seen < self.nth as usize {
             format!(
                 "{} had no {} {} (only {seen})",
@@ -291,7 +337,11 @@ impl Trigger {
             Some(_) if self.event != TriggerEvent::Grants => {
                 Err("`after.client`: only a `grants` trigger names a client".into())
             }
-            Some(c) if c >= cluster.nodes() || cluster.role(c) != Role::Client => Err(format!(
+            Some(c) if c >= cluster.nodes() => Err(format!(
+                "`after.client`: node {c} is not in a cluster of {} nodes",
+                cluster.nodes()
+            )),
+            Some(c) if cluster.role(c) != Role::Client => Err(format!(
                 "`after.client`: {} is not a client",
                 cluster.name(c)
             )),
@@ -364,5 +414,75 @@ mod tests {
         assert_eq!(ordinal(2), "2nd");
         assert_eq!(ordinal(12), "12th");
         assert_eq!(ordinal(21), "21st");
+    }
+
+    /// A server that records the same grant twice (raft-lease answering a waiter twice, same
+    /// key, client and revision) made one grant: `nth = 2` is the next grant, not the copy.
+    /// A Redlock master's grants carry no token and each counts.
+    #[test]
+    fn a_grant_recorded_again_counts_once() {
+        let ev = |id: u64, time: Nanos, node: NodeId, token: Option<u64>| crate::history::Event {
+            id,
+            time,
+            node,
+            wall: time as i64,
+            mono: time,
+            kind: EventKind::Grant {
+                key: 0,
+                client: 3,
+                token,
+            },
+        };
+        let h = |token: Option<u64>, second: Option<u64>| History {
+            events: vec![
+                ev(0, 10, 0, token),
+                ev(1, 20, 0, token),
+                ev(2, 30, 0, second),
+            ],
+            end: 1000,
+            ..History::default()
+        };
+        let t = Trigger {
+            nodes: vec![0, 1, 2],
+            event: TriggerEvent::Grants,
+            nth: 2,
+            delay: 0,
+            client: Some(3),
+        };
+        assert_eq!(t.resolve(&h(Some(6), Some(7))), Some(30));
+        assert_eq!(t.resolve(&h(None, None)), Some(20));
+        let three = Trigger {
+            nth: 3,
+            ..t.clone()
+        };
+        assert_eq!(three.resolve(&h(Some(6), Some(7))), None);
+    }
+
+    /// A trace or record edited by hand may name any node id: validation says so in one line
+    /// instead of panicking while it names the node (a breaker's find: `after.client = 7` in a
+    /// trace of 4 nodes made replay, render, export-tla and merge --report exit 101).
+    #[test]
+    fn a_client_filter_outside_the_cluster_is_an_error_not_a_panic() {
+        let cluster = Cluster {
+            servers: 1,
+            clients: 2,
+        };
+        let t = |client| Trigger {
+            nodes: vec![0],
+            event: TriggerEvent::Grants,
+            nth: 1,
+            delay: 0,
+            client: Some(client),
+        };
+        let e = t(7).validate(&cluster).unwrap_err();
+        assert_eq!(
+            e, "`after.client`: node 7 is not in a cluster of 4 nodes",
+            "{e}"
+        );
+        assert!(t(0)
+            .validate(&cluster)
+            .unwrap_err()
+            .contains("n1 is not a client"));
+        assert_eq!(t(1).validate(&cluster), Ok(()));
     }
 }

@@ -12,7 +12,7 @@ use futures_channel::mpsc::UnboundedSender;
 use futures_util::StreamExt;
 use locksim_core::fault::{CutMode, PauseTask};
 use locksim_core::history::EventKind;
-use locksim_core::trigger::Trigger;
+use locksim_core::trigger::{Count, Trigger};
 use locksim_core::{Fault, FaultPlan, Nanos, Network, NodeId, TimedFault};
 use madsim::runtime::Handle;
 
@@ -80,7 +80,7 @@ enum Spawn {
 struct Armed {
     trigger: Trigger,
     fault: Fault,
-    seen: u32,
+    seen: Count,
 }
 
 fn arm(world: &Arc<World>, faults: Vec<TimedFault>, nodes: &NodeMap, state: &States, end: Nanos) {
@@ -91,22 +91,22 @@ fn arm(world: &Arc<World>, faults: Vec<TimedFault>, nodes: &NodeMap, state: &Sta
             tf.after.map(|trigger| Armed {
                 trigger,
                 fault: tf.fault,
-                seen: 0,
+                seen: Count::default(),
             })
         })
         .collect();
     let armed = std::sync::Mutex::new(armed);
     let weak = Arc::downgrade(world);
     let (n, st) = (nodes.clone(), state.clone());
-    world.observe(Box::new(move |node, event, client| {
+    world.observe(Box::new(move |node, o| {
         let fired: Vec<(Nanos, Fault)> = {
             let mut armed = armed.lock().expect("single-threaded");
             armed
                 .iter_mut()
-                .filter(|a| a.seen < a.trigger.nth && a.trigger.matches(node, event, client))
+                .filter(|a| a.seen.n < a.trigger.nth)
                 .filter_map(|a| {
-                    a.seen += 1;
-                    (a.seen == a.trigger.nth).then(|| (a.trigger.delay, a.fault.clone()))
+                    (a.trigger.count(&mut a.seen, node, o) && a.seen.n == a.trigger.nth)
+                        .then(|| (a.trigger.delay, a.fault.clone()))
                 })
                 .collect()
         };

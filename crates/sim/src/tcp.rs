@@ -900,6 +900,17 @@ impl Tcp {
             return;
         }
         let alive = self.up(world, c, 1 - dir);
+        // Whether a killed process's orphan (see below) acknowledges this segment.
+        let acked_by_orphan = !alive && {
+            let d = &c.dirs[dir];
+            let orphan = c.end[1 - dir] == End::Orphan && self.crash == CrashKind::Process;
+            let copy = seq < d.recv_next || d.held.contains_key(&seq);
+            let fin = d
+                .unacked
+                .get(&seq)
+                .is_some_and(|g| matches!(g.payload, Some(Payload::Fin)));
+            orphan && (copy || fin)
+        };
         let back = links.segment(t, to, from, false);
         let Segment::Pass(extra) = back else {
             if !alive {
@@ -910,8 +921,24 @@ impl Tcp {
         };
         let lat = self.latency();
         if !alive {
-            // A rebooted host forgot the connection: RST.
-            self.at(t + lat + extra, Ev::Reset { conn });
+            // A killed process's socket is an orphan its kernel still holds (as after
+            // `close()`, FIN_WAIT): a copy of data it had already received, or the peer's own
+            // FIN, is acknowledged as usual, and only new data makes the kernel reset the
+            // connection (Linux's `tcp_rcv_state_process`, TCPAbortOnData), so the orphan
+            // goes on retransmitting what it had not yet got acknowledged. A rebooted host
+            // forgot the connection: RST.
+            let ev = if acked_by_orphan {
+                Ev::Ack {
+                    conn,
+                    dir,
+                    seq,
+                    sent,
+                    retries,
+                }
+            } else {
+                Ev::Reset { conn }
+            };
+            self.at(t + lat + extra, ev);
             return;
         }
         self.at(

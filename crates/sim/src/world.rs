@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use locksim_core::draw;
 use locksim_core::history::{Event, EventKind};
-use locksim_core::trigger::{occurrence, TriggerEvent};
+use locksim_core::trigger::{occurrence, Occurrence};
 use locksim_core::{Cluster, Nanos, NodeId, Workload};
 use rand_chacha::ChaCha8Rng;
 
@@ -77,9 +77,9 @@ pub struct World {
     observer: OnceLock<Observer>,
 }
 
-/// What [`World::observe`] installs: called with the node and the event's trigger kind (and,
-/// for a grant, the client granted) right after the event is recorded, with no lock held.
-pub type Observer = Box<dyn Fn(NodeId, TriggerEvent, Option<NodeId>) + Send + Sync>;
+/// What [`World::observe`] installs: called with the node and what the event is to triggers
+/// ([`Occurrence`]) right after the event is recorded, with no lock held.
+pub type Observer = Box<dyn Fn(NodeId, &Occurrence) + Send + Sync>;
 
 /// The tasks of a client that a `pause` fault can stall on their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -232,8 +232,8 @@ impl World {
             });
             id
         };
-        if let (Some(observe), Some((event, client))) = (self.observer.get(), seen) {
-            observe(node, event, client);
+        if let (Some(observe), Some(o)) = (self.observer.get(), seen) {
+            observe(node, &o);
         }
         id
     }
