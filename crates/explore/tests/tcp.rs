@@ -378,6 +378,23 @@ fn a_killed_process_s_kernel_still_delivers_its_unacknowledged_write() {
     assert_eq!(host, 0, "crash=host: what was in flight dies with the host");
 }
 
+/// Seed 1 of the same story: the partition swallowed c1's ACK of the resource's reply to its
+/// first write, so the resource retransmits that reply after c1 was killed. The orphan had
+/// received it: Linux acknowledges the copy (only new data after close() makes it reset the
+/// connection, TCPAbortOnData), and the orphan's own unacknowledged write still lands at
+/// 1.72 s, after c2's writes. The model reset the connection on the copy and dropped the
+/// write: no S2, where real Redis shows it in 10 of 10 runs.
+#[test]
+fn a_killed_process_s_orphan_acknowledges_a_retransmitted_copy_and_keeps_sending() {
+    let (v, h) = crashed_client_write("process", 1);
+    assert!(v.violates(Property::S2), "{:?}", v.violations);
+    let late = h.events.iter().any(|e| {
+        e.time > common::ns("1500ms")
+            && matches!(e.kind, locksim_core::history::EventKind::WriteAccepted { handle: 1, .. })
+    });
+    assert!(late, "c1's write (handle 1) is accepted after the heal");
+}
+
 /// The errors of `node`'s operations, with their times.
 fn op_errors(h: &History, node: u32) -> Vec<(u64, String)> {
     h.events
