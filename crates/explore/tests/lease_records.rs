@@ -323,3 +323,32 @@ fn fencing_tokens_survive_a_database_crash() {
     assert!(grants.iter().any(|g| g.0 < at) && grants.iter().any(|g| g.0 > at));
     assert!(grants.windows(2).all(|w| w[0].1 < w[1].1), "{grants:?}");
 }
+
+/// db-lease's `check_held`: in seed 0 of `sims/db-lease-client-clock-ahead.toml`, c3 (20 s
+/// ahead) takes c1's row and c1 goes on writing (S2). Reading the row before each write, c1
+/// finds it locked by c3 and gives up without writing: no S2.
+#[test]
+fn db_lease_check_held_gives_up_a_row_taken_by_another_host() {
+    use locksim_core::history::{EventKind, LostCause};
+    let file = "db-lease-client-clock-ahead.toml";
+    let held_checks = |out: &locksim_explore::SeedOutcome| {
+        let h = out.history.as_ref().unwrap();
+        h.events
+            .iter()
+            .filter(|e| {
+                matches!(&e.kind, EventKind::Lost { reason, .. }
+                    if LostCause::of(reason) == LostCause::HeldCheck)
+            })
+            .count()
+    };
+    let (_, plain) = sims_run(file, 0, &[]);
+    assert!(plain.verdict.violates(Property::S2), "{:?}", plain.verdict);
+    assert_eq!(held_checks(&plain), 0);
+    let (_, checked) = sims_run(file, 0, &[("check_held", "true")]);
+    assert!(
+        !checked.verdict.violates(Property::S2),
+        "{:?}",
+        checked.verdict
+    );
+    assert!(held_checks(&checked) >= 1);
+}
