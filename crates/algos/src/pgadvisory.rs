@@ -43,8 +43,10 @@
 //!   (error, timeout). Check-then-act: it narrows the window but cannot close it — the session
 //!   can end between the answer and the write, and a write already on its way is not recalled;
 //!   another client granted meanwhile overlaps the holder (S1) until the holder's next check.
-//!   Under `pool_mode = transaction` the query may run on a backend that is not the one holding
-//!   the lock, and then says no.
+//!   Under `pool_mode = transaction` the query runs on whichever backend is idle: it says no on
+//!   one that does not hold the lock and yes on the one that does, whoever took it there, so it
+//!   cannot tell the holders apart (`sims/pg-advisory-transaction-pooling.toml` with
+//!   `check_held = true` still shows S1 and S2 in 99 of 100 seeds).
 //!
 //! The lock does not expire: the client tracks no validity, and S3 judges the service against
 //! the non-expiring lock spec (a holder keeps the lock until it releases or its session may
