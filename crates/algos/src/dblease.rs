@@ -18,6 +18,13 @@
 //!   clocks may differ). Expiry is judged by whichever clock wrote the timestamps.
 //! - **Fencing** (`fencing = true`, not in ShedLock): a `version` column incremented by every
 //!   acquire, handed to the holder as its fencing token and checked by the resource.
+//! - **Held check** (`check_held = true`, in the spirit of ShedLock's `LockAssert`, which only
+//!   checks the caller's thread): before each write (after its local work) the holder runs
+//!   `SELECT lock_until, locked_by FROM shedlock WHERE name = :name` and gives up (a `lost`
+//!   event, `held check: ...`, no write) unless the row is locked by its host and
+//!   `lock_until > :now`, `:now` from the clock `time_source` names (the statement carries the
+//!   client's, or the database uses its own), or when no answer comes. Check-then-act: the row
+//!   can be taken between the answer and the write; fencing closes that gap.
 //!
 //! The database commits every statement durably (it survives a crash), and records a `grant`
 //! event when an acquire's update takes the row. The client's validity is Redlock's
@@ -53,6 +60,11 @@ pub const KNOBS: &[Knob] = &[
         help: "a version column bumped by each acquire, handed out as the fencing token",
     },
     Knob {
+        key: "check_held",
+        default: "false",
+        help: "before each write read the row (lock_until, locked_by); give up unless it is ours and not expired",
+    },
+    Knob {
         key: "timeout",
         default: "100ms",
         help: "client's per-statement timeout",
@@ -76,6 +88,7 @@ pub struct DbLease {
     time_source: TimeSource,
     lock_at_least: Nanos,
     fencing: bool,
+    check_held: bool,
     timeout: Nanos,
     drift_ppm: u64,
     client_clock: LocalClock,
@@ -97,6 +110,7 @@ impl DbLease {
             },
             lock_at_least: k.duration_or_zero("lock_at_least")?,
             fencing: k.flag("fencing")?,
+            check_held: k.flag("check_held")?,
             timeout: k.duration("timeout")?,
             drift_ppm,
             client_clock: crate::knobs::local_clock(&k, "client_clock")?,
@@ -131,6 +145,13 @@ pub enum Stmt {
         me: NodeId,
         now: Option<i64>,
         at_most: Nanos,
+    },
+    /// `SELECT lock_until, locked_by WHERE name = name`, judged as the client judges it: one
+    /// row when `locked_by = me AND lock_until > now` (`check_held`). Changes nothing.
+    Read {
+        name: u32,
+        me: NodeId,
+        now: Option<i64>,
     },
 }
 
@@ -231,6 +252,16 @@ impl Table {
                             version: r.version,
                         }
                     }
+                    r => none(r.map_or(0, |r| r.version)),
+                }
+            }
+            Stmt::Read { name, me, now } => {
+                let now = now.unwrap_or(db_now);
+                match self.rows.get(&name) {
+                    Some(r) if r.locked_by == me && r.lock_until > now => Updated {
+                        rows: 1,
+                        version: r.version,
+                    },
                     r => none(r.map_or(0, |r| r.version)),
                 }
             }
@@ -345,6 +376,22 @@ impl LockClient for Client {
             Err(e) => call_failed(e),
         }
     }
+
+    async fn check_held(&self, grant: &Grant) -> Option<Result<(), String>> {
+        if !self.cfg.check_held {
+            return None;
+        }
+        let stmt = Stmt::Read {
+            name: grant.key,
+            me: self.ctx.id(),
+            now: self.now(),
+        };
+        Some(match self.exec(stmt).await {
+            Ok(Updated { rows: 1, .. }) => Ok(()),
+            Ok(_) => Err("the row is locked by another host or its lock_until has passed".into()),
+            Err(e) => Err(e.to_string()),
+        })
+    }
 }
 
 #[async_trait(?Send)]
@@ -384,7 +431,7 @@ impl LockAlgorithm for DbLease {
                     holder: Some(row.locked_by),
                 });
             }
-            if out.rows == 1 {
+            if out.rows == 1 && !matches!(stmt, Stmt::Read { .. }) {
                 if let Stmt::Lock { name, .. } = *stmt {
                     ctx.record(EventKind::Grant {
                         key: name,
@@ -491,6 +538,29 @@ mod tests {
     }
 
     #[test]
+    fn a_read_finds_the_row_held_only_by_its_owner_before_lock_until() {
+        let mut t = Table::default();
+        let read = |me, now| Stmt::Read {
+            name: 0,
+            me,
+            now: Some(now),
+        };
+        assert_eq!(t.execute(&read(1, 0), 0).rows, 0, "no row yet");
+        t.execute(&lock(1, 0), 0);
+        let before = t.clone();
+        assert_eq!(t.execute(&read(1, 9 * S), 0).rows, 1);
+        assert_eq!(t.execute(&read(2, 9 * S), 0).rows, 0, "not c2's");
+        assert_eq!(t.execute(&read(1, 10 * S), 0).rows, 0, "lock_until passed");
+        let by_db = Stmt::Read {
+            name: 0,
+            me: 1,
+            now: None,
+        };
+        assert_eq!(t.execute(&by_db, 10 * S).rows, 0, "by the database's clock");
+        assert_eq!(t, before, "a read changes nothing");
+    }
+
+    #[test]
     fn the_table_survives_encoding() {
         let mut t = Table::default();
         t.execute(&lock(1, 7), 0);
@@ -518,5 +588,7 @@ mod tests {
         let e = DbLease::from_config(&cfg("lock_at_least", "-1s"), &w).unwrap_err();
         assert!(e.contains("lock_at_least"), "{e}");
         assert!(DbLease::from_config(&cfg("lock_at_least", "0"), &w).is_ok());
+        let e = DbLease::from_config(&cfg("check_held", "maybe"), &w).unwrap_err();
+        assert!(e.contains("check_held"), "{e}");
     }
 }

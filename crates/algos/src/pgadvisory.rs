@@ -24,6 +24,30 @@
 //!   the transaction, which pins the backend) and releases with `pg_advisory_unlock` (or
 //!   `COMMIT`). `check_unlock_result = false` ignores the unlock's `false`, as most callers do.
 //!
+//! Two remedies against a session the pooler (or the server) ended under its holder — a pooler
+//! restart closes its server connections and PostgreSQL releases their session locks, while the
+//! holder, which sends nothing while it holds, goes on acting:
+//!
+//! - **`fencing = true`**: the lock statement also bumps a counter row in the same statement
+//!   (`UPDATE lock_tokens SET token = token + 1 WHERE key = $1 AND pg_try_advisory_lock($1)
+//!   RETURNING token`; under `xact = true`, inside the same transaction), and the grant carries
+//!   the returned value as its fencing token: the resource rejects a write whose token is below
+//!   one it has seen. `lock_tokens` is an ordinary table: each bump is committed (written and
+//!   fsynced) before the answer, so it survives a server crash, which ends every session and
+//!   every advisory lock but does not reset a token. This closes the gap: a write of the old
+//!   holder that lands after the new holder's is refused.
+//! - **`check_held = true`**: before each write (after its local work) the holder asks
+//!   `SELECT granted FROM pg_locks WHERE locktype = 'advisory' AND objid = $key AND pid =
+//!   pg_backend_pid()` on whichever backend the pooler gives the statement, and gives the lock
+//!   up (a `lost` event, `held check: ...`, no write) when the answer is no or none comes
+//!   (error, timeout). Check-then-act: it narrows the window but cannot close it — the session
+//!   can end between the answer and the write, and a write already on its way is not recalled;
+//!   another client granted meanwhile overlaps the holder (S1) until the holder's next check.
+//!   Under `pool_mode = transaction` the query runs on whichever backend is idle: it says no on
+//!   one that does not hold the lock and yes on the one that does, whoever took it there, so it
+//!   cannot tell the holders apart (`sims/pg-advisory-transaction-pooling.toml` with
+//!   `check_held = true` still shows S1 and S2 in 99 of 100 seeds).
+//!
 //! The lock does not expire: the client tracks no validity, and S3 judges the service against
 //! the non-expiring lock spec (a holder keeps the lock until it releases or its session may
 //! have ended). The workload's `ttl` means nothing to the service; the liveness properties use
@@ -68,6 +92,16 @@ pub const KNOBS: &[Knob] = &[
         help: "use transaction-level locks: BEGIN; pg_try_advisory_xact_lock ... COMMIT",
     },
     Knob {
+        key: "fencing",
+        default: "false",
+        help: "the lock statement also bumps a lock_tokens row (durable), handed out as the fencing token",
+    },
+    Knob {
+        key: "check_held",
+        default: "false",
+        help: "before each write ask pg_locks whether this backend still holds the lock; give up if not",
+    },
+    Knob {
         key: "timeout",
         default: "100ms",
         help: "client's per-statement timeout",
@@ -85,6 +119,9 @@ pub enum Sql {
     XactTryLock(u32),
     /// `COMMIT`: ends the transaction (and its transaction-level locks).
     Commit,
+    /// `SELECT granted FROM pg_locks WHERE locktype = 'advisory' AND objid = key AND pid =
+    /// pg_backend_pid()`: true when the backend it runs on holds `key` (`check_held`).
+    Held(u32),
 }
 
 /// A client's statement, with its process incarnation (a new one is a new connection).
@@ -121,8 +158,17 @@ pub enum PoolError {
     Lost(String),
 }
 
-/// The statement's result: the boolean the function returned (`COMMIT`: true), or an error.
-pub type SqlResult = Result<bool, PoolError>;
+/// What a statement returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answer {
+    /// The boolean the function returned (`COMMIT`: true; `Held`: a row with `granted`).
+    pub ok: bool,
+    /// Under `fencing = true`, the `lock_tokens` value a granted lock statement set.
+    pub token: Option<u64>,
+}
+
+/// The statement's result, or an error.
+pub type SqlResult = Result<Answer, PoolError>;
 
 /// One advisory lock's holder on the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -179,6 +225,10 @@ impl LockTable {
                 });
                 (true, None)
             }
+            Sql::Held(k) => (
+                self.locks.get(&k).is_some_and(|h| h.backend == backend),
+                None,
+            ),
         }
     }
 
@@ -229,6 +279,8 @@ pub struct PgAdvisory {
     server_lifetime: Nanos,
     check_unlock_result: bool,
     xact: bool,
+    fencing: bool,
+    check_held: bool,
     timeout: Nanos,
 }
 
@@ -248,12 +300,20 @@ impl PgAdvisory {
             server_lifetime: k.duration("server_lifetime")?,
             check_unlock_result: k.flag("check_unlock_result")?,
             xact: k.flag("xact")?,
+            fencing: k.flag("fencing")?,
+            check_held: k.flag("check_held")?,
             timeout: k.duration("timeout")?,
         })
     }
 
     async fn serve_db(&self, ctx: NodeCtx) {
+        // Advisory locks live in memory; the lock_tokens table is on disk.
         let mut table = LockTable::default();
+        let mut tokens = ctx
+            .disk()
+            .read(TOKENS)
+            .map(decode_tokens)
+            .unwrap_or_default();
         loop {
             let msg = ctx.recv().await;
             let Some(req) = msg.body.downcast_ref::<ToServer>() else {
@@ -266,14 +326,20 @@ impl PgAdvisory {
                     sql,
                 } => {
                     let (ok, granted) = table.run(backend, sql);
+                    let mut token = None;
                     if let Some(key) = granted {
-                        ctx.record(EventKind::Grant {
-                            key,
-                            client,
-                            token: None,
-                        });
+                        if self.fencing {
+                            // The same statement's UPDATE ... RETURNING, committed durably.
+                            let t = tokens.entry(key).or_insert(0);
+                            *t += 1;
+                            token = Some(*t);
+                            let mut d = ctx.disk();
+                            d.write(TOKENS, encode_tokens(&tokens));
+                            d.fsync();
+                        }
+                        ctx.record(EventKind::Grant { key, client, token });
                     }
-                    ctx.reply(&msg, SqlResult::Ok(ok)).await;
+                    ctx.reply(&msg, SqlResult::Ok(Answer { ok, token })).await;
                 }
                 ToServer::End { backend } => table.end(backend),
                 ToServer::EndBelow { below } => table.locks.retain(|_, h| h.backend >= below),
@@ -335,7 +401,9 @@ impl PgAdvisory {
         let b = pool.backends.iter_mut().find(|b| b.id == id)?;
         b.busy = false;
         let in_xact = matches!(sql, Sql::XactTryLock(_)) && ok;
-        if self.mode == PoolMode::Transaction && !in_xact {
+        // A `Held` query inside an open transaction leaves it open (and one outside any
+        // transaction found no owner to clear).
+        if self.mode == PoolMode::Transaction && !in_xact && !matches!(sql, Sql::Held(_)) {
             b.owner = None;
         }
         if b.owner.is_some() {
@@ -421,7 +489,7 @@ impl PgAdvisory {
                     sql,
                 };
                 let r = ctx.call::<ToServer, SqlResult>(0, run, me.timeout).await;
-                let ok = matches!(r, Ok(Ok(true)));
+                let ok = matches!(r, Ok(Ok(Answer { ok: true, .. })));
                 let closed = me.done(&mut pool.borrow_mut(), backend, sql, ok, ctx.mono_now());
                 if let Some(backend) = closed {
                     ctx.send(0, ToServer::End { backend }).await;
@@ -438,6 +506,28 @@ impl PgAdvisory {
             });
         }
     }
+}
+
+/// The disk file of the `lock_tokens` table (`fencing = true`).
+const TOKENS: &str = "lock_tokens";
+
+fn encode_tokens(t: &BTreeMap<u32, u64>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(t.len() * 12);
+    for (k, v) in t {
+        out.extend_from_slice(&k.to_le_bytes());
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
+fn decode_tokens(b: &[u8]) -> BTreeMap<u32, u64> {
+    b.chunks_exact(12)
+        .map(|c| {
+            let k = u32::from_le_bytes(c[..4].try_into().expect("4 bytes"));
+            let v = u64::from_le_bytes(c[4..].try_into().expect("8 bytes"));
+            (k, v)
+        })
+        .collect()
 }
 
 struct Client {
@@ -474,13 +564,13 @@ impl LockClient for Client {
             Sql::TryLock(key)
         };
         match self.sql(stmt).await {
-            Ok(Ok(true)) => Outcome::Ok(Grant {
+            Ok(Ok(Answer { ok: true, token })) => Outcome::Ok(Grant {
                 key,
-                token: None,
+                token,
                 valid_until: None,
                 private: Rc::new(()),
             }),
-            Ok(Ok(false)) => {
+            Ok(Ok(Answer { ok: false, .. })) => {
                 if self.cfg.xact {
                     // End the transaction that found the lock taken.
                     let _ = self.sql(Sql::Commit).await;
@@ -499,12 +589,12 @@ impl LockClient for Client {
             Sql::Unlock(grant.key)
         };
         match self.sql(stmt).await {
-            Ok(Ok(true)) => Outcome::Ok(()),
-            Ok(Ok(false)) if self.cfg.check_unlock_result => Outcome::Fail(
+            Ok(Ok(Answer { ok: true, .. })) => Outcome::Ok(()),
+            Ok(Ok(Answer { ok: false, .. })) if self.cfg.check_unlock_result => Outcome::Fail(
                 "pg_advisory_unlock returned false: this backend does not hold the lock".into(),
             ),
             // The warning is ignored: the caller believes the lock is released.
-            Ok(Ok(false)) => Outcome::Ok(()),
+            Ok(Ok(Answer { ok: false, .. })) => Outcome::Ok(()),
             Ok(Err(e)) => pool_error(e),
             Err(e) => call_failed(e),
         }
@@ -513,6 +603,20 @@ impl LockClient for Client {
     async fn extend(&self, _grant: &Grant, _ttl: Nanos) -> Outcome<Option<Validity>> {
         // Nothing expires: a held advisory lock needs no renewal.
         Outcome::Ok(None)
+    }
+
+    async fn check_held(&self, grant: &Grant) -> Option<Result<(), String>> {
+        if !self.cfg.check_held {
+            return None;
+        }
+        Some(match self.sql(Sql::Held(grant.key)).await {
+            Ok(Ok(Answer { ok: true, .. })) => Ok(()),
+            Ok(Ok(Answer { ok: false, .. })) => {
+                Err("pg_locks: this backend does not hold the advisory lock".into())
+            }
+            Ok(Err(PoolError::NotRun(e) | PoolError::Lost(e))) => Err(format!("pooler: {e}")),
+            Err(e) => Err(e.to_string()),
+        })
     }
 }
 
@@ -632,6 +736,44 @@ mod tests {
     }
 
     #[test]
+    fn pg_locks_says_granted_only_on_the_backend_that_holds_the_lock() {
+        let mut t = LockTable::default();
+        assert_eq!(t.run(1, Sql::Held(0)), (false, None), "nobody holds it");
+        t.run(1, Sql::TryLock(0));
+        assert!(t.run(1, Sql::Held(0)).0);
+        assert!(!t.run(2, Sql::Held(0)).0, "another backend's lock");
+        t.end(1);
+        assert!(!t.run(1, Sql::Held(0)).0, "the session ended");
+        t.run(3, Sql::XactTryLock(0));
+        assert!(
+            t.run(3, Sql::Held(0)).0,
+            "a transaction-level lock counts too"
+        );
+    }
+
+    #[test]
+    fn a_held_check_inside_a_transaction_keeps_its_backend() {
+        let p = pg("transaction");
+        let mut pool = pool();
+        let b = p.pick(&mut pool, (5, 0), Sql::XactTryLock(0), 0).unwrap();
+        p.done(&mut pool, b, Sql::XactTryLock(0), true, 0);
+        assert_eq!(p.pick(&mut pool, (5, 0), Sql::Held(0), 0).unwrap(), b);
+        p.done(&mut pool, b, Sql::Held(0), true, 0);
+        assert_ne!(
+            p.pick(&mut pool, (6, 0), Sql::TryLock(0), 0).unwrap(),
+            b,
+            "still c5's transaction"
+        );
+        assert_eq!(p.pick(&mut pool, (5, 0), Sql::Commit, 0).unwrap(), b);
+    }
+
+    #[test]
+    fn the_token_table_survives_encoding() {
+        let t = BTreeMap::from([(0, 7), (3, u64::MAX)]);
+        assert_eq!(decode_tokens(&encode_tokens(&t)), t);
+    }
+
+    #[test]
     fn bad_knobs_are_named() {
         let cfg = |k: &str, v: &str| BTreeMap::from([(k.to_string(), v.to_string())]);
         let w = Workload::default();
@@ -642,5 +784,9 @@ mod tests {
         );
         let e = PgAdvisory::from_config(&cfg("pool_size", "0"), &w).unwrap_err();
         assert!(e.contains("pool_size"), "{e}");
+        for knob in ["fencing", "check_held"] {
+            let e = PgAdvisory::from_config(&cfg(knob, "maybe"), &w).unwrap_err();
+            assert!(e.contains(knob), "{e}");
+        }
     }
 }

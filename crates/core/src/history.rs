@@ -156,6 +156,9 @@ pub enum LostCause {
     RenewDeadline,
     /// The resource rejected a write's fencing token.
     Fenced,
+    /// The client asked the service before a write whether it still held the lock
+    /// (`LockClient::check_held` in locksim-sim) and heard no (or no answer).
+    HeldCheck,
     /// Anything else (histories from elsewhere).
     Other,
 }
@@ -168,6 +171,7 @@ impl LostCause {
             LostCause::RenewalFailed => "renewal failed",
             LostCause::RenewDeadline => "renew deadline",
             LostCause::Fenced => "fenced",
+            LostCause::HeldCheck => "held check",
             LostCause::Other => "",
         }
     }
@@ -179,6 +183,7 @@ impl LostCause {
             LostCause::RenewalFailed,
             LostCause::RenewDeadline,
             LostCause::Fenced,
+            LostCause::HeldCheck,
         ]
         .into_iter()
         .find(|c| reason.starts_with(c.prefix()))

@@ -198,3 +198,157 @@ fn zookeeper_answers_are_judged_by_the_session_spec() {
         out.verdict.violations
     );
 }
+
+/// Seed `seed` of campaign file `sims/FILE`, with `extra` knobs set on top of the file's.
+fn sims_run(
+    file: &str,
+    seed: u64,
+    extra: &[(&str, &str)],
+) -> (locksim_core::Scenario, locksim_explore::SeedOutcome) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../sims")
+        .join(file);
+    let f = locksim_explore::campaign_file::CampaignFile::read(&path).unwrap();
+    let kinds = locksim_core::fault::parse_kinds(&f.faults).unwrap();
+    let setup = f.spec(1).unwrap().setups.remove(0);
+    let mut scenario = setup.scenario(seed, &kinds);
+    for (k, v) in extra {
+        scenario.config.insert(k.to_string(), v.to_string());
+    }
+    let algo =
+        locksim_algos::build(&scenario.algorithm, &scenario.config, &scenario.workload).unwrap();
+    let out = check_scenario(&scenario, algo);
+    assert!(out.history.is_some(), "{file} seed {seed} ran");
+    (scenario, out)
+}
+
+/// Issue #25, item 2: the pooler restarts 20 ms after c1's session-lock grant (seed 0 of
+/// `sims/pg-advisory-pooler-lost-session.toml`), ending c1's session; c1 goes on writing and
+/// the resource accepts its writes after the new holder's (S2). With `fencing = true` the
+/// grants carry lock_tokens values, c1's late write is refused by its token, and S2 is gone.
+#[test]
+fn a_session_lost_through_the_pooler_is_s2_without_fencing_and_not_with_it() {
+    use locksim_core::history::EventKind;
+    let file = "pg-advisory-pooler-lost-session.toml";
+    let (_, plain) = sims_run(file, 0, &[]);
+    assert!(plain.verdict.violates(Property::S2), "{:?}", plain.verdict);
+    let (_, fenced) = sims_run(file, 0, &[("fencing", "true")]);
+    assert!(
+        fenced.verdict.violates(Property::S1),
+        "{:?}",
+        fenced.verdict
+    );
+    assert!(
+        !fenced.verdict.violates(Property::S2),
+        "{:?}",
+        fenced.verdict
+    );
+    let h = fenced.history.unwrap();
+    let tokens: Vec<u64> = h
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Grant { token, .. } => Some(token.expect("a fenced grant has a token")),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        tokens.len() > 2 && tokens.windows(2).all(|w| w[0] < w[1]),
+        "{tokens:?}"
+    );
+    assert!(h
+        .events
+        .iter()
+        .any(|e| matches!(e.kind, EventKind::WriteRejected { .. })));
+    // Fencing off: no grant carries a token.
+    assert!(plain
+        .history
+        .unwrap()
+        .events
+        .iter()
+        .all(|e| !matches!(e.kind, EventKind::Grant { token: Some(_), .. })));
+}
+
+/// The same plan with `check_held = true`: c1 asks pg_locks before its write, hears that its
+/// new backend holds nothing, and gives up (`held check`) without writing; without the knob it
+/// never gives up and writes.
+#[test]
+fn check_held_makes_the_holder_of_a_lost_session_give_up() {
+    use locksim_core::history::{EventKind, LostCause};
+    let file = "pg-advisory-pooler-lost-session.toml";
+    let give_ups = |out: locksim_explore::SeedOutcome| {
+        let h = out.history.unwrap();
+        h.events
+            .iter()
+            .filter(|e| {
+                matches!(&e.kind, EventKind::Lost { reason, .. }
+                    if LostCause::of(reason) == LostCause::HeldCheck)
+            })
+            .count()
+    };
+    let (_, plain) = sims_run(file, 0, &[]);
+    assert_eq!(give_ups(plain), 0);
+    let (_, checked) = sims_run(file, 0, &[("check_held", "true")]);
+    assert!(
+        !checked.verdict.violates(Property::S2),
+        "{:?}",
+        checked.verdict
+    );
+    assert_eq!(give_ups(checked), 1);
+}
+
+/// lock_tokens is an ordinary table: a crash of the database (n1) ends every session and
+/// advisory lock but does not reset the counter, so tokens keep rising across it.
+#[test]
+fn fencing_tokens_survive_a_database_crash() {
+    use locksim_core::history::EventKind;
+    use locksim_core::Fault;
+    let st = common::setup("pg-advisory", &["fencing=true", "clients=3"]);
+    let crash = Fault::Crash {
+        node: 0,
+        restart_after: Some(common::ns("100ms")),
+    };
+    let s = common::scenario(&st, vec![("3s", crash)]);
+    let out = check_scenario(&s, st.algo.clone());
+    let h = out.history.unwrap();
+    let grants: Vec<(u64, u64)> = h
+        .events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Grant { token, .. } => Some((e.time, token.unwrap())),
+            _ => None,
+        })
+        .collect();
+    let at = common::ns("3s");
+    assert!(grants.iter().any(|g| g.0 < at) && grants.iter().any(|g| g.0 > at));
+    assert!(grants.windows(2).all(|w| w[0].1 < w[1].1), "{grants:?}");
+}
+
+/// db-lease's `check_held`: in seed 0 of `sims/db-lease-client-clock-ahead.toml`, c3 (20 s
+/// ahead) takes c1's row and c1 goes on writing (S2). Reading the row before each write, c1
+/// finds it locked by c3 and gives up without writing: no S2.
+#[test]
+fn db_lease_check_held_gives_up_a_row_taken_by_another_host() {
+    use locksim_core::history::{EventKind, LostCause};
+    let file = "db-lease-client-clock-ahead.toml";
+    let held_checks = |out: &locksim_explore::SeedOutcome| {
+        let h = out.history.as_ref().unwrap();
+        h.events
+            .iter()
+            .filter(|e| {
+                matches!(&e.kind, EventKind::Lost { reason, .. }
+                    if LostCause::of(reason) == LostCause::HeldCheck)
+            })
+            .count()
+    };
+    let (_, plain) = sims_run(file, 0, &[]);
+    assert!(plain.verdict.violates(Property::S2), "{:?}", plain.verdict);
+    assert_eq!(held_checks(&plain), 0);
+    let (_, checked) = sims_run(file, 0, &[("check_held", "true")]);
+    assert!(
+        !checked.verdict.violates(Property::S2),
+        "{:?}",
+        checked.verdict
+    );
+    assert!(held_checks(&checked) >= 1);
+}

@@ -136,6 +136,21 @@ pub(crate) async fn hold(
         if state.stopped(ctx, me.step_down) {
             break;
         }
+        // The service's word, if the client asks for it (LockClient::check_held): the write
+        // below still comes a round trip after the answer.
+        if state.lost_at.get().is_none() {
+            if let Some(answer) = client.check_held(grant).await {
+                if let Err(why) = answer {
+                    let why = format!("{}: {why}", LostCause::HeldCheck.prefix());
+                    state.lose(ctx, key, handle, why);
+                }
+                // A pause here falls between the answer and the write.
+                ctx.checkpoint(Task::Work).await;
+                if state.stopped(ctx, me.step_down) {
+                    break;
+                }
+            }
+        }
         // A value unique in the run, never 0: the handle and the write's number under it.
         let value = (handle << 16) | (i as u64 + 1);
         let wr = OpRec::start(ctx, OpF::Write, key, Some(handle), token);

@@ -83,6 +83,16 @@ pub trait LockClient {
     /// Renews the lease for another `ttl` ns; on success returns the new validity deadline, if
     /// the client tracks one. `Fail` means the lock is lost.
     async fn extend(&self, grant: &Grant, ttl: Nanos) -> Outcome<Option<Validity>>;
+    /// Asks the service, just before an action under `grant` (each resource write, after the
+    /// local work), whether the grant is still held: `None` when the client makes no such
+    /// check (the default: nothing is sent and the write goes ahead), `Some(Ok(()))` when the
+    /// service says it is held, `Some(Err(why))` when it says it is not or gave no answer. On
+    /// `Err` the holder gives the lock up as at a failed validity check (a `lost` event whose
+    /// reason starts with `held check`; no write). A check-then-act check: the lock can still
+    /// be lost between the answer and the write.
+    async fn check_held(&self, _grant: &Grant) -> Option<Result<(), String>> {
+        None
+    }
 }
 
 /// Timing facts of an algorithm that the liveness oracles (L1–L3) allow for, beyond the lease.
