@@ -129,6 +129,12 @@ fn shipped_redis_scenarios_agree_with_the_simulator() {
         ),
         // Kleppmann's delayed packet: both TCPs retransmit the black-holed write after the heal.
         ("central-delayed-write.toml", &["S2"][..], &["S1", "S4"][..]),
+        // The same from a killed client: its kernel's orphan socket sends the write.
+        (
+            "central-crashed-client-write.toml",
+            &["S2"][..],
+            &["S1", "S4"][..],
+        ),
     ];
     let shim = Path::new(env!("CARGO_BIN_EXE_locksim")).with_file_name("liblocksim_clockshim.so");
     // S2 there needs c1's third write to land after c2's first, a margin of tens of ms (real S2

@@ -390,7 +390,10 @@ fn a_killed_process_s_orphan_acknowledges_a_retransmitted_copy_and_keeps_sending
     assert!(v.violates(Property::S2), "{:?}", v.violations);
     let late = h.events.iter().any(|e| {
         e.time > common::ns("1500ms")
-            && matches!(e.kind, locksim_core::history::EventKind::WriteAccepted { handle: 1, .. })
+            && matches!(
+                e.kind,
+                locksim_core::history::EventKind::WriteAccepted { handle: 1, .. }
+            )
     });
     assert!(late, "c1's write (handle 1) is accepted after the heal");
 }
