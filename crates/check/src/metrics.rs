@@ -58,6 +58,13 @@ pub struct Counts {
     /// The part of `waiting_ns` in which nobody held the key, ns.
     #[serde(default)]
     pub waiting_free_ns: u64,
+    /// Writes the resource accepted (S2 judges only what reached it).
+    #[serde(default)]
+    pub writes_accepted: u64,
+    /// Runs that counted `writes_accepted` (records written before it existed did not: a
+    /// sum over runs says "no write was accepted" only when every run counted).
+    #[serde(default)]
+    pub writes_counted: u64,
 }
 
 impl Counts {
@@ -73,6 +80,15 @@ impl Counts {
         self.messages_dropped += other.messages_dropped;
         self.waiting_ns += other.waiting_ns;
         self.waiting_free_ns += other.waiting_free_ns;
+        self.writes_accepted += other.writes_accepted;
+        self.writes_counted += other.writes_counted;
+    }
+
+    /// Whether these counters, summed over `runs` runs that had grants, show that no write
+    /// ever reached the resource: S2 (stale writes) then proves nothing (a zero is not a pass).
+    /// `false` when some run did not count its writes (an older record).
+    pub fn no_write_accepted(&self, runs: u64) -> bool {
+        runs > 0 && self.acquires_ok > 0 && self.writes_counted >= runs && self.writes_accepted == 0
     }
 
     /// Whether these counters show starvation: clients asked for the lock and it was seldom
@@ -102,6 +118,8 @@ impl Counts {
             (self.expired_while_held, other.expired_while_held),
             (self.messages_sent, other.messages_sent),
             (self.messages_dropped, other.messages_dropped),
+            (self.writes_accepted, other.writes_accepted),
+            (self.writes_counted, other.writes_counted),
         ]
         .iter()
         .all(|(a, b)| a.checked_add(*b).is_some())
@@ -137,6 +155,12 @@ impl Metrics {
         let c = &mut m.counts;
         c.messages_sent = history.messages_sent;
         c.messages_dropped = history.messages_dropped;
+        c.writes_counted = 1;
+        c.writes_accepted = history
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::WriteAccepted { .. }))
+            .count() as u64;
         // Per client: start of the current round, and whether its last attempt failed.
         let mut round: BTreeMap<NodeId, (Nanos, bool)> = BTreeMap::new();
         // Acquire invokes by operation id, until they complete.

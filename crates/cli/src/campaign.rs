@@ -206,6 +206,14 @@ pub(crate) fn fail_on_code(cells: &[CellSummary], properties: &[Property]) -> (u
         if c.grants == 0 && c.seeds > c.errors {
             empty.push(format!("{at}: no client was ever granted the lock"));
         }
+        if properties.contains(&Property::S2)
+            && c.violated(Property::S2) == 0
+            && c.counts.no_write_accepted(c.seeds - c.errors)
+        {
+            empty.push(format!(
+                "{at}: S2: no write reached the resource in any seed"
+            ));
+        }
         if c.no_fault_took_effect() {
             empty.push(format!("{at}: no fault took effect in any seed"));
         } else if c.kind_untested() {
@@ -1664,6 +1672,9 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
         }
         if let Some(w) = starved(c) {
             first += &format!("  {w}");
+        }
+        if c.counts.no_write_accepted(c.seeds - c.errors) {
+            first += "  (NO WRITES: no write reached the resource in any seed: S2 proves nothing)";
         }
         if c.no_fault_took_effect() {
             first += "  (n/a: no fault took effect in any seed)";

@@ -802,3 +802,58 @@ fn check_judges_k8s_lease_by_the_record_spec_as_run_does() {
     assert_eq!(code(&o), Some(1), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("not linearizable"), "{}", stdout(&o));
 }
+
+/// A breaker's find: with grants but no write reaching the resource (`writes = 0`, or writes
+/// that all time out), S2 held only because nothing was written, and run said SAFE and
+/// campaign PASS. The run now says S2 was never exercised (`--json`: `writes_accepted`), the
+/// campaign cell says NO WRITES, and `--fail-on S2` exits 3 for it.
+#[test]
+fn grants_without_accepted_writes_leave_s2_untested() {
+    let run = [
+        "run",
+        "--algo",
+        "central",
+        "--seed",
+        "0",
+        "--faults",
+        "partition",
+        "--set",
+        "writes=0",
+    ];
+    let o = locksim(&run);
+    let t = stdout(&o);
+    assert!(t.contains("verdict: SAFE, S2 UNTESTED"), "{t}");
+    assert!(t.contains("no write reached the resource"), "{t}");
+    let o = locksim(&[&run[..], &["--json"]].concat());
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["writes_accepted"], 0, "{v}");
+    assert!(v["grants"].as_u64().unwrap() > 0, "{v}");
+    // The same seed with writes: S2 is exercised (and violated: the partition's late write).
+    let o = locksim(&run[..7]);
+    assert!(!stdout(&o).contains("S2 UNTESTED"), "{}", stdout(&o));
+    let campaign = [
+        "campaign",
+        "--algo",
+        "central",
+        "--faults",
+        "partition",
+        "--seeds",
+        "5",
+        "--set",
+        "writes=0",
+        "--fail-on",
+        "S1,S2",
+    ];
+    let o = locksim(&campaign);
+    assert_eq!(code(&o), Some(3), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("NO WRITES"), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("S2: no write reached the resource in any seed: proves nothing"),
+        "{}",
+        stderr(&o)
+    );
+    // With writes, the gate judges S2 as usual (the partition's late writes: exit 1).
+    let o = locksim(&[&campaign[..7], &["--fail-on", "S2"]].concat());
+    assert_eq!(code(&o), Some(1), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("NO WRITES"), "{}", stdout(&o));
+}
