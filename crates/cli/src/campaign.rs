@@ -1673,6 +1673,13 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
         if let Some(w) = starved(c) {
             first += &format!("  {w}");
         }
+        if c.never_fired_seeds > 0 {
+            first += &format!(
+                "  (a trigger of the plan never fired in {} of {} seeds)",
+                c.never_fired_seeds,
+                c.seeds - c.errors
+            );
+        }
         if c.counts.no_write_accepted(c.seeds - c.errors) {
             first += "  (NO WRITES: no write reached the resource in any seed: S2 proves nothing)";
         }

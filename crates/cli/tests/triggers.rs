@@ -95,6 +95,18 @@ fn a_trigger_that_never_fires_is_reported_and_applies_nothing() {
         "{}",
         stdout(&o)
     );
+    // A campaign says so too (a breaker's find: it passed without a word), table and JSON.
+    let o = locksim(&["campaign", &f]);
+    assert!(
+        stdout(&o).contains("a trigger of the plan never fired in"),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let o = locksim(&["campaign", &f, "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let cell = &v["campaigns"][0]["cells"][0];
+    assert_eq!(cell["trigger_never_fired_seeds"], cell["seeds"], "{v}");
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -192,6 +192,10 @@ pub struct SeedRecord {
     /// when the run had an explicit plan ([`crate::applied::kind_faults_applied`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind_applied: Option<u64>,
+    /// Faults of the explicit plan aimed by a trigger that never fired in this run
+    /// ([`locksim_core::trigger::never_fired`]); absent when none (and in older records).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub never_fired: u64,
     /// A fingerprint of the cell's settings (algorithm knobs, cluster, workload): `merge` and
     /// `--resume` refuse to add up records of one cell made with different settings.
     pub settings: String,
@@ -280,6 +284,9 @@ pub struct CellSummary {
     /// the count existed): while any, the two counts above are lower bounds and the cell is
     /// never shown `n/a` for them.
     pub faults_unrecorded: u64,
+    /// Seeds in which a fault of the explicit plan aimed by a trigger never fired (its event
+    /// never came): the plan was not what those seeds tested.
+    pub never_fired_seeds: u64,
     /// Lock operations and messages over all seeds: `acquires`, `acquires_ok`,
     /// `acquires_failed`, `acquires_unknown`, `retries`, `expired_while_held` (grants whose
     /// lease, by the client's own deadline, passed while the holder still wrote, renewed or
@@ -329,6 +336,7 @@ impl CellSummary {
             faulted_seeds: 0,
             kind_applied: Some(0),
             faults_unrecorded: 0,
+            never_fired_seeds: 0,
             counts: Counts::default(),
             acquire_latency_p50_ns: None,
             acquire_latency_p99_ns: None,
@@ -434,6 +442,7 @@ impl Serialize for CellSummary {
         m.serialize_entry("faulted_seeds", &known(self.faulted_seeds))?;
         if self.plan > 0 {
             m.serialize_entry("kind_faults_applied", &self.kind_applied)?;
+            m.serialize_entry("trigger_never_fired_seeds", &self.never_fired_seeds)?;
         }
         // The counters flat beside the rest (as `#[serde(flatten)]` would put them).
         if let Ok(serde_json::Value::Object(counts)) = serde_json::to_value(&self.counts) {
@@ -531,6 +540,7 @@ impl Summary {
             }
             (None, None) => c.faults_unrecorded += 1,
         }
+        c.never_fired_seeds += u64::from(r.never_fired > 0);
         if let Some(e) = &r.error {
             c.errors += 1;
             if c.first_error_seed.is_none_or(|f| r.seed < f) {
@@ -601,6 +611,9 @@ fn run_one(spec: &CampaignSpec, cell: usize, kind: FaultKind, a: usize, seed: u6
             .as_ref()
             .filter(|_| !setup.plan.faults.is_empty())
             .map(|h| crate::applied::kind_faults_applied(h, &scenario.faults, &setup.plan)),
+        never_fired: out.history.as_ref().map_or(0, |h| {
+            locksim_core::trigger::never_fired(&scenario.faults, h, &scenario.cluster).len() as u64
+        }),
         settings: fingerprint(setup),
         shard: String::new(),
         metrics: out.history.as_ref().map(|h| Metrics::of(h).aggregate()),
@@ -762,4 +775,8 @@ pub fn fingerprint(setup: &Setup) -> String {
     }
     .expect("serializable");
     format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }

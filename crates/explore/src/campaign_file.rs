@@ -430,8 +430,13 @@ impl CampaignFile {
         // Nor does a cell whose faults never took effect (issue #24, item 5): it ran
         // fault-free.
         for c in cells.iter().filter(|c| c.no_fault_took_effect()) {
+            let why = if c.never_fired_seeds > 0 {
+                "a trigger that never fired"
+            } else {
+                "e.g. no leader to isolate"
+            };
             problems.push(format!(
-                "no fault took effect under {} in any of its {} (e.g. no leader to isolate): it ran fault-free, so its result says nothing about the faults",
+                "no fault took effect under {} in any of its {} ({why}): it ran fault-free, so its result says nothing about the faults",
                 c.faults_label(),
                 plural(c.seeds, "seed")
             ));

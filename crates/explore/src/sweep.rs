@@ -665,6 +665,7 @@ mod tests {
             grants,
             faults_applied: Some(1),
             kind_applied: None,
+            never_fired: 0,
             settings: String::new(),
             shard: "0/1".into(),
             scenario: None,
