@@ -423,7 +423,7 @@ fn settings_and_client_errors_name_their_line_as_fault_errors_do() {
 fn campaign_out_never_replaces_its_own_input() {
     let d = scratch("inputs", "out-self");
     let f = d.join("self.toml");
-    let body = "algorithm = \"central\"\nfaults = [\"none\"]\nseeds = 2\n";
+    let body = "algorithm = \"central\"\nfaults = [\"none\"]\nseeds = 2\nexpect = \"safe\"\n";
     std::fs::write(&f, body).unwrap();
     let o = locksim(&["campaign", s(&f), "--out", s(&f), "--force"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
