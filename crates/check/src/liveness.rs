@@ -109,13 +109,19 @@ pub struct LivenessSpec {
 }
 
 impl LivenessSpec {
-    /// How long after a fault on the service that lasted from `start` to `end` L3 restarts
-    /// its allowance, ns: a new leader's election, and under TCP the retransmission backoff.
-    fn recovered(&self, start: Nanos, end: Nanos) -> Nanos {
+    /// When what a network cut from `start` to `end` swallowed can have been retried after
+    /// the heal, ns: `end`, and under TCP the cut's length and an RTO later.
+    fn retried(&self, start: Nanos, end: Nanos) -> Nanos {
         let backoff = self
             .backoff
             .map_or(0, |rto| end.saturating_sub(start).saturating_add(rto));
-        end.saturating_add(self.election).saturating_add(backoff)
+        end.saturating_add(backoff)
+    }
+
+    /// When L3 restarts its allowance after a fault on the service that lasted from `start`
+    /// to `end`, ns: once the service's traffic was retried and a new leader elected.
+    fn recovered(&self, start: Nanos, end: Nanos) -> Nanos {
+        self.retried(start, end).saturating_add(self.election)
     }
 
     fn timing(&self, client: NodeId) -> ClientTiming {
@@ -718,19 +724,18 @@ fn l3(run: &Run, out: &mut Vec<Violation>) {
             // kernel after the heal, also when the client gave up on it, so such an acquire
             // may take the lock as late as the cut's recovery (see `LivenessSpec::backoff`).
             let late = |a: &&Attempt| {
-                spec.backoff.map_or(0, |_| {
-                    faults
-                        .iter()
-                        .filter(|w| {
-                            w.on_node.is_none()
-                                && !w.clock
-                                && w.touches(a.client)
-                                && w.overlaps(a.invoke, a.end(history.end))
-                        })
-                        .map(|w| spec.recovered(w.start, w.end).saturating_sub(spec.election))
-                        .max()
-                        .unwrap_or(0)
-                })
+                faults
+                    .iter()
+                    .filter(|w| {
+                        spec.backoff.is_some()
+                            && w.on_node.is_none()
+                            && !w.clock
+                            && w.touches(a.client)
+                            && w.overlaps(a.invoke, a.end(history.end))
+                    })
+                    .map(|w| spec.retried(w.start, w.end))
+                    .max()
+                    .unwrap_or(0)
             };
             beliefs.extend(
                 tries

@@ -163,11 +163,16 @@ fn spec(renew_every: Option<u64>) -> LivenessSpec {
 }
 
 fn verdict(h: &History, renew_every: Option<u64>) -> Verdict {
+    verdict_with(h, spec(renew_every))
+}
+
+/// The checkers' verdict on `h` in the test cluster, with liveness spec `liveness`.
+fn verdict_with(h: &History, liveness: LivenessSpec) -> Verdict {
     check_all(
         h,
         &CheckOptions {
             cluster: Some(&CLUSTER),
-            liveness: Some(spec(renew_every)),
+            liveness: Some(liveness),
             ..Default::default()
         },
     )
@@ -358,15 +363,11 @@ fn refused_after_a_cut(until: u64) -> History {
 }
 
 fn verdict_observed(h: &History, observed_expiry: bool) -> Verdict {
-    check_all(
+    verdict_with(
         h,
-        &CheckOptions {
-            cluster: Some(&CLUSTER),
-            liveness: Some(LivenessSpec {
-                observed_expiry,
-                ..spec(None)
-            }),
-            ..Default::default()
+        LivenessSpec {
+            observed_expiry,
+            ..spec(None)
         },
     )
 }
@@ -452,14 +453,7 @@ fn l2_a_voluntary_give_up_at_a_validity_check_is_not_a_lost_lock() {
     for t in gives_up.clients.values_mut() {
         t.renew_retry = RenewRetry::GiveUp;
     }
-    let v = check_all(
-        &gives_up_at_a_validity_check(),
-        &CheckOptions {
-            cluster: Some(&CLUSTER),
-            liveness: Some(gives_up),
-            ..Default::default()
-        },
-    );
+    let v = verdict_with(&gives_up_at_a_validity_check(), gives_up);
     let s = only(&v, Property::L2);
     assert!(s.contains("validity check: 270ms left"), "{s}");
 }
@@ -489,16 +483,12 @@ fn refused_after_a_service_cut(until: u64) -> History {
 #[test]
 fn l3_after_a_cut_of_the_service_waits_for_its_recovery() {
     let judged = |until: u64, election: u64, backoff: Option<u64>| {
-        check_all(
+        verdict_with(
             &refused_after_a_service_cut(until),
-            &CheckOptions {
-                cluster: Some(&CLUSTER),
-                liveness: Some(LivenessSpec {
-                    election: election * MS,
-                    backoff: backoff.map(|b| b * MS),
-                    ..spec(None)
-                }),
-                ..Default::default()
+            LivenessSpec {
+                election: election * MS,
+                backoff: backoff.map(|b| b * MS),
+                ..spec(None)
             },
         )
         .violates(Property::L3)
@@ -544,15 +534,11 @@ fn l3_an_unknown_acquire_may_take_effect_after_the_heal_under_tcp() {
         h.done(until + 2000)
     };
     let judged = |until: u64, backoff: Option<u64>| {
-        check_all(
+        verdict_with(
             &history(until),
-            &CheckOptions {
-                cluster: Some(&CLUSTER),
-                liveness: Some(LivenessSpec {
-                    backoff: backoff.map(|b| b * MS),
-                    ..spec(None)
-                }),
-                ..Default::default()
+            LivenessSpec {
+                backoff: backoff.map(|b| b * MS),
+                ..spec(None)
             },
         )
         .violates(Property::L3)

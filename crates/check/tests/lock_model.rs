@@ -64,7 +64,12 @@ fn ext(p: u64, handle: u64, call: u64, ret: Option<u64>) -> Operation<LockInput,
     )
 }
 fn linearizable(ops: &[Operation<LockInput, LockOutput>]) -> bool {
-    match check(&LeaseLock::new(10 * MS), ops, &Budget::default()).0 {
+    linearizable_under(&LeaseLock::new(10 * MS), ops)
+}
+
+/// Whether `ops` are linearizable under `model` (an undecided check fails the test).
+fn linearizable_under(model: &LeaseLock, ops: &[Operation<LockInput, LockOutput>]) -> bool {
+    match check(model, ops, &Budget::default()).0 {
         Verdict::Linearizable => true,
         Verdict::NotLinearizable(_) => false,
         Verdict::Unknown(w) => panic!("unknown: {w}"),
@@ -289,17 +294,11 @@ fn an_unknown_release_invoked_at_the_instant_its_acquire_returned_still_counts()
 /// end and take the record again at once; another process still waits for the lease's end.
 #[test]
 fn a_cas_record_lets_its_holder_act_late_and_no_one_else_early() {
-    let record = |ops: &[Operation<LockInput, LockOutput>]| {
-        let model = LeaseLock {
-            record: true,
-            ..LeaseLock::new(10 * MS)
-        };
-        match check(&model, ops, &Budget::default()).0 {
-            Verdict::Linearizable => true,
-            Verdict::NotLinearizable(_) => false,
-            Verdict::Unknown(w) => panic!("unknown: {w}"),
-        }
+    let model = LeaseLock {
+        record: true,
+        ..LeaseLock::new(10 * MS)
     };
+    let record = |ops: &[Operation<LockInput, LockOutput>]| linearizable_under(&model, ops);
     let late_release = [acq(1, 1, 0, 5), rel(1, 1, 120, Some(130))];
     assert!(!linearizable(&late_release));
     assert!(record(&late_release));
@@ -337,17 +336,11 @@ fn a_cas_record_lets_its_holder_act_late_and_no_one_else_early() {
 /// process gets no shortcut, and another process still waits for the lease's end.
 #[test]
 fn a_session_lock_lets_its_holder_release_late_and_no_one_take_it_early() {
-    let session = |ops: &[Operation<LockInput, LockOutput>]| {
-        let model = LeaseLock {
-            session: true,
-            ..LeaseLock::new(10 * MS)
-        };
-        match check(&model, ops, &Budget::default()).0 {
-            Verdict::Linearizable => true,
-            Verdict::NotLinearizable(_) => false,
-            Verdict::Unknown(w) => panic!("unknown: {w}"),
-        }
+    let model = LeaseLock {
+        session: true,
+        ..LeaseLock::new(10 * MS)
     };
+    let session = |ops: &[Operation<LockInput, LockOutput>]| linearizable_under(&model, ops);
     let late_release = [acq(1, 1, 0, 5), rel(1, 1, 120, Some(130))];
     assert!(!linearizable(&late_release));
     assert!(session(&late_release));

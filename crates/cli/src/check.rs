@@ -153,7 +153,7 @@ fn check_file(model: ModelName, path: &Path, budget: &Budget) -> Result<Checked,
             spec.non_expiring = matches!(model, ModelName::Mutex);
             // Judged by the spec campaigns and `run` use: a compare-and-swap record
             // (k8s-lease's API server, `LockAlgorithm::lock_is_record`) promises no time.
-            (spec.record, spec.session) = held_spec(&scenario);
+            (spec.record, spec.session) = locksim_explore::outcome::held_spec(&scenario, None);
             let ops = spec.operations(&history);
             let names = Names(Some(&scenario.cluster));
             let lock = LeaseLock {
@@ -188,18 +188,6 @@ fn check_file(model: ModelName, path: &Path, budget: &Budget) -> Result<Checked,
             checked
         }
     })
-}
-
-/// Whether the run's algorithm is a compare-and-swap record that judges no time
-/// ([`locksim_explore::sim::LockAlgorithm::lock_is_record`]: k8s-lease) and whether it is a
-/// session lock ([`locksim_explore::sim::LockAlgorithm::lock_is_session`]: zookeeper), whose
-/// S3 specs are the record's and the session's; `(false, false)` for the other algorithms, and
-/// for a scenario whose algorithm or knobs this build does not know (the plain lease spec).
-fn held_spec(scenario: &locksim_core::Scenario) -> (bool, bool) {
-    locksim_algos::build(&scenario.algorithm, &scenario.config, &scenario.workload)
-        .map_or((false, false), |a| {
-            (a.lock_is_record(), a.lock_is_session())
-        })
 }
 
 /// The budget of one file from the flags.

@@ -137,11 +137,7 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
             "messages_sent": history.messages_sent,
             "messages_dropped": history.messages_dropped,
             "grants": grants,
-            "writes_accepted": history
-                .events
-                .iter()
-                .filter(|e| matches!(e.kind, locksim_core::history::EventKind::WriteAccepted { .. }))
-                .count(),
+            "writes_accepted": locksim_explore::outcome::writes_accepted(history),
             "faults_planned": scenario.faults.len(),
             "faults_applied": locksim_explore::outcome::faults_applied(history),
             "faults_never_fired": locksim_core::trigger::never_fired(&scenario.faults, history, &scenario.cluster),

@@ -241,12 +241,7 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool)
         // break it.
         t += "\nverdict: NOTHING EXERCISED (no client was granted the lock, so S1-S4 and L1-L3 \
               hold only because nothing happened: the run proves nothing; exit 3)\n";
-    } else if v.is_safe()
-        && !h
-            .events
-            .iter()
-            .any(|e| matches!(e.kind, EventKind::WriteAccepted { .. }))
-    {
+    } else if v.is_safe() && locksim_explore::outcome::writes_accepted(h) == 0 {
         // Grants, but no write reached the resource: S2 held only because nothing was written.
         t += "\nverdict: SAFE, S2 UNTESTED (S1 mutual exclusion, S3 linearizability and S4 \
               own-incarnation release hold; no write reached the resource, so S2, resource \

@@ -40,6 +40,31 @@ pub fn grants(history: &History) -> u64 {
         .count() as u64
 }
 
+/// Whether S3 judges `scenario`'s service by the record spec
+/// ([`LockAlgorithm::lock_is_record`]: k8s-lease) and by the session spec
+/// ([`LockAlgorithm::lock_is_session`]: zookeeper): from `algo` when given, else from the
+/// algorithm the scenario names; `(false, false)` (the plain lease spec) for the others and
+/// for an algorithm or knobs this build does not know.
+pub fn held_spec(scenario: &Scenario, algo: Option<&dyn LockAlgorithm>) -> (bool, bool) {
+    let of = |a: &dyn LockAlgorithm| (a.lock_is_record(), a.lock_is_session());
+    match algo {
+        Some(a) => of(a),
+        None => locksim_algos::build(&scenario.algorithm, &scenario.config, &scenario.workload)
+            .map_or((false, false), |a| of(&*a)),
+    }
+}
+
+/// Writes the resource accepted in `history` (its `write_accepted` events): a run with grants
+/// and none never exercised S2.
+pub fn writes_accepted(history: &History) -> u64 {
+    use locksim_core::history::EventKind;
+    history
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::WriteAccepted { .. }))
+        .count() as u64
+}
+
 /// Faults of `history` that took effect: its `fault` events that could change something
 /// (see [`crate::applied`] for the rule: zero-size faults, an `isolate_leader` that found no
 /// leader, a heal with nothing to heal, a crash of a node already down and a pause nested

@@ -74,19 +74,7 @@ pub fn draw(
     let mut mismatch = false;
     // Whether S3 judged the service as a compare-and-swap record (k8s-lease), for the page's
     // explanation: from the algorithm given, else the one the trace names.
-    let (record, session) = algo.as_ref().map_or_else(
-        || {
-            locksim_algos::build(
-                &trace.scenario.algorithm,
-                &trace.scenario.config,
-                &trace.scenario.workload,
-            )
-            .map_or((false, false), |a| {
-                (a.lock_is_record(), a.lock_is_session())
-            })
-        },
-        |a| (a.lock_is_record(), a.lock_is_session()),
-    );
+    let (record, session) = crate::outcome::held_spec(&trace.scenario, algo.as_deref());
     let rerun = if no_rerun {
         notes.push(
             "Drawn from the events the trace embeds, without re-running it (no messages).".into(),

@@ -200,6 +200,22 @@ fn zookeeper_answers_are_judged_by_the_session_spec() {
 }
 
 /// Seed `seed` of campaign file `sims/FILE`, with `extra` knobs set on top of the file's.
+/// How many times a holder of `out`'s run gave its grant up at a `check_held` (the service
+/// said it no longer held the lock, or did not answer).
+fn held_check_give_ups(out: &locksim_explore::SeedOutcome) -> usize {
+    use locksim_core::history::{EventKind, LostCause};
+    out.history
+        .as_ref()
+        .expect("the seed ran")
+        .events
+        .iter()
+        .filter(|e| {
+            matches!(&e.kind, EventKind::Lost { reason, .. }
+                if LostCause::of(reason) == LostCause::HeldCheck)
+        })
+        .count()
+}
+
 fn sims_run(
     file: &str,
     seed: u64,
@@ -274,18 +290,8 @@ fn a_session_lost_through_the_pooler_is_s2_without_fencing_and_not_with_it() {
 /// never gives up and writes.
 #[test]
 fn check_held_makes_the_holder_of_a_lost_session_give_up() {
-    use locksim_core::history::{EventKind, LostCause};
     let file = "pg-advisory-pooler-lost-session.toml";
-    let give_ups = |out: locksim_explore::SeedOutcome| {
-        let h = out.history.unwrap();
-        h.events
-            .iter()
-            .filter(|e| {
-                matches!(&e.kind, EventKind::Lost { reason, .. }
-                    if LostCause::of(reason) == LostCause::HeldCheck)
-            })
-            .count()
-    };
+    let give_ups = |out: locksim_explore::SeedOutcome| held_check_give_ups(&out);
     let (_, plain) = sims_run(file, 0, &[]);
     assert_eq!(give_ups(plain), 0);
     let (_, checked) = sims_run(file, 0, &[("check_held", "true")]);
@@ -329,18 +335,8 @@ fn fencing_tokens_survive_a_database_crash() {
 /// finds it locked by c3 and gives up without writing: no S2.
 #[test]
 fn db_lease_check_held_gives_up_a_row_taken_by_another_host() {
-    use locksim_core::history::{EventKind, LostCause};
     let file = "db-lease-client-clock-ahead.toml";
-    let held_checks = |out: &locksim_explore::SeedOutcome| {
-        let h = out.history.as_ref().unwrap();
-        h.events
-            .iter()
-            .filter(|e| {
-                matches!(&e.kind, EventKind::Lost { reason, .. }
-                    if LostCause::of(reason) == LostCause::HeldCheck)
-            })
-            .count()
-    };
+    let held_checks = held_check_give_ups;
     let (_, plain) = sims_run(file, 0, &[]);
     assert!(plain.verdict.violates(Property::S2), "{:?}", plain.verdict);
     assert_eq!(held_checks(&plain), 0);

@@ -150,6 +150,13 @@ struct Dir {
     rto: Nanos,
 }
 
+impl Dir {
+    /// Whether the receiver already has segment `seq` (handed on, or held out of order).
+    fn received(&self, seq: u64) -> bool {
+        seq < self.recv_next || self.held.contains_key(&seq)
+    }
+}
+
 struct Seg {
     msg: u64,
     /// Taken by the receiver at the first arrival.
@@ -904,12 +911,11 @@ impl Tcp {
         let acked_by_orphan = !alive && {
             let d = &c.dirs[dir];
             let orphan = c.end[1 - dir] == End::Orphan && self.crash == CrashKind::Process;
-            let copy = seq < d.recv_next || d.held.contains_key(&seq);
             let fin = d
                 .unacked
                 .get(&seq)
                 .is_some_and(|g| matches!(g.payload, Some(Payload::Fin)));
-            orphan && (copy || fin)
+            orphan && (d.received(seq) || fin)
         };
         let back = links.segment(t, to, from, false);
         let Segment::Pass(extra) = back else {
@@ -920,25 +926,14 @@ impl Tcp {
             return self.take_in(links, t, conn, dir, seq);
         };
         let lat = self.latency();
-        if !alive {
+        if !alive && !acked_by_orphan {
             // A killed process's socket is an orphan its kernel still holds (as after
             // `close()`, FIN_WAIT): a copy of data it had already received, or the peer's own
-            // FIN, is acknowledged as usual, and only new data makes the kernel reset the
-            // connection (Linux's `tcp_rcv_state_process`, TCPAbortOnData), so the orphan
-            // goes on retransmitting what it had not yet got acknowledged. A rebooted host
-            // forgot the connection: RST.
-            let ev = if acked_by_orphan {
-                Ev::Ack {
-                    conn,
-                    dir,
-                    seq,
-                    sent,
-                    retries,
-                }
-            } else {
-                Ev::Reset { conn }
-            };
-            self.at(t + lat + extra, ev);
+            // FIN, is acknowledged as usual (below, and nothing is handed on), and only new
+            // data makes the kernel reset the connection (Linux's `tcp_rcv_state_process`,
+            // TCPAbortOnData), so the orphan goes on retransmitting what it had not yet got
+            // acknowledged. A rebooted host forgot the connection: RST.
+            self.at(t + lat + extra, Ev::Reset { conn });
             return;
         }
         self.at(
@@ -951,7 +946,9 @@ impl Tcp {
                 retries,
             },
         );
-        self.take_in(links, t, conn, dir, seq);
+        if alive {
+            self.take_in(links, t, conn, dir, seq);
+        }
     }
 
     fn take_in(&mut self, links: &mut Links, t: Nanos, conn: u64, dir: usize, seq: u64) {
@@ -960,7 +957,7 @@ impl Tcp {
         };
         let ends = c.ends;
         let d = &mut c.dirs[dir];
-        if seq < d.recv_next || d.held.contains_key(&seq) {
+        if d.received(seq) {
             return; // a copy of what it already has
         }
         let Some(seg) = d.unacked.get_mut(&seq) else {
