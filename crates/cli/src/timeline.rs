@@ -98,6 +98,8 @@ fn describe(s: &Scenario, e: &Event) -> String {
         ),
         EventKind::Fault { fault } => format!("FAULT {}", fault.describe(c)),
         EventKind::FaultEnd { what } => format!("fault ends: {what}"),
+        EventKind::Leader { term } => format!("leads (term {term})"),
+        EventKind::Replicated { offset } => format!("replicates up to offset {offset}"),
     }
 }
 

@@ -41,8 +41,8 @@ fn a_bad_trigger_is_one_line_and_exit_2() {
     let dir = scratch("bad");
     let cases = [
         (
-            r#"after = { node = "c1", event = "leader elected" }"#,
-            "`after.event`: \"leader elected\" is not an event a trigger supports",
+            r#"after = { node = "c1", event = "leader chosen" }"#,
+            "`after.event`: \"leader chosen\" is not an event a trigger supports",
         ),
         (
             r#"after = { node = "c1", event = "acquire ok", nth = 0 }"#,

@@ -28,6 +28,11 @@ pub enum TriggerEvent {
     AcceptsWrite,
     /// The resource rejected a write's fencing token (`rejects write`).
     RejectsWrite,
+    /// A server began to lead (`leader elected`): a Raft leader's new term, a Redis replica
+    /// promoted to primary.
+    LeaderElected,
+    /// A replica took the leader's replication stream further (`replicates`).
+    Replicates,
 }
 
 const OPS: [(OpF, &str); 4] = [
@@ -46,7 +51,9 @@ const PHASES: [(Phase, &str); 4] = [
 /// The event names a trigger accepts, for `locksim list`, `sims/README.md` and errors.
 pub const TRIGGER_EVENTS: &str = "acquire|release|extend|write invoke|ok|fail|info (a client's \
 operation; `renew` is a synonym of `extend`), grants (a server's grant decision; `client` \
-narrows it to the grants to one client), gives up (a client stops acting under a grant), accepts write, rejects write (the resource `res` took a write, or refused its fencing token)";
+narrows it to the grants to one client), gives up (a client stops acting under a grant), accepts write, rejects write (the resource `res` took a write, or refused its fencing token), \
+leader elected (a server began to lead: raft-lease, redis-failover, zookeeper), replicates (a replica \
+took the leader's replication stream further: raft-lease, redis-failover)";
 
 impl TriggerEvent {
     /// The name, as the timeline prints it: `acquire ok`, `grants`, `gives up`.
@@ -61,6 +68,8 @@ impl TriggerEvent {
             TriggerEvent::GivesUp => "gives up".into(),
             TriggerEvent::AcceptsWrite => "accepts write".into(),
             TriggerEvent::RejectsWrite => "rejects write".into(),
+            TriggerEvent::LeaderElected => "leader elected".into(),
+            TriggerEvent::Replicates => "replicates".into(),
         }
     }
 
@@ -75,6 +84,8 @@ impl TriggerEvent {
             ["gives", "up"] => Some(TriggerEvent::GivesUp),
             ["accepts", "write"] => Some(TriggerEvent::AcceptsWrite),
             ["rejects", "write"] => Some(TriggerEvent::RejectsWrite),
+            ["leader", "elected"] => Some(TriggerEvent::LeaderElected),
+            ["replicates"] => Some(TriggerEvent::Replicates),
             [f, p] => {
                 let f = if *f == "renew" { "extend" } else { f };
                 let f = OPS.iter().find(|o| o.1 == f).map(|o| o.0);
@@ -91,10 +102,19 @@ impl TriggerEvent {
         })
     }
 
+    /// `true` for the service's own events (`leader elected`, `replicates`): a run records
+    /// them only when a trigger of its plan waits for one
+    /// ([`crate::history::EventKind::Leader`]).
+    pub fn is_service(self) -> bool {
+        matches!(self, TriggerEvent::LeaderElected | TriggerEvent::Replicates)
+    }
+
     /// The role of the nodes that record this event.
     pub fn role(self) -> Role {
         match self {
-            TriggerEvent::Grants => Role::Server,
+            TriggerEvent::Grants | TriggerEvent::LeaderElected | TriggerEvent::Replicates => {
+                Role::Server
+            }
             TriggerEvent::AcceptsWrite | TriggerEvent::RejectsWrite => Role::Resource,
             _ => Role::Client,
         }
@@ -139,6 +159,8 @@ pub fn occurrence(kind: &EventKind) -> Option<Occurrence> {
         EventKind::Lost { .. } => (TriggerEvent::GivesUp, None, None),
         EventKind::WriteAccepted { .. } => (TriggerEvent::AcceptsWrite, None, None),
         EventKind::WriteRejected { .. } => (TriggerEvent::RejectsWrite, None, None),
+        EventKind::Leader { .. } => (TriggerEvent::LeaderElected, None, None),
+        EventKind::Replicated { .. } => (TriggerEvent::Replicates, None, None),
         _ => return None,
     };
     Some(Occurrence {
@@ -399,6 +421,18 @@ mod tests {
                 assert_eq!(TriggerEvent::parse(&e.name()), Ok(e));
             }
         }
+        for e in [
+            TriggerEvent::Grants,
+            TriggerEvent::GivesUp,
+            TriggerEvent::AcceptsWrite,
+            TriggerEvent::RejectsWrite,
+            TriggerEvent::LeaderElected,
+            TriggerEvent::Replicates,
+        ] {
+            assert_eq!(TriggerEvent::parse(&e.name()), Ok(e));
+        }
+        assert!(TriggerEvent::parse("leader  elected").unwrap().is_service());
+        assert!(!TriggerEvent::Grants.is_service());
         assert_eq!(
             TriggerEvent::parse("renew  ok"),
             Ok(TriggerEvent::Op(OpF::Extend, Phase::Ok))
@@ -408,8 +442,8 @@ mod tests {
         for e in [TriggerEvent::AcceptsWrite, TriggerEvent::RejectsWrite] {
             assert_eq!(TriggerEvent::parse(&e.name()), Ok(e));
         }
-        let e = TriggerEvent::parse("leader elected").unwrap_err();
-        assert!(e.starts_with("\"leader elected\" is not an event"), "{e}");
+        let e = TriggerEvent::parse("leader chosen").unwrap_err();
+        assert!(e.starts_with("\"leader chosen\" is not an event"), "{e}");
         assert!(e.contains("grants") && !e.contains('\n'), "{e}");
         assert_eq!(ordinal(2), "2nd");
         assert_eq!(ordinal(12), "12th");

@@ -227,11 +227,11 @@ pub fn apply_workload(
 }
 
 /// Turns an algorithm's names for workload settings ([`locksim_algos::workload_aliases`]:
-/// `zookeeper`'s `session_timeout`) into the workload's (`ttl`). Per-client tables keep the
-/// workload's names (`c1.ttl`).
+/// `zookeeper`'s `session_timeout`) into the workload's (`ttl`), in the workload's section
+/// and in per-client tables alike (`c1.session_timeout` is `c1.ttl`).
 ///
 /// # Errors
-/// When both the alias and the setting it names are given.
+/// When both the alias and the setting it names are given for the same scope.
 fn resolve_aliases(
     algorithm: &str,
     settings: &[(String, String)],
@@ -239,16 +239,28 @@ fn resolve_aliases(
     let aliases = locksim_algos::workload_aliases(algorithm);
     let mut out: Vec<(String, String)> = Vec::with_capacity(settings.len());
     for (k, v) in settings {
-        let Some((alias, real)) = aliases.iter().find(|a| a.0 == k) else {
+        // A per-client key `cN.name` (N a number) keeps its `cN.` prefix.
+        let (scope, name) = match k.split_once('.') {
+            Some((c, n))
+                if c.len() > 1
+                    && c.starts_with('c')
+                    && c[1..].bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                (&k[..c.len() + 1], n)
+            }
+            _ => ("", k.as_str()),
+        };
+        let Some((alias, real)) = aliases.iter().find(|a| a.0 == name) else {
             out.push((k.clone(), v.clone()));
             continue;
         };
-        if settings.iter().any(|(o, _)| o == real) {
+        let real_key = format!("{scope}{real}");
+        if settings.iter().any(|(o, _)| *o == real_key) {
             return Err(format!(
-                "{algorithm}: `{alias}` and `{real}` are the same setting ({alias} is {algorithm}'s name for {real}): give one"
+                "{algorithm}: `{scope}{alias}` and `{real_key}` are the same setting ({alias} is {algorithm}'s name for {real}): give one"
             ));
         }
-        out.push((real.to_string(), v.clone()));
+        out.push((real_key, v.clone()));
     }
     Ok(out)
 }

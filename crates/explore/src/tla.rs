@@ -424,6 +424,9 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
                 })?;
                 rec("Reject", at, c, -1, *token);
             }
+            // The service's own markers (recorded for triggers) are not steps of the
+            // specifications: the steps they mark are.
+            EventKind::Leader { .. } | EventKind::Replicated { .. } => {}
             EventKind::Lost { .. } => {
                 let c = client(&field("node"), *node)?;
                 rec("Lost", c.clone(), c, -1, 0);

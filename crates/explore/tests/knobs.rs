@@ -109,10 +109,20 @@ fn zookeepers_session_timeout_is_its_ttl_and_not_both() {
     let st =
         locksim_explore::Setup::registered("zookeeper", &[pair("session_timeout", "4s")]).unwrap();
     assert_eq!(st.workload.ttl, 4_000_000_000);
-    // Per client the workload's name only: `c2.ttl`.
+    // Per client too: `c2.session_timeout` is `c2.ttl` (and giving both is refused).
+    let per = locksim_explore::Setup::registered("zookeeper", &[pair("c2.session_timeout", "3s")])
+        .unwrap();
+    assert_eq!(per.workload.client(2).ttl, 3_000_000_000);
+    assert_eq!(per.workload.client(1).ttl, per.workload.ttl);
+    let both_c2 = locksim_explore::Setup::registered(
+        "zookeeper",
+        &[pair("c2.session_timeout", "3s"), pair("c2.ttl", "2s")],
+    )
+    .err()
+    .expect("both given for c2");
     assert!(
-        locksim_explore::Setup::registered("zookeeper", &[pair("c2.session_timeout", "3s")])
-            .is_err()
+        both_c2.contains("`c2.session_timeout` and `c2.ttl` are the same setting"),
+        "{both_c2}"
     );
     let both = locksim_explore::Setup::registered(
         "zookeeper",

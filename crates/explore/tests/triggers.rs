@@ -254,3 +254,93 @@ fn a_resource_event_fires_a_trigger() {
         .unwrap();
     assert_eq!(first.id, before.id);
 }
+
+/// The service's own events (`leader elected`, `replicates`) are recorded only when a trigger
+/// waits for one; such a trigger fires at the event, and a run without one has none of them
+/// (so every other run's event log is what it was before these events existed).
+#[test]
+fn leader_elected_fires_at_the_raft_leaders_new_term_and_is_recorded_only_when_awaited() {
+    let st = setup("raft-lease", &[]);
+    let plain = st.scenario(3, &[]);
+    let h = run(&st, &plain);
+    assert!(
+        !h.events.iter().any(|e| matches!(
+            e.kind,
+            EventKind::Leader { .. } | EventKind::Replicated { .. }
+        )),
+        "no service events without a trigger waiting for one"
+    );
+    let mut s = plain.clone();
+    let trigger = Trigger {
+        nodes: vec![0, 1, 2],
+        event: TriggerEvent::LeaderElected,
+        nth: 1,
+        delay: 0,
+        client: None,
+    };
+    let pause = Fault::Pause {
+        node: 3,
+        duration: ns("100ms"),
+        task: Default::default(),
+    };
+    s.faults = FaultPlan::new(vec![TimedFault::after(trigger.clone(), pause)]);
+    s.faults.validate(&s.cluster).unwrap();
+    let h = run(&st, &s);
+    let leader = h
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::Leader { .. }))
+        .expect("the first leader's term is recorded");
+    assert!(leader.node < 3, "a server leads: {leader:?}");
+    let f = faults(&h);
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].id, leader.id + 1, "the pause right after the election");
+    assert_eq!(trigger.resolve(&h), Some(leader.time));
+    assert!(
+        h.events
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::Replicated { .. })),
+        "a service trigger records `replicates` too (followers append the leader's entries)"
+    );
+}
+
+/// redis-failover's replication stream keeps its lag: with `repl_delay = 300ms` a replica
+/// first takes a write (`replicates`, offset 1 or more) at least 300 ms after the primary's
+/// first grant (before, the primary re-sent its whole state every 100 ms and the lag did not
+/// hold above that).
+#[test]
+fn redis_failovers_replication_lag_holds() {
+    let st = setup("redis-failover", &["repl_delay=300ms"]);
+    let mut s = st.scenario(5, &[]);
+    let trigger = Trigger {
+        nodes: vec![1],
+        event: TriggerEvent::Replicates,
+        nth: 1,
+        delay: 0,
+        client: None,
+    };
+    let pause = Fault::Pause {
+        node: 5,
+        duration: ns("10ms"),
+        task: Default::default(),
+    };
+    s.faults = FaultPlan::new(vec![TimedFault::after(trigger, pause)]);
+    s.faults.validate(&s.cluster).unwrap();
+    let h = run(&st, &s);
+    let grant = h
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::Grant { .. }))
+        .expect("a grant");
+    let first_write = h
+        .events
+        .iter()
+        .find(|e| e.node == 1 && matches!(e.kind, EventKind::Replicated { offset } if offset >= 1))
+        .expect("n2 takes the grant's write");
+    assert!(
+        first_write.time >= grant.time + ns("300ms"),
+        "grant at {}, replicated at {}",
+        grant.time,
+        first_write.time
+    );
+}

@@ -551,7 +551,9 @@ pub fn page_data(run: &Run) -> PageData {
                 Fault::ClockDrift { node, .. } => drifts.entry(*node).or_default().push(e.time),
                 _ => {}
             },
-            EventKind::FaultEnd { .. } => {}
+            EventKind::FaultEnd { .. }
+            | EventKind::Leader { .. }
+            | EventKind::Replicated { .. } => {}
         }
     }
     for (_, (n, k, t)) in open {

@@ -70,6 +70,8 @@ pub fn describe_event(s: &Scenario, e: &Event) -> String {
         } => format!("rejects a write to k{key}: token {token} below {highest}"),
         EventKind::Fault { fault } => format!("fault: {}", fault.describe(c)),
         EventKind::FaultEnd { what } => format!("fault ends: {what}"),
+        EventKind::Leader { term } => format!("leads (term {term})"),
+        EventKind::Replicated { offset } => format!("replicates up to offset {offset}"),
     };
     format!("{who} {what}")
 }

@@ -311,6 +311,13 @@ impl NodeCtx {
         self.inner.world.set_leader(self.inner.id, term);
     }
 
+    /// Tells the harness that this replica took its leader's replication stream up to
+    /// `offset` (a log index, a replication offset), for `replicates` triggers. Only
+    /// replicated algorithms call it; it records nothing unless a trigger waits for it.
+    pub fn replicated(&self, offset: u64) {
+        self.inner.world.replicated(self.inner.id, offset);
+    }
+
     /// Records an event on this node (true time and local readings are added).
     pub fn record(&self, kind: EventKind) -> u64 {
         self.inner.world.record(self.inner.id, kind)

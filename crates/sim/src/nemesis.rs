@@ -95,6 +95,9 @@ fn arm(world: &Arc<World>, faults: Vec<TimedFault>, nodes: &NodeMap, state: &Sta
             })
         })
         .collect();
+    if armed.iter().any(|a| a.trigger.event.is_service()) {
+        world.record_service_events();
+    }
     let armed = std::sync::Mutex::new(armed);
     let weak = Arc::downgrade(world);
     let (n, st) = (nodes.clone(), state.clone());

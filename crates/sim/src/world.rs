@@ -75,6 +75,9 @@ pub struct World {
     /// Told of every recorded event a fault trigger could wait for (set by the nemesis when
     /// the plan has triggers; see [`World::observe`]).
     observer: OnceLock<Observer>,
+    /// Whether the service's own events (`leader elected`, `replicates`) are recorded: only
+    /// when a trigger waits for one (set by the nemesis; see [`World::record_service_events`]).
+    service_events: std::sync::atomic::AtomicBool,
 }
 
 /// What [`World::observe`] installs: called with the node and what the event is to triggers
@@ -118,6 +121,7 @@ impl World {
             leaders: Mutex::new(vec![None; n]),
             stalls: Mutex::new(vec![[0; 2]; n]),
             observer: OnceLock::new(),
+            service_events: std::sync::atomic::AtomicBool::new(false),
             cluster,
             workload,
             seed,
@@ -185,8 +189,33 @@ impl World {
     }
 
     /// Node `id` claims leadership in `term` (`None`: it no longer does).
+    /// Records [`EventKind::Leader`] when the node starts leading in a new term and a trigger
+    /// waits for `leader elected`.
     pub fn set_leader(&self, id: NodeId, term: Option<u64>) {
-        self.leaders.lock().expect("single-threaded")[id as usize] = term;
+        let was = std::mem::replace(
+            &mut self.leaders.lock().expect("single-threaded")[id as usize],
+            term,
+        );
+        if let Some(term) = term.filter(|&t| was != Some(t)) {
+            if self.service_events.load(Ordering::Relaxed) {
+                self.record(id, EventKind::Leader { term });
+            }
+        }
+    }
+
+    /// Replica `id` took its leader's replication stream up to `offset`: recorded as
+    /// [`EventKind::Replicated`] when a trigger waits for `replicates`.
+    pub fn replicated(&self, id: NodeId, offset: u64) {
+        if self.service_events.load(Ordering::Relaxed) {
+            self.record(id, EventKind::Replicated { offset });
+        }
+    }
+
+    /// From now on, record the service's own events (`leader elected`, `replicates`). Called
+    /// by the nemesis before the run starts when a trigger waits for one; other runs never
+    /// record them, so their event logs and digests do not depend on these events existing.
+    pub fn record_service_events(&self) {
+        self.service_events.store(true, Ordering::Relaxed);
     }
 
     /// The node claiming leadership in the highest term (the lowest id on a tie), if any.

@@ -419,6 +419,9 @@ impl Server {
             }
             debug_assert!(first.index <= self.last_on_disk + 1);
             self.last_on_disk = last;
+            if !self.leader() {
+                self.ctx.replicated(last);
+            }
         }
         if let Some(hs) = hs {
             store.wl().set_hardstate(hs.clone());

@@ -7,10 +7,15 @@
 //! What it reproduces, with sources:
 //! - **Asynchronous replication** (redis.io, "Redis replication": "Redis uses by default
 //!   asynchronous replication"): the primary answers the client first and ships each write to
-//!   every replica after `repl_delay`; a write the primary had not shipped when it died is
-//!   gone. The stream is modelled as the primary's state at replication offset `o` (the same
-//!   as applying its commands in order up to `o`); the primary re-sends its state every 100 ms,
-//!   as a replica's reconnection and partial resync recover lost stream bytes.
+//!   every replica `repl_delay` later, in order (a write never overtakes the one before it, so
+//!   a lag of 2 s holds for every write); a write the primary had not shipped when it died is
+//!   gone. Each shipment is the primary's state at replication offset `o` (the same as
+//!   applying its commands in order up to `o`), and replicas acknowledge the offsets they
+//!   have (`REPLCONF ACK`). Every 100 ms the primary re-sends each replica what it has shipped
+//!   to it so far, never anything newer, as a replica's reconnection and partial resync from
+//!   the backlog recover lost stream bytes; a replica shipped nothing yet in the primary's
+//!   incarnation (the start, a restarted primary, a new primary) gets a full sync of the
+//!   data set as it is.
 //! - **Failover** (redis.io, "High availability with Redis Sentinel"): the monitor pings the
 //!   primary every 100 ms and, once it has been unreachable for `down_after`
 //!   (`down-after-milliseconds`), promotes a replica (`promote`: Sentinel picks the one with
@@ -61,7 +66,7 @@ pub const KNOBS: &[Knob] = &[
     Knob {
         key: "repl_delay",
         default: "1ms..50ms",
-        help: "delay before the primary ships a write to a replica, drawn uniformly per write and replica: MIN..MAX (or one duration)",
+        help: "replication lag: the primary ships each write to each replica this long after applying it, in order (no write overtakes an earlier one), drawn uniformly per write and replica: MIN..MAX (or one duration)",
     },
     Knob {
         key: "down_after",

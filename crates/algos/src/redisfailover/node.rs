@@ -142,9 +142,10 @@ struct Waiting {
 
 enum Input {
     Net(Incoming),
-    /// Ship the data set as of a write to one replica (after its replication delay).
-    Ship(NodeId, Data),
-    /// Re-send the data set to every replica.
+    /// Ship the data set as of a write to one replica (after its replication delay), if the
+    /// node is still the primary of that configuration epoch.
+    Ship(NodeId, Data, u64),
+    /// Re-send each replica the stream as shipped so far.
     Heartbeat,
     /// A `WAIT` ran out of time.
     WaitTimeout(u64),
@@ -161,6 +162,12 @@ struct Node {
     following: Option<(NodeId, u32)>,
     /// Primary side: each replica's acknowledged offset in this incarnation's stream.
     acked: BTreeMap<NodeId, u64>,
+    /// Primary side: per replica, the stream as shipped so far (the data set as of the last
+    /// offset sent); the heartbeat re-sends it, never anything newer, so the lag holds.
+    shipped: BTreeMap<NodeId, Data>,
+    /// Primary side: per replica, the monotonic reading at which the last write scheduled for
+    /// it is shipped (a later write never overtakes it).
+    due: BTreeMap<NodeId, u64>,
     waiting: BTreeMap<u64, Waiting>,
     next_wait: u64,
     tx: mpsc::UnboundedSender<Input>,
@@ -191,18 +198,23 @@ pub async fn serve(ctx: NodeCtx, cfg: RedisFailover) {
         data,
         following: None,
         acked: BTreeMap::new(),
+        shipped: BTreeMap::new(),
+        due: BTreeMap::new(),
         waiting: BTreeMap::new(),
         next_wait: 0,
         tx: tx.clone(),
     };
+    n.reset_stream();
     n.announce();
     crate::inputs::every(&ctx, 100_000_000, tx.clone(), || Input::Heartbeat);
     crate::inputs::messages(&ctx, tx, Input::Net);
     while let Some(input) = rx.next().await {
         match input {
             Input::Net(m) => n.on_message(m).await,
-            Input::Ship(to, data) => {
-                if n.is_primary() {
+            Input::Ship(to, data, epoch) => {
+                let newer = n.shipped.get(&to).is_none_or(|s| data.offset > s.offset);
+                if n.is_primary() && epoch == n.epoch && newer {
+                    n.shipped.insert(to, data.clone());
                     let run = n.ctx.incarnation();
                     n.ctx.send(to, Ctl::Sync { run, data }).await;
                 }
@@ -210,9 +222,14 @@ pub async fn serve(ctx: NodeCtx, cfg: RedisFailover) {
             Input::Heartbeat => {
                 if n.is_primary() {
                     for to in n.replicas() {
+                        // What was shipped (a replica that lost stream bytes, or restarted,
+                        // gets it again: a partial resync from the backlog), never newer.
+                        let Some(data) = n.shipped.get(&to).cloned() else {
+                            continue;
+                        };
                         let sync = Ctl::Sync {
                             run: n.ctx.incarnation(),
-                            data: n.data.clone(),
+                            data,
                         };
                         n.ctx.send(to, sync).await;
                     }
@@ -275,19 +292,44 @@ impl Node {
     }
 
     /// A write went into the data set: persist it and ship it to each replica after its
-    /// replication delay.
+    /// replication delay, in order (a write is shipped no earlier than the one before it).
     fn wrote(&mut self) {
         self.data.offset += 1;
         self.save_data();
         let (lo, hi) = self.cfg.repl_delay;
+        let now = self.ctx.mono_now();
         for to in self.replicas() {
             let delay = self.ctx.rng().gen_range(lo..=hi);
-            let (tx, c, data) = (self.tx.clone(), self.ctx.clone(), self.data.clone());
+            let due = self.due.entry(to).or_default();
+            *due = (*due).max(now + delay);
+            let (tx, c, data, due, epoch) = (
+                self.tx.clone(),
+                self.ctx.clone(),
+                self.data.clone(),
+                *due,
+                self.epoch,
+            );
             madsim::task::spawn_local(async move {
-                c.sleep(delay).await;
-                let _ = tx.unbounded_send(Input::Ship(to, data));
+                c.sleep_until_mono(due).await;
+                let _ = tx.unbounded_send(Input::Ship(to, data, epoch));
             });
         }
+    }
+
+    /// Starts the primary side's stream anew (at the start, a promotion, a demotion): a
+    /// primary's replicas begin from a full sync of its data set as it is now (Redis' full
+    /// resynchronization: the snapshot at the moment the stream starts); a replica has none.
+    fn reset_stream(&mut self) {
+        self.acked.clear();
+        self.due.clear();
+        self.shipped = if self.is_primary() {
+            self.replicas()
+                .into_iter()
+                .map(|r| (r, self.data.clone()))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
     }
 
     async fn on_message(&mut self, m: Incoming) {
@@ -310,7 +352,7 @@ impl Node {
                     self.epoch = epoch;
                     self.primary = self.ctx.id();
                     self.following = None;
-                    self.acked.clear();
+                    self.reset_stream();
                     self.save_config();
                     self.announce();
                 }
@@ -329,7 +371,7 @@ impl Node {
                     self.save_config();
                     self.announce();
                     if was_primary {
-                        self.acked.clear();
+                        self.reset_stream();
                         // Pending WAITs return what they have (nothing new will ack).
                         let waiting = std::mem::take(&mut self.waiting);
                         for w in waiting.into_values() {
@@ -350,6 +392,7 @@ impl Node {
                     self.following = Some(stream);
                     self.data = data;
                     self.save_data();
+                    self.ctx.replicated(self.data.offset);
                 }
                 let ack = Ctl::Ack {
                     run,
