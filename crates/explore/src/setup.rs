@@ -239,16 +239,10 @@ fn resolve_aliases(
     let aliases = locksim_algos::workload_aliases(algorithm);
     let mut out: Vec<(String, String)> = Vec::with_capacity(settings.len());
     for (k, v) in settings {
-        // A per-client key `cN.name` (N a number) keeps its `cN.` prefix.
-        let (scope, name) = match k.split_once('.') {
-            Some((c, n))
-                if c.len() > 1
-                    && c.starts_with('c')
-                    && c[1..].bytes().all(|b| b.is_ascii_digit()) =>
-            {
-                (&k[..c.len() + 1], n)
-            }
-            _ => ("", k.as_str()),
+        // A per-client key `cN.name` keeps its `cN.` prefix.
+        let (scope, name) = match client_setting(k) {
+            Some((client, field)) => (format!("{client}."), field),
+            None => (String::new(), k.as_str()),
         };
         let Some((alias, real)) = aliases.iter().find(|a| a.0 == name) else {
             out.push((k.clone(), v.clone()));

@@ -15,10 +15,36 @@ use locksim_explore::{check_scenario, Setup};
 /// zookeeper, 3 servers and the default clients, with `fault` aimed by `trigger`.
 fn aimed(trigger: Trigger, fault: Fault) -> (Setup, Scenario) {
     let st = setup("zookeeper", &[]);
-    let mut s = st.scenario(3, &[]);
+    let s = aimed_in(&st, 3, trigger, fault);
+    (st, s)
+}
+
+/// Seed `seed` of `st` with only `fault`, aimed by `trigger`.
+fn aimed_in(st: &Setup, seed: u64, trigger: Trigger, fault: Fault) -> Scenario {
+    let mut s = st.scenario(seed, &[]);
     s.faults = FaultPlan::new(vec![TimedFault::after(trigger, fault)]);
     s.faults.validate(&s.cluster).unwrap();
-    (st, s)
+    s
+}
+
+/// The first `event` recorded on any of `nodes`, with no delay.
+fn first(nodes: Vec<u32>, event: TriggerEvent) -> Trigger {
+    Trigger {
+        nodes,
+        event,
+        nth: 1,
+        delay: 0,
+        client: None,
+    }
+}
+
+/// A pause of the whole process `node` for `d`.
+fn pause(node: u32, d: &str) -> Fault {
+    Fault::Pause {
+        node,
+        duration: ns(d),
+        task: locksim_core::fault::PauseTask::Process,
+    }
 }
 
 fn grants_to_c1(delay: u64) -> Trigger {
@@ -225,19 +251,10 @@ fn kind_faults_applied_sets_triggered_firings_aside() {
 /// right after it.
 #[test]
 fn a_resource_event_fires_a_trigger() {
-    let trigger = Trigger {
-        nodes: vec![6],
-        event: TriggerEvent::AcceptsWrite,
-        nth: 1,
-        delay: 0,
-        client: None,
-    };
-    let pause = Fault::Pause {
-        node: 3,
-        duration: ns("100ms"),
-        task: locksim_core::fault::PauseTask::Process,
-    };
-    let (st, s) = aimed(trigger, pause);
+    let (st, s) = aimed(
+        first(vec![6], TriggerEvent::AcceptsWrite),
+        pause(3, "100ms"),
+    );
     assert_eq!(s.cluster.name(6), "res");
     let h = run(&st, &s);
     let f = faults(&h);
@@ -270,21 +287,8 @@ fn leader_elected_fires_at_the_raft_leaders_new_term_and_is_recorded_only_when_a
         )),
         "no service events without a trigger waiting for one"
     );
-    let mut s = plain.clone();
-    let trigger = Trigger {
-        nodes: vec![0, 1, 2],
-        event: TriggerEvent::LeaderElected,
-        nth: 1,
-        delay: 0,
-        client: None,
-    };
-    let pause = Fault::Pause {
-        node: 3,
-        duration: ns("100ms"),
-        task: Default::default(),
-    };
-    s.faults = FaultPlan::new(vec![TimedFault::after(trigger.clone(), pause)]);
-    s.faults.validate(&s.cluster).unwrap();
+    let trigger = first(vec![0, 1, 2], TriggerEvent::LeaderElected);
+    let s = aimed_in(&st, 3, trigger.clone(), pause(3, "100ms"));
     let h = run(&st, &s);
     let leader = h
         .events
@@ -311,21 +315,12 @@ fn leader_elected_fires_at_the_raft_leaders_new_term_and_is_recorded_only_when_a
 #[test]
 fn redis_failovers_replication_lag_holds() {
     let st = setup("redis-failover", &["repl_delay=300ms"]);
-    let mut s = st.scenario(5, &[]);
-    let trigger = Trigger {
-        nodes: vec![1],
-        event: TriggerEvent::Replicates,
-        nth: 1,
-        delay: 0,
-        client: None,
-    };
-    let pause = Fault::Pause {
-        node: 5,
-        duration: ns("10ms"),
-        task: Default::default(),
-    };
-    s.faults = FaultPlan::new(vec![TimedFault::after(trigger, pause)]);
-    s.faults.validate(&s.cluster).unwrap();
+    let s = aimed_in(
+        &st,
+        5,
+        first(vec![1], TriggerEvent::Replicates),
+        pause(5, "10ms"),
+    );
     let h = run(&st, &s);
     let grant = h
         .events
