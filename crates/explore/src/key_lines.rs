@@ -72,9 +72,14 @@ impl KeyLines {
     }
 }
 
-/// The words an error puts in backticks, in order.
+/// The keys an error puts in backticks, in order: a word in backticks, or the key of a
+/// `` `key=value` `` pair (as the algorithms' knob errors name a bad value).
 fn quoted(error: &str) -> impl Iterator<Item = &str> {
-    error.split('`').skip(1).step_by(2)
+    error
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|w| w.split_once('=').map_or(w, |(k, _)| k.trim()))
 }
 
 /// The client an error is about: `client.c2: …`, `client c2: …`, `client "x": …`.
@@ -115,6 +120,11 @@ mod tests {
         assert_eq!(
             l.settings_error("`clients` is above `ttl`"),
             "line 2: `clients` is above `ttl`"
+        );
+        // An algorithm's knob error names the key with its value.
+        assert_eq!(
+            l.settings_error("raft-lease: `clients=abc` must be an integer from 1 to 9"),
+            "line 2: raft-lease: `clients=abc` must be an integer from 1 to 9"
         );
         // A key the file does not have: no line rather than a wrong one.
         assert_eq!(l.settings_error("`keys`: too many"), "`keys`: too many");
