@@ -34,7 +34,7 @@ pub const KNOBS: &[Knob] = &[
     Knob {
         key: "timeout",
         default: "100ms",
-        help: "client's per-request timeout",
+        help: "client's per-request timeout (a duration, or none); the Redis lock docs ask for one small against the lease (5-50 ms for a 10 s auto-release); redis-py sets none before 8.0 and 5 s since",
     },
     crate::knobs::RELEASE,
     crate::knobs::CLIENT_CLOCK,
@@ -73,7 +73,7 @@ impl Central {
         Ok(Central {
             name,
             server: ServerConfig::from_knobs(&k, fencing, 0)?,
-            timeout: k.duration("timeout")?,
+            timeout: k.timeout("timeout")?,
             drift_ppm,
             client_clock: crate::knobs::local_clock(&k, "client_clock")?,
         })
@@ -162,7 +162,7 @@ impl LockAlgorithm for Central {
     fn liveness(&self) -> locksim_sim::LivenessHints {
         locksim_sim::LivenessHints {
             lock_delay: 0,
-            attempt: Some(self.timeout),
+            attempt: Some(locksim_sim::finite(self.timeout)),
             election: 0,
         }
     }

@@ -24,6 +24,11 @@
 //! - **fencing** (default on): the key's index at the acquire (`LockIndex`/`ModifyIndex`, the
 //!   sequencer Consul's leader-election guide recommends) is the fencing token; `fencing =
 //!   false` hands the resource none.
+//! - **no request timeout** (`timeout = none`, as the Go API client ships: `api.DefaultConfig`
+//!   builds an `http.Client` without `Timeout` on go-cleanhttp's pooled transport, whose only
+//!   limits are the 30 s dial and the TLS handshake): a renewal or lock request into a black
+//!   hole waits until TCP gives up or the cut heals, so the holder is not told. Give a
+//!   `timeout` for a client built with a context deadline.
 //! - **acquire** waits in the key's queue up to `lock_wait` (`LockOptions.LockWaitTime`,
 //!   15 s), as `api.Lock` blocks and retries (the queue makes waiters first-come, first-served,
 //!   where Consul's are served by whoever retries first).
@@ -76,8 +81,8 @@ pub const KNOBS: &[Knob] = &[
     },
     Knob {
         key: "timeout",
-        default: "100ms",
-        help: "client's per-request timeout",
+        default: "none",
+        help: "client's per-request timeout, or none: Consul's Go API client sets none (api.DefaultConfig's http.Client has no Timeout and go-cleanhttp's pooled transport no response timeout; a request ends with an answer or its TCP connection), so a renewal or monitor read into a black hole waits",
     },
     Knob {
         key: "client_clock",
@@ -124,6 +129,9 @@ impl ConsulSession {
         core_config
             .entry("lock_wait".into())
             .or_insert_with(|| "15s".into());
+        core_config
+            .entry("timeout".into())
+            .or_insert_with(|| "none".into());
         let mut core = RaftLease::from_config(&core_config, workload)
             .map_err(|e| e.replacen("raft-lease", name, 1))?;
         core.name = name;

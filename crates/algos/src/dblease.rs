@@ -26,6 +26,11 @@
 //!   client's, or the database uses its own), or when no answer comes. Check-then-act: the row
 //!   can be taken between the answer and the write; fencing closes that gap.
 //!
+//! **No statement timeout** (`timeout = none`): ShedLock's `JdbcTemplateLockProvider` runs on a
+//! `JdbcTemplate` whose `queryTimeout` is -1 (the driver's default), and pgjdbc's
+//! `socketTimeout` and PostgreSQL's `statement_timeout` are 0, off; a statement whose packets a
+//! cut swallows waits until TCP retransmits it after the heal or gives up.
+//!
 //! The database commits every statement durably (it survives a crash), and records a `grant`
 //! event when an acquire's update takes the row. The client's validity is Redlock's
 //! `start + lock_at_most − drift` on its own clock (a careful client that checks its lease).
@@ -66,8 +71,8 @@ pub const KNOBS: &[Knob] = &[
     },
     Knob {
         key: "timeout",
-        default: "100ms",
-        help: "client's per-statement timeout",
+        default: "none",
+        help: "client's per-statement timeout, or none: ShedLock's JdbcTemplate sets no query timeout (Spring's queryTimeout -1: the driver's), pgjdbc's socketTimeout and PostgreSQL's statement_timeout default to 0 (off), so a statement into a black hole waits until TCP gives up or the cut heals",
     },
     crate::knobs::CLIENT_CLOCK,
     crate::knobs::DRIFT_FACTOR,
@@ -111,7 +116,7 @@ impl DbLease {
             lock_at_least: k.duration_or_zero("lock_at_least")?,
             fencing: k.flag("fencing")?,
             check_held: k.flag("check_held")?,
-            timeout: k.duration("timeout")?,
+            timeout: k.timeout("timeout")?,
             drift_ppm,
             client_clock: crate::knobs::local_clock(&k, "client_clock")?,
         })
@@ -450,7 +455,7 @@ impl LockAlgorithm for DbLease {
         locksim_sim::LivenessHints {
             // A release keeps the row locked for up to lock_at_least after its acquire.
             lock_delay: self.lock_at_least,
-            attempt: Some(self.timeout),
+            attempt: Some(locksim_sim::finite(self.timeout)),
             election: 0,
         }
     }

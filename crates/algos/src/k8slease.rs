@@ -18,10 +18,15 @@
 //!   record), `RetryPeriod` its `renew_every` (the leader renews on it; a candidate that found
 //!   the lease held polls again after `RetryPeriod` plus up to 1.2 × `RetryPeriod` of jitter,
 //!   `wait.JitterUntil`'s factor), `RenewDeadline` its `renew_deadline` (the leader stops
-//!   leading when no renewal succeeded for that long). client-go's defaults are 15 s, 2 s and
-//!   10 s; give them as settings (`ttl = "15s"`, `renew_every = "2s"`, `renew_deadline =
-//!   "10s"`). When a leader stops (`OnStoppedLeading`), the workload's `step_down` says how long
-//!   it keeps acting.
+//!   leading when no renewal succeeded for that long). Kubernetes' components default them
+//!   to 15 s, 2 s and 10 s; unless a file or `--set` says otherwise, `renew_every` and
+//!   `renew_deadline` take those defaults scaled to the run's `ttl` (`2/15` and `2/3` of it,
+//!   [`CLIENT_DEFAULTS`]; `ttl = "15s"` gives exactly 15 s, 2 s and 10 s), and each request
+//!   times out after `max(renew_deadline / 2, ttl / 15)`, as `resourcelock.NewFromKubeconfig`
+//!   (kube-scheduler, kube-controller-manager) and controller-runtime set `rest.Config.Timeout
+//!   = max(RenewDeadline / 2, 1 s)`; a bare `rest.Config` has none (`timeout = none`), and a
+//!   renewal round is then bounded by the `RenewDeadline` context alone. When a leader stops
+//!   (`OnStoppedLeading`), the workload's `step_down` says how long it keeps acting.
 //! - **`release_on_cancel`** (`LeaderElectionConfig.ReleaseOnCancel`): a release writes an
 //!   empty holder with `leaseDurationSeconds = 1`, so a candidate may take the lease at once;
 //!   without it a release only stops renewing and the lease runs out; it answers `ok` while the
@@ -81,10 +86,30 @@ pub const KNOBS: &[Knob] = &[
     },
     Knob {
         key: "timeout",
-        default: "100ms",
-        help: "client's per-request timeout (one GET or UPDATE)",
+        default: "renew_deadline/2",
+        help: "client's per-request timeout (one GET or UPDATE): by default max(renew_deadline/2, ttl/15), what resourcelock.NewFromKubeconfig and controller-runtime set (max(RenewDeadline/2, 1s): 5 s with the 10 s default); a duration, or none (a rest.Config of your own: no Timeout)",
     },
     crate::knobs::DRIFT_FACTOR,
+];
+
+/// client-go's leader-election durations as Kubernetes' components ship them, scaled to the
+/// run's `ttl` (the `LeaseDuration`): `RetryPeriod` 2 s and `RenewDeadline` 10 s of a 15 s
+/// lease (kubernetes/component-base `config/v1alpha1/defaults.go`,
+/// `RecommendedDefaultLeaderElectionConfiguration`; controller-runtime `pkg/manager/internal.go`
+/// has the same three). The library itself has no defaults: `NewLeaderElector` refuses zeros.
+pub const CLIENT_DEFAULTS: &[crate::ClientDefault] = &[
+    crate::ClientDefault {
+        key: "renew_every",
+        num: 2,
+        den: 15,
+        source: "client-go RetryPeriod: 2s of a 15s LeaseDuration (component-base RecommendedDefaultLeaderElectionConfiguration, controller-runtime defaultRetryPeriod)",
+    },
+    crate::ClientDefault {
+        key: "renew_deadline",
+        num: 2,
+        den: 3,
+        source: "client-go RenewDeadline: 10s of a 15s LeaseDuration (component-base RecommendedDefaultLeaderElectionConfiguration, controller-runtime defaultRenewDeadline)",
+    },
 ];
 
 /// A Lease object's spec. Times are readings of the writer's wall clock, ns (informational:
@@ -256,7 +281,10 @@ impl K8sLease {
             },
             release_on_cancel: k.flag("release_on_cancel")?,
             fencing: k.flag("fencing")?,
-            timeout: k.duration("timeout")?,
+            timeout: match config.get("timeout") {
+                Some(_) => k.timeout("timeout")?,
+                None => (w.renew_deadline.unwrap_or(w.ttl * 2 / 3) / 2).max(w.ttl / 15),
+            },
             drift_ppm,
             longest_poll: longest + longest * 6 / 5,
             retry_delay: w.retry_delay_max,
@@ -570,7 +598,7 @@ impl LockAlgorithm for K8sLease {
         // late again (each poll: a retry period with jitter, then the workload's retry delay).
         locksim_sim::LivenessHints {
             lock_delay: 2 * (self.longest_poll + self.retry_delay),
-            attempt: Some(2 * self.timeout),
+            attempt: Some(2 * locksim_sim::finite(self.timeout)),
             election: 0,
         }
     }

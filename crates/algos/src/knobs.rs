@@ -135,6 +135,26 @@ impl<'a> Knobs<'a> {
         }
     }
 
+    /// A request timeout: a positive duration such as `100ms`, or `none` for a client that
+    /// sets none and waits for as long as the network takes ([`locksim_sim::NO_TIMEOUT`]).
+    ///
+    /// # Errors
+    /// When the value is neither `none` nor a positive duration.
+    pub fn timeout(&self, key: &str) -> Result<Nanos, String> {
+        let v = self.raw(key);
+        if v == "none" {
+            return Ok(locksim_sim::NO_TIMEOUT);
+        }
+        match parse_duration(v) {
+            Ok(d) if d > 0 => Ok(d as Nanos),
+            Ok(_) => Err(format!(
+                "{}: `{key}={v}` must be more than zero (or none: no timeout)",
+                self.algo
+            )),
+            Err(e) => Err(format!("{}: `{key}`: {e} (or none: no timeout)", self.algo)),
+        }
+    }
+
     /// A duration such as `2s` that may be zero (`0`, `0s`).
     ///
     /// # Errors

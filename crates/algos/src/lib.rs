@@ -25,7 +25,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use locksim_core::Workload;
+use locksim_core::{Nanos, Workload};
 use locksim_sim::LockAlgorithm;
 
 pub mod aplock;
@@ -133,6 +133,38 @@ pub fn knobs(name: &str) -> Option<&'static [Knob]> {
 pub fn workload_aliases(name: &str) -> &'static [(&'static str, &'static str)] {
     match name {
         "zookeeper" => &[("session_timeout", "ttl")],
+        _ => &[],
+    }
+}
+
+/// A workload setting whose default algorithm `name` takes from its real client library: the
+/// library's default as a fraction of its default lease length, applied to the run's `ttl`
+/// (client-go's `RetryPeriod` of 2 s with a 15 s `LeaseDuration` is `ttl × 2/15`).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientDefault {
+    /// The workload setting (`renew_every`, `renew_deadline`).
+    pub key: &'static str,
+    /// Numerator of the fraction of `ttl`.
+    pub num: u64,
+    /// Denominator of the fraction of `ttl`.
+    pub den: u64,
+    /// What the library ships, and where that is written.
+    pub source: &'static str,
+}
+
+impl ClientDefault {
+    /// The value for a run whose lease length is `ttl` ns.
+    pub fn value(&self, ttl: Nanos) -> Nanos {
+        (ttl as u128 * self.num as u128 / self.den as u128) as Nanos
+    }
+}
+
+/// Workload settings whose defaults algorithm `name` takes from its real client library
+/// (every other workload setting keeps the workload's default). A setting the user gives,
+/// in the workload's section or a client's table, wins.
+pub fn client_defaults(name: &str) -> &'static [ClientDefault] {
+    match name {
+        "k8s-lease" => k8slease::CLIENT_DEFAULTS,
         _ => &[],
     }
 }

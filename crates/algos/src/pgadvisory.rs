@@ -48,6 +48,12 @@
 //!   cannot tell the holders apart (`sims/pg-advisory-transaction-pooling.toml` with
 //!   `check_held = true` still shows S1 and S2 in 99 of 100 seeds).
 //!
+//! **No statement timeout** (`timeout = none`, the defaults: libpq's `connect_timeout` 0 waits
+//! indefinitely and it has no per-query timeout; PostgreSQL's `statement_timeout`, `lock_timeout`
+//! and `idle_in_transaction_session_timeout` are 0, off, in `runtime-config-client`; PgBouncer's
+//! `query_timeout` is 0 and `server_lifetime` 3600 s in its `config.md`): a statement whose
+//! packets a cut swallows waits until TCP retransmits it after the heal or gives up.
+//!
 //! The lock does not expire: the client tracks no validity, and S3 judges the service against
 //! the non-expiring lock spec (a holder keeps the lock until it releases or its session may
 //! have ended). The workload's `ttl` means nothing to the service; the liveness properties use
@@ -103,8 +109,8 @@ pub const KNOBS: &[Knob] = &[
     },
     Knob {
         key: "timeout",
-        default: "100ms",
-        help: "client's per-statement timeout",
+        default: "none",
+        help: "per-statement timeout of the client and of the pooler's server query, or none: libpq has none (connect_timeout 0 waits indefinitely), PostgreSQL's statement_timeout and PgBouncer's query_timeout default to 0 (off), so a statement into a black hole waits until TCP gives up or the cut heals",
     },
 ];
 
@@ -302,7 +308,7 @@ impl PgAdvisory {
             xact: k.flag("xact")?,
             fencing: k.flag("fencing")?,
             check_held: k.flag("check_held")?,
-            timeout: k.duration("timeout")?,
+            timeout: k.timeout("timeout")?,
         })
     }
 
@@ -647,7 +653,7 @@ impl LockAlgorithm for PgAdvisory {
         locksim_sim::LivenessHints {
             lock_delay: 0,
             // Through the pooler to the server: two hops, one client timeout.
-            attempt: Some(self.timeout),
+            attempt: Some(locksim_sim::finite(self.timeout)),
             election: 0,
         }
     }

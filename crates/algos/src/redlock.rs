@@ -50,7 +50,7 @@ pub const KNOBS: &[Knob] = &[
     Knob {
         key: "timeout",
         default: "50ms",
-        help: "per-master request timeout",
+        help: "per-master request timeout: the Redis docs' algorithm, step 2, a timeout small against the lease (5-50 ms for a 10 s auto-release); redlock-py and node-redlock set none of their own (redis-py's or ioredis' client: none by default)",
     },
     crate::knobs::RELEASE,
     crate::knobs::CLIENT_CLOCK,

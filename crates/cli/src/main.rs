@@ -208,7 +208,22 @@ fn list(json: bool) {
                         |k| serde_json::json!({"key": k.key, "help": k.help, "default": k.default}),
                     )
                     .collect();
-                serde_json::json!({"name": name, "what": what, "settings": settings})
+                let client_defaults: Vec<serde_json::Value> = locksim_algos::client_defaults(name)
+                    .iter()
+                    .map(|d| {
+                        serde_json::json!({
+                            "key": d.key,
+                            "fraction_of_ttl": [d.num, d.den],
+                            "source": d.source,
+                        })
+                    })
+                    .collect();
+                serde_json::json!({
+                    "name": name,
+                    "what": what,
+                    "settings": settings,
+                    "client_defaults": client_defaults,
+                })
             })
             .collect();
         let workload: Vec<serde_json::Value> = locksim_explore::setup::WORKLOAD_KNOBS
@@ -268,6 +283,12 @@ fn list(json: bool) {
         t += &format!("  {name:<aw$} {what}\n");
         for k in locksim_algos::knobs(name).unwrap_or(&[]) {
             t += &format!("      {:<kw$} {} (default {})\n", k.key, k.help, k.default);
+        }
+        for d in locksim_algos::client_defaults(name) {
+            t += &format!(
+                "      {:<kw$} workload default for {name}: ttl × {}/{}, {}\n",
+                d.key, d.num, d.den, d.source
+            );
         }
     }
     t +=

@@ -294,6 +294,18 @@ impl Setup {
             }
             config.insert(k.clone(), v.clone());
         }
+        // What the algorithm's real client library does, where the user said nothing.
+        for d in locksim_algos::client_defaults(algorithm) {
+            if settings.iter().any(|(k, _)| k == d.key) {
+                continue;
+            }
+            let v = Some(d.value(workload.ttl).max(1));
+            match d.key {
+                "renew_every" => workload.renew_every = v,
+                "renew_deadline" => workload.renew_deadline = v,
+                other => unreachable!("client default for `{other}`"),
+            }
+        }
         if workload.work_min > workload.work_max {
             return Err(format!(
                 "`work_min` ({}) is above `work_max` ({})",

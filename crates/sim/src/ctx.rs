@@ -65,6 +65,26 @@ impl Incoming {
     }
 }
 
+/// The `timeout` of a [`NodeCtx::call`] that waits for as long as the network takes: what a
+/// client without a request timeout does (Consul's Go API client, libpq, ZooKeeper's
+/// `zookeeper.request.timeout = 0`). Knobs spell it `none`.
+pub const NO_TIMEOUT: Nanos = Nanos::MAX;
+
+/// The longest a healthy service takes to answer one request on the simulated network (its
+/// one-way latency is 1 to 10 ms), ns: what a wait without timeout ([`NO_TIMEOUT`]) counts as
+/// where a model needs a finite length (a liveness hint, the base of a backoff).
+pub const HEALTHY_ANSWER: Nanos = 100_000_000;
+
+/// `timeout`, or [`HEALTHY_ANSWER`] for [`NO_TIMEOUT`]: the finite length a model derives
+/// hints and backoffs from.
+pub fn finite(timeout: Nanos) -> Nanos {
+    if timeout == NO_TIMEOUT {
+        HEALTHY_ANSWER
+    } else {
+        timeout
+    }
+}
+
 /// Why a call got no reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallError {
@@ -372,7 +392,9 @@ impl NodeCtx {
     }
 
     /// Sends `req` to node `to` and waits at most `timeout` ns of local time for a reply of
-    /// type `R`.
+    /// type `R`; [`NO_TIMEOUT`] waits for as long as the network takes (a reply, or under tcp
+    /// the connection's end: a reset, the peer's FIN, `tcp_retries2` or `tcp_syn_retries`
+    /// given up), as a client without a request timeout does.
     ///
     /// # Errors
     /// [`CallError::Timeout`] when no reply came in time (the request may still take effect;
@@ -422,6 +444,9 @@ impl NodeCtx {
                 .map(|b| *b)
                 .map_err(|_| CallError::BadReply)
         };
+        if timeout == NO_TIMEOUT {
+            return wait.await;
+        }
         match madsim::time::timeout(self.true_len(timeout), wait).await {
             Ok(r) => r,
             Err(_) => Err(CallError::Timeout),
@@ -450,7 +475,12 @@ impl NodeCtx {
                 Some(tx),
             )
         };
-        match madsim::time::timeout(self.true_len(timeout), rx).await {
+        let answer = if timeout == NO_TIMEOUT {
+            Ok(rx.await)
+        } else {
+            madsim::time::timeout(self.true_len(timeout), rx).await
+        };
+        match answer {
             Ok(Ok(Ok(body))) => body
                 .downcast::<R>()
                 .map(|b| *b)

@@ -27,7 +27,7 @@ pub mod workload;
 pub mod world;
 
 pub use async_trait::async_trait;
-pub use ctx::{CallError, Incoming, NodeCtx};
+pub use ctx::{finite, CallError, Incoming, NodeCtx, HEALTHY_ANSWER, NO_TIMEOUT};
 pub use locksim_core::LocalClock;
 pub use protocol::{Grant, LivenessHints, LockAlgorithm, LockClient, Outcome, Validity};
 pub use run::{run, run_isolated};

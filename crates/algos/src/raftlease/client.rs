@@ -102,7 +102,8 @@ impl Inner {
                     _ => {
                         self.leader.set((to + 1) % servers);
                         // Perhaps an election is on: give it a moment.
-                        let pause = (self.cfg.server.tick * 2).min(self.cfg.timeout);
+                        let pause =
+                            (self.cfg.server.tick * 2).min(locksim_sim::finite(self.cfg.timeout));
                         self.ctx.sleep(pause).await;
                     }
                 },
@@ -349,7 +350,9 @@ impl Inner {
         madsim::task::spawn_local(async move {
             // Exponential backoff, as client libraries' retry policies do.
             for attempt in 0..5 {
-                me.ctx.sleep(me.cfg.timeout << attempt).await;
+                me.ctx
+                    .sleep(locksim_sim::finite(me.cfg.timeout) << attempt)
+                    .await;
                 if !me.in_doubt.borrow().contains(&(key, lease, rev)) {
                     return;
                 }

@@ -65,7 +65,7 @@ pub const KNOBS: &[Knob] = &[
     Knob {
         key: "timeout",
         default: "100ms",
-        help: "client's per-request timeout",
+        help: "client's per-request timeout, or none (wait for an answer or the connection's end); 100ms is locksim's careful client: etcd's clientv3 sets none (each request runs under the caller's context)",
     },
     Knob {
         key: "lock_wait",
@@ -212,7 +212,7 @@ impl RaftLease {
                 unlock_by_name: k.flag("unlock_by_name")?,
                 lock_delay: 0,
             },
-            timeout: k.duration("timeout")?,
+            timeout: k.timeout("timeout")?,
             lock_wait: k.duration("lock_wait")?,
             unlock_retry: k.choice("unlock_retry", &["background", "none"])? == "background",
             drift_ppm,
@@ -237,7 +237,7 @@ impl LockAlgorithm for RaftLease {
         // the leader revokes the expired lease through the log and confirms it still leads.
         locksim_sim::LivenessHints {
             lock_delay: self.server.lock_delay,
-            attempt: Some(2 * self.timeout + 2 * self.server.tick),
+            attempt: Some(2 * locksim_sim::finite(self.timeout) + 2 * self.server.tick),
             // Two rounds of the longest election timeout (`[e, 2e)` ticks).
             election: 2 * 2 * self.server.election_ticks as u64 * self.server.tick,
         }

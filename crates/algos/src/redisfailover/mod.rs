@@ -39,6 +39,12 @@
 //! - **Fencing** (`fencing = true`): a token counter kept on the primary in the same data set
 //!   (an `INCR` beside the `SET`), replicated the same way, so its survival across a failover
 //!   is exactly as good as the key's.
+//! - **Client defaults**: the request timeout is 100 ms, Redisson's ratio at the default 1 s
+//!   `ttl` (its 3000 ms command timeout against its 30 s watchdog lease); there is no
+//!   renewal by default, as redis-py's `Lock` has none. Redisson's watchdog renews every
+//!   third of its lease (`renew_every = ttl/3` in a file), but silently: a renewal that fails
+//!   is retried and the holder is never told (redisson `renewal/RenewalTask`), where
+//!   locksim's renewals tell the holder, so that setting is kinder than Redisson.
 //!
 //! One monitor node stands for the Sentinel quorum (the `sentinels` of the issue are not
 //! modelled: one Sentinel with quorum 1). Node layout: `n1` is the first primary,
@@ -101,7 +107,7 @@ pub const KNOBS: &[Knob] = &[
     Knob {
         key: "timeout",
         default: "100ms",
-        help: "client's per-request timeout (WAIT's timeout is added to it)",
+        help: "client's per-request timeout (WAIT's timeout is added to it); 100ms is Redisson's ratio at the default 1s ttl (its 3000 ms command timeout against a 30 s watchdog lease: ttl/10); redis-py 6.x-7.x sets none, 8.x 5 s",
     },
     crate::knobs::RELEASE,
     crate::knobs::CLIENT_CLOCK,

@@ -72,6 +72,13 @@ impl Inner {
         self.ctx.now(self.cfg.client_clock)
     }
 
+    /// How long a request waits for an answer before the connection counts as lost: the
+    /// `timeout` setting, else the ZooKeeper client's read timeout, 2/3 of this client's
+    /// session timeout (`ClientCnxn`: `readTimeout = sessionTimeout * 2 / 3`).
+    fn request_timeout(&self) -> Nanos {
+        self.cfg.timeout.unwrap_or(self.timeout.get() * 2 / 3)
+    }
+
     /// One request to the connected server; on connection loss the client reconnects (to the
     /// same server or another, per `reconnect`). After a connection loss, or half a session
     /// timeout without an answer, the session is first revalidated with the leader (what a
@@ -95,7 +102,7 @@ impl Inner {
         );
         if (self.stale.get() || quiet) && !create && !matches!(req, Req::Revalidate { .. }) {
             match self
-                .once(Req::Revalidate { session }, self.cfg.timeout)
+                .once(Req::Revalidate { session }, self.request_timeout())
                 .await
             {
                 Ok(_) => self.stale.set(false),
@@ -150,7 +157,7 @@ impl Inner {
                         timeout: self.timeout.get(),
                     },
                 },
-                self.cfg.timeout,
+                self.request_timeout(),
             )
             .await?;
         let Resp::Applied(Applied::Session(s)) = r else {
@@ -174,7 +181,9 @@ impl Inner {
                 return;
             }
             if !self.holding.get() {
-                let _ = self.call(Req::Ping { session: s }, self.cfg.timeout).await;
+                let _ = self
+                    .call(Req::Ping { session: s }, self.request_timeout())
+                    .await;
             }
         }
     }
@@ -187,10 +196,11 @@ impl Inner {
         mine: Option<u64>,
     ) -> Result<Vec<(u64, super::server::Znode)>, Lost> {
         if self.cfg.sync_before_read {
-            self.call(Req::Sync { session }, self.cfg.timeout).await?;
+            self.call(Req::Sync { session }, self.request_timeout())
+                .await?;
         }
         match self
-            .call(Req::Children { session, key, mine }, self.cfg.timeout)
+            .call(Req::Children { session, key, mine }, self.request_timeout())
             .await?
         {
             Resp::Children(c) => Ok(c),
@@ -215,7 +225,9 @@ impl Inner {
             let session = match self.session().await {
                 Ok(s) => s,
                 Err(_) => {
-                    self.ctx.sleep(self.cfg.timeout).await;
+                    self.ctx
+                        .sleep(self.cfg.timeout.unwrap_or(locksim_sim::HEALTHY_ANSWER))
+                        .await;
                     continue;
                 }
             };
@@ -237,7 +249,7 @@ impl Inner {
                 session,
                 txn: Txn::Create { key, guid, session },
             };
-            match self.call(w, self.cfg.timeout).await {
+            match self.call(w, self.request_timeout()).await {
                 Ok(Resp::Applied(Applied::Created(seq))) => return Ok((session, seq)),
                 Ok(_) | Err(Lost::Expired) => {}
                 Err(Lost::Connection) => lost_once = true,
@@ -315,7 +327,7 @@ impl Inner {
             session,
             txn: Txn::Delete { key, seq },
         };
-        match self.call(w, self.cfg.timeout).await {
+        match self.call(w, self.request_timeout()).await {
             Ok(Resp::Applied(Applied::Deleted(d))) => Some(d),
             _ => None,
         }
@@ -349,7 +361,10 @@ impl Inner {
             .downcast_ref::<(u64, u64)>()
             .expect("a zookeeper grant");
         let start = self.now();
-        match self.call(Req::Ping { session }, self.cfg.timeout).await {
+        match self
+            .call(Req::Ping { session }, self.request_timeout())
+            .await
+        {
             Ok(Resp::Pong) => Outcome::Ok(Some(Validity {
                 clock: self.cfg.client_clock,
                 until: valid_until(start, ttl, self.cfg.drift_ppm),

@@ -32,6 +32,14 @@
 //!   4.2.0, puts the session id into the protected name and ignores nodes of other sessions.
 //! - **`reconnect`**: a client whose request got no answer reconnects to the `same` server or
 //!   to `any` other.
+//! - **Timeouts as the ZooKeeper client ships them** (apache/zookeeper `ClientCnxn`,
+//!   `ZKClientConfig`): no request timeout (`zookeeper.request.timeout` defaults to 0), but a
+//!   connection that read nothing for `readTimeout = sessionTimeout * 2 / 3` is lost, so a
+//!   request waits up to 2/3 of the session timeout (`timeout`'s default); the client pings
+//!   every third of the session timeout (`readTimeout / 2`). Curator asks for 60 s sessions
+//!   (`CuratorFrameworkFactory.DEFAULT_SESSION_TIMEOUT_MS`), which the server clamps to 20
+//!   ticks (40 s with `zoo_sample.cfg`'s `tickTime = 2000`); locksim's runs keep the
+//!   workload's `ttl` as the session timeout and scale the rest with it.
 
 mod client;
 pub mod server;
@@ -83,8 +91,8 @@ pub const KNOBS: &[Knob] = &[
     },
     Knob {
         key: "timeout",
-        default: "100ms",
-        help: "client's per-request timeout",
+        default: "2/3 of the session timeout",
+        help: "how long a request waits for an answer before the client calls the connection lost: by default the ZooKeeper client's read timeout, 2/3 of the negotiated session timeout (ClientCnxn: readTimeout = sessionTimeout * 2 / 3; zookeeper.request.timeout is 0, none); a duration sets it",
     },
     Knob {
         key: "lock_wait",
@@ -130,7 +138,9 @@ pub struct Zookeeper {
     pub(crate) follower_lag: (Nanos, Nanos),
     pub(crate) tick: Nanos,
     pub(crate) fencing: bool,
-    pub(crate) timeout: Nanos,
+    /// How long a client request waits for an answer, ns; `None`: the ZooKeeper client's
+    /// read timeout, 2/3 of the client's session timeout (`ClientCnxn`).
+    pub(crate) timeout: Option<Nanos>,
     pub(crate) lock_wait: Nanos,
     /// The session timeout a client asks for before its first acquire (the workload's TTL).
     pub(crate) session_timeout: Nanos,
@@ -175,12 +185,23 @@ impl Zookeeper {
             follower_lag: crate::redisfailover::parse_range(name, "follower_lag", lag)?,
             tick: k.duration("tick")?,
             fencing: k.flag("fencing")?,
-            timeout: k.duration("timeout")?,
+            timeout: match config.get("timeout") {
+                Some(_) => Some(k.duration("timeout")?),
+                None => None,
+            },
             lock_wait: k.duration("lock_wait")?,
             session_timeout: workload.ttl,
             drift_ppm,
             client_clock: crate::knobs::local_clock(&k, "client_clock")?,
         })
+    }
+}
+
+impl Zookeeper {
+    /// How long a server waits for a peer's answer (a follower asking the leader), ns: the
+    /// `timeout` setting, else two ticks.
+    pub(crate) fn peer_timeout(&self) -> Nanos {
+        self.timeout.unwrap_or(2 * self.tick)
     }
 }
 
@@ -205,7 +226,7 @@ impl LockAlgorithm for Zookeeper {
         // the children: a sync, a listing, and the leader's expiry tick.
         locksim_sim::LivenessHints {
             lock_delay: 0,
-            attempt: Some(3 * self.timeout + self.tick),
+            attempt: Some(3 * self.timeout.unwrap_or(self.session_timeout * 2 / 3) + self.tick),
             election: 0,
         }
     }

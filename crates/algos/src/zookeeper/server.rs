@@ -605,7 +605,7 @@ impl Server {
                 if self.leader() {
                     self.syncs.push((self.committed, m));
                 } else {
-                    let (c, tx, t) = (self.ctx.clone(), self.tx.clone(), self.cfg.timeout);
+                    let (c, tx, t) = (self.ctx.clone(), self.tx.clone(), self.cfg.peer_timeout());
                     madsim::task::spawn_local(async move {
                         if let Ok(Peer::LastIs(z)) =
                             c.call::<Peer, Peer>(LEADER, Peer::LastZxid, t).await
@@ -621,7 +621,7 @@ impl Server {
                     let r = if ok { Resp::Pong } else { Resp::SessionExpired };
                     self.ctx.reply(&m, r).await;
                 } else {
-                    let (c, tx, t) = (self.ctx.clone(), self.tx.clone(), self.cfg.timeout);
+                    let (c, tx, t) = (self.ctx.clone(), self.tx.clone(), self.cfg.peer_timeout());
                     madsim::task::spawn_local(async move {
                         let q = Peer::Revalidate { session };
                         if let Ok(Peer::Valid(ok)) = c.call::<Peer, Peer>(LEADER, q, t).await {

@@ -1,0 +1,131 @@
+//! Client defaults as the real libraries ship them (issue #25 item 3): a request timeout of
+//! `none` waits for the network (Consul's Go API client, libpq), client-go's durations scale
+//! with the TTL unless given, and every algorithm still refuses a bad timeout in one line.
+
+mod common;
+
+use common::{node, scenario, setup};
+use locksim_core::fault::CutMode;
+use locksim_core::history::{EventKind, OpF, Phase};
+use locksim_core::time::MS;
+use locksim_core::{Fault, History};
+use locksim_explore::{check_scenario, Setup};
+
+/// `central` with one client whose first acquire goes into a black hole c1 | n1 of 1.5 s.
+fn black_holed_acquire(timeout: &str) -> History {
+    let st = setup(
+        "central",
+        &["clients=1", "duration=4s", &format!("timeout={timeout}")],
+    );
+    let s0 = scenario(&st, vec![]);
+    let (c1, n1) = (node(&s0, "c1"), node(&s0, "n1"));
+    let s = scenario(
+        &st,
+        vec![(
+            "0s",
+            Fault::Partition {
+                a: vec![c1],
+                b: vec![n1],
+                duration: common::ns("1.5s"),
+                mode: CutMode::Drop,
+            },
+        )],
+    );
+    check_scenario(&s, st.algo.clone())
+        .history
+        .expect("the run completes")
+}
+
+/// (true time, phase) of every acquire answer of node 1 (c1).
+fn acquire_answers(h: &History) -> Vec<(u64, Phase)> {
+    h.events
+        .iter()
+        .filter(|e| e.node == 1)
+        .filter_map(|e| match &e.kind {
+            EventKind::Op {
+                f: OpF::Acquire,
+                phase,
+                ..
+            } if *phase != Phase::Invoke => Some((e.time, *phase)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_request_without_timeout_waits_for_the_heal_and_one_with_a_timeout_gives_up() {
+    let heal = 1500 * MS;
+    // No timeout: nothing is answered while the cut lasts; the kernel's SYN retry after the
+    // heal connects and the first acquire is granted.
+    let waits = acquire_answers(&black_holed_acquire("none"));
+    let (first_at, first) = *waits.first().expect("c1 acquired nothing");
+    assert!(first_at >= heal, "answered at {first_at} inside the cut");
+    assert_eq!(first, Phase::Ok, "{waits:?}");
+    // A 100 ms timeout: the acquire gives up inside the cut.
+    let gives_up = acquire_answers(&black_holed_acquire("100ms"));
+    let (at, phase) = *gives_up.first().expect("an answer");
+    assert!(at < heal && phase != Phase::Ok, "{gives_up:?}");
+}
+
+fn workload_of(algo: &str, settings: &[&str]) -> locksim_core::Workload {
+    let pairs: Vec<(String, String)> = settings
+        .iter()
+        .map(|s| {
+            let (k, v) = s.split_once('=').expect("key=value");
+            (k.to_string(), v.to_string())
+        })
+        .collect();
+    Setup::registered(algo, &pairs)
+        .unwrap_or_else(|e| panic!("{algo}: {e}"))
+        .workload
+}
+
+#[test]
+fn k8s_lease_takes_client_gos_durations_scaled_to_the_ttl() {
+    // Kubernetes' components: LeaseDuration 15 s, RetryPeriod 2 s, RenewDeadline 10 s.
+    let w = workload_of("k8s-lease", &["ttl=15s"]);
+    assert_eq!(w.renew_every, Some(2_000 * MS));
+    assert_eq!(w.renew_deadline, Some(10_000 * MS));
+    // A setting the user gives wins, `off` included.
+    let w = workload_of("k8s-lease", &["renew_every=off", "renew_deadline=5s"]);
+    assert_eq!(w.renew_every, None);
+    assert_eq!(w.renew_deadline, Some(5_000 * MS));
+    // Other algorithms keep the workload's defaults.
+    for algo in ["central", "raft-lease", "zookeeper", "redis-failover"] {
+        let w = workload_of(algo, &["ttl=15s"]);
+        assert_eq!((w.renew_every, w.renew_deadline), (None, None), "{algo}");
+    }
+}
+
+#[test]
+fn timeouts_say_none_where_the_library_has_none() {
+    for algo in ["consul-session", "pg-advisory", "db-lease"] {
+        let knob = locksim_algos::knobs(algo)
+            .expect("registered")
+            .iter()
+            .find(|k| k.key == "timeout")
+            .expect("a timeout knob");
+        assert_eq!(knob.default, "none", "{algo}");
+        assert!(
+            Setup::registered(algo, &[]).is_ok(),
+            "{algo} does not build with its own default"
+        );
+    }
+    // Each explicit value still works, and a bad one is one line naming the key.
+    for algo in [
+        "consul-session",
+        "pg-advisory",
+        "db-lease",
+        "central",
+        "k8s-lease",
+    ] {
+        let ok = vec![("timeout".to_string(), "250ms".to_string())];
+        assert!(Setup::registered(algo, &ok).is_ok(), "{algo}");
+        let bad = vec![("timeout".to_string(), "soon".to_string())];
+        let err = Setup::registered(algo, &bad).err().expect("refused");
+        assert!(
+            err.contains("`timeout`") && err.contains("or none") && !err.contains('\n'),
+            "{algo}: {err}"
+        );
+    }
+}
