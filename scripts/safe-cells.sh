@@ -20,12 +20,12 @@ cells=(
   "redlock none,clock-drift"
   "raft-lease none,partition,clock-jump,clock-drift,crash-restart,leader-change"
   "ap-lock none,clock-jump,clock-drift"
-  "db-lease none,clock-drift,crash-restart"
+  "db-lease none,crash-restart"
   "k8s-lease none,partition,clock-jump,clock-drift,crash-restart"
   "pg-advisory none,clock-jump,clock-drift"
   "redis-failover none,clock-drift,leader-change"
   "consul-session none,partition,pause,clock-jump,clock-drift,crash-restart,leader-change,mixed"
-  "zookeeper none,clock-jump,clock-drift,crash-restart"
+  "zookeeper none,partition,clock-jump,clock-drift,crash-restart"
 )
 for c in "${cells[@]}"; do
   read -r algo kinds <<<"$c"
