@@ -86,7 +86,7 @@ pub const KNOBS: &[Knob] = &[
     },
     Knob {
         key: "timeout",
-        default: "renew_deadline/2",
+        default: "max(renew_deadline/2, ttl/15)",
         help: "client's per-request timeout (one GET or UPDATE): by default max(renew_deadline/2, ttl/15), what resourcelock.NewFromKubeconfig and controller-runtime set (max(RenewDeadline/2, 1s): 5 s with the 10 s default); a duration, or none (a rest.Config of your own: no Timeout)",
     },
     crate::knobs::DRIFT_FACTOR,
@@ -255,6 +255,9 @@ pub struct K8sLease {
     /// Hand the resource the fencing token ([`token`]).
     fencing: bool,
     timeout: Nanos,
+    /// Whether `timeout` was given; if not, each client derives its own from its durations
+    /// ([`derived_timeout`]).
+    timeout_given: bool,
     drift_ppm: u64,
     /// The longest pause between a candidate's polls, ns (for the liveness hints).
     longest_poll: Nanos,
@@ -268,6 +271,34 @@ impl K8sLease {
     /// A message naming a bad or unknown knob.
     pub fn from_config(config: &BTreeMap<String, String>, w: &Workload) -> Result<Self, String> {
         let k = Knobs::new("k8s-lease", config, KNOBS)?;
+        // client-go's NewLeaderElector refuses these: "leaseDuration must be greater than
+        // renewDeadline", "renewDeadline must be greater than retryPeriod*JitterFactor".
+        let mut clients = vec![(String::new(), w.client(1))];
+        for name in w.per_client.keys() {
+            if let Some(i) = name.strip_prefix('c').and_then(|i| i.parse::<u32>().ok()) {
+                clients.push((format!("{name}."), w.client(i)));
+            }
+        }
+        for (scope, p) in &clients {
+            if let Some(deadline) = p.renew_deadline {
+                if deadline >= p.ttl {
+                    return Err(format!(
+                        "k8s-lease: `{scope}renew_deadline` ({}) must be shorter than the lease (`{scope}ttl`, {}), as client-go's NewLeaderElector requires",
+                        locksim_core::time::fmt_nanos(deadline as i128),
+                        locksim_core::time::fmt_nanos(p.ttl as i128)
+                    ));
+                }
+                if let Some(every) = p.renew_every {
+                    if deadline as u128 * 5 <= every as u128 * 6 {
+                        return Err(format!(
+                            "k8s-lease: `{scope}renew_deadline` ({}) must be longer than 1.2 × `{scope}renew_every` ({}), client-go's RetryPeriod × JitterFactor, as its NewLeaderElector requires",
+                            locksim_core::time::fmt_nanos(deadline as i128),
+                            locksim_core::time::fmt_nanos(every as i128)
+                        ));
+                    }
+                }
+            }
+        }
         let drift_ppm = k.fraction_ppm("drift_factor")?;
         crate::knobs::check_ttl("k8s-lease", w.min_ttl(), drift_ppm)?;
         let mut longest = w.renew_every.unwrap_or(0);
@@ -283,13 +314,24 @@ impl K8sLease {
             fencing: k.flag("fencing")?,
             timeout: match config.get("timeout") {
                 Some(_) => k.timeout("timeout")?,
-                None => (w.renew_deadline.unwrap_or(w.ttl * 2 / 3) / 2).max(w.ttl / 15),
+                None => derived_timeout(&w.client(1)),
             },
+            timeout_given: config.contains_key("timeout"),
             drift_ppm,
             longest_poll: longest + longest * 6 / 5,
             retry_delay: w.retry_delay_max,
         })
     }
+}
+
+/// A client's request timeout when none is given: `max(renew_deadline / 2, ttl / 15)`, as
+/// `resourcelock.NewFromKubeconfig` and controller-runtime set `rest.Config.Timeout =
+/// max(RenewDeadline / 2, 1 s)` (1 s of the default 15 s lease is `ttl / 15`); without a
+/// renew deadline, `ttl / 3` (the default RenewDeadline's half).
+fn derived_timeout(p: &locksim_core::ClientParams) -> Nanos {
+    (p.renew_deadline.unwrap_or(p.ttl * 2 / 3) / 2)
+        .max(p.ttl / 15)
+        .max(1)
 }
 
 /// What a candidate remembers between attempts (client-go's `observedRecord`/`observedTime`).
@@ -608,9 +650,14 @@ impl LockAlgorithm for K8sLease {
             let w = &ctx.world().workload;
             w.client(ctx.id() - ctx.cluster().servers + 1).renew_every
         };
+        let mut cfg = self.clone();
+        if !cfg.timeout_given {
+            let w = &ctx.world().workload;
+            cfg.timeout = derived_timeout(&w.client(ctx.id() - ctx.cluster().servers + 1));
+        }
         Rc::new(Client {
             ctx,
-            cfg: self.clone(),
+            cfg,
             clock,
             retry_period,
             observed: RefCell::new(BTreeMap::new()),

@@ -65,6 +65,19 @@ pub struct Counts {
     /// sum over runs says "no write was accepted" only when every run counted).
     #[serde(default)]
     pub writes_counted: u64,
+    /// The most acquire attempts the service saw in any 100 ms of true time, over the runs
+    /// (the herd a retry policy without jitter makes); [`Counts::add`] keeps the largest.
+    /// Absent from records written before it existed: 0.
+    #[serde(default)]
+    pub acquire_peak_100ms: u64,
+    /// True time the runs lasted (to their end), summed, ns: acquires per second is
+    /// `acquires` over it.
+    #[serde(default)]
+    pub run_ns: u64,
+    /// Grants per client, by node id in decimal (a JSON object's keys are strings); a client
+    /// that only asked counts 0; summed over the runs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub grants_per_client: BTreeMap<String, u64>,
 }
 
 impl Counts {
@@ -82,6 +95,31 @@ impl Counts {
         self.waiting_free_ns += other.waiting_free_ns;
         self.writes_accepted += other.writes_accepted;
         self.writes_counted += other.writes_counted;
+        self.acquire_peak_100ms = self.acquire_peak_100ms.max(other.acquire_peak_100ms);
+        self.run_ns += other.run_ns;
+        for (node, n) in &other.grants_per_client {
+            *self.grants_per_client.entry(node.clone()).or_default() += n;
+        }
+    }
+
+    /// Acquire attempts per second of true time, over the runs (`None` without a run).
+    pub fn acquire_rate(&self) -> Option<f64> {
+        (self.run_ns > 0).then(|| self.acquires as f64 * 1e9 / self.run_ns as f64)
+    }
+
+    /// Jain's fairness index of the grants per client, `(Σx)² / (n·Σx²)`: 1 when every
+    /// client got as many grants, `1/n` when one got them all (R. Jain, D. Chiu, W. Hawe, "A
+    /// Quantitative Measure of Fairness and Discrimination", DEC-TR-301, 1984). `None`
+    /// without grants.
+    pub fn fairness(&self) -> Option<f64> {
+        let n = self.grants_per_client.len() as f64;
+        let sum: f64 = self.grants_per_client.values().map(|&x| x as f64).sum();
+        let squares: f64 = self
+            .grants_per_client
+            .values()
+            .map(|&x| (x as f64) * (x as f64))
+            .sum();
+        (sum > 0.0).then(|| sum * sum / (n * squares))
     }
 
     /// Whether these counters, summed over `runs` runs that had grants, show that no write
@@ -120,10 +158,25 @@ impl Counts {
             (self.messages_dropped, other.messages_dropped),
             (self.writes_accepted, other.writes_accepted),
             (self.writes_counted, other.writes_counted),
+            (self.run_ns, other.run_ns),
         ]
         .iter()
         .all(|(a, b)| a.checked_add(*b).is_some())
     }
+}
+
+/// The most of the (ascending) `times` within any window of `window` ns: a sliding window
+/// over the sorted times, each window starting at one of them.
+fn peak_in_window(times: &[Nanos], window: Nanos) -> u64 {
+    let mut start = 0;
+    let mut best = 0;
+    for (end, &t) in times.iter().enumerate() {
+        while t.saturating_sub(times[start]) >= window {
+            start += 1;
+        }
+        best = best.max(end + 1 - start);
+    }
+    best as u64
 }
 
 /// One run's metrics, with every sample (sorted ascending, ns).
@@ -168,6 +221,8 @@ impl Metrics {
         // Per grant: (last write/extend/release invoke, lost time).
         let mut acted: BTreeMap<u64, (Nanos, Option<Nanos>)> = BTreeMap::new();
         let (mut latency, mut wait) = (Vec::new(), Vec::new());
+        // Acquire invoke times, in history order (true time never goes back).
+        let mut invokes: Vec<Nanos> = Vec::new();
         for e in &history.events {
             match &e.kind {
                 EventKind::Op {
@@ -178,6 +233,8 @@ impl Metrics {
                 } => match phase {
                     Phase::Invoke => {
                         c.acquires += 1;
+                        invokes.push(e.time);
+                        c.grants_per_client.entry(e.node.to_string()).or_default();
                         open.insert(*op, e.time);
                         let r = round.entry(e.node).or_insert((e.time, false));
                         if r.1 {
@@ -188,6 +245,7 @@ impl Metrics {
                     }
                     Phase::Ok => {
                         c.acquires_ok += 1;
+                        *c.grants_per_client.entry(e.node.to_string()).or_default() += 1;
                         if let Some(start) = open.remove(op) {
                             latency.push(e.time.saturating_sub(start));
                         }
@@ -229,6 +287,8 @@ impl Metrics {
                 _ => {}
             }
         }
+        c.acquire_peak_100ms = peak_in_window(&invokes, 100_000_000);
+        c.run_ns = history.end;
         // Attempts still open at the end never completed: their outcome is unknown.
         c.acquires_unknown += open.len() as u64;
         let holds = derive_holds(history);

@@ -1735,7 +1735,10 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
     t += "lock metrics (true time, over all seeds of the cell; percentiles within 1.6%): acquire =\n";
     t += "     latency of a granted acquire; wait = from a round's first attempt to its grant; hold =\n";
     t += "     length of a hold; failed/unknown = acquires answered fail / timed out; expired = leases\n";
-    t += "     that ran out while the holder still acted on them; msgs = messages sent (dropped)\n";
+    t +=
+        "     that ran out while the holder still acted on them; msgs = messages sent (dropped);\n";
+    t += "     acq/s = acquire attempts per second (the busiest 100 ms, per second); fair = Jain's\n";
+    t += "     index of the grants per client (1: even; 1/clients: one client got them all)\n";
     t
 }
 
@@ -1772,7 +1775,7 @@ fn metrics_table(cells: &[CellSummary]) -> String {
     let (aw, fw) = widths(cells);
     let aw = aw.max("lock metrics".len());
     let mut t = format!(
-        "\n{:<aw$} {:<fw$} {:>17} {:>17} {:>17} {:>15} {:>7} {:>7} {:>16}\n",
+        "\n{:<aw$} {:<fw$} {:>17} {:>17} {:>17} {:>15} {:>7} {:>7} {:>16} {:>13} {:>5}\n",
         "lock metrics",
         "faults",
         "acquire p50/p99",
@@ -1781,13 +1784,15 @@ fn metrics_table(cells: &[CellSummary]) -> String {
         "failed/unknown",
         "retries",
         "expired",
-        "msgs (dropped)"
+        "msgs (dropped)",
+        "acq/s (peak)",
+        "fair"
     );
     for c in cells {
         let m = metric_pairs(c);
         let v = |i: usize| m[i].1.replace(" / ", "/");
         t += &format!(
-            "{:<aw$} {:<fw$} {:>17} {:>17} {:>17} {:>15} {:>7} {:>7} {:>16}\n",
+            "{:<aw$} {:<fw$} {:>17} {:>17} {:>17} {:>15} {:>7} {:>7} {:>16} {:>13} {:>5}\n",
             c.algorithm,
             c.faults_label(),
             v(0),
@@ -1796,7 +1801,14 @@ fn metrics_table(cells: &[CellSummary]) -> String {
             format!("{}/{}", c.counts.acquires_failed, c.counts.acquires_unknown),
             c.counts.retries,
             c.counts.expired_while_held,
-            v(6)
+            v(6),
+            match c.counts.acquire_rate() {
+                Some(r) => format!("{r:.0} ({})", c.counts.acquire_peak_100ms * 10),
+                None => "-".into(),
+            },
+            c.counts
+                .fairness()
+                .map_or("-".into(), |f| format!("{f:.2}"))
         );
     }
     t

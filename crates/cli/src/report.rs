@@ -197,6 +197,19 @@ pub fn metric_pairs(c: &CellSummary) -> Vec<(String, String)> {
             "messages (dropped)".into(),
             format!("{} ({})", c.counts.messages_sent, c.counts.messages_dropped),
         ),
+        (
+            "acquire attempts per second (busiest 100 ms)".into(),
+            match c.counts.acquire_rate() {
+                Some(r) => format!("{r:.0} ({})", c.counts.acquire_peak_100ms * 10),
+                None => "-".into(),
+            },
+        ),
+        (
+            "grant fairness (Jain's index)".into(),
+            c.counts
+                .fairness()
+                .map_or("-".into(), |f| format!("{f:.2}")),
+        ),
     ]
 }
 

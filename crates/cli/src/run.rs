@@ -39,8 +39,9 @@ pub struct RunArgs {
     /// Print one JSON object instead of text: `scenario`, `nodes`, `digest`, `events`,
     /// `messages_sent`, `messages_dropped`, `grants` (successful acquires), `faults_planned`,
     /// `faults_applied` (the plan's faults that took effect), `faults_never_fired` (one line per
-    /// triggered fault whose event never came), `exit` (the exit code) and
-    /// `verdict`; with --events, the `history` too.
+    /// triggered fault whose event never came), `ops_pending_at_end` (operations still
+    /// waiting for an answer when the run ended: `node`, `f`, `invoked_ns`), `exit` (the exit
+    /// code) and `verdict`; with --events, the `history` too.
     #[arg(long)]
     json: bool,
     /// Also draw the run as a self-contained HTML page (as `locksim render` draws a trace).
@@ -141,6 +142,7 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
             "faults_planned": scenario.faults.len(),
             "faults_applied": locksim_explore::outcome::faults_applied(history),
             "faults_never_fired": locksim_core::trigger::never_fired(&scenario.faults, history, &scenario.cluster),
+            "ops_pending_at_end": locksim_explore::outcome::pending_at_end(history),
             "exit": run_code(&result.verdict, grants),
             "verdict": result.verdict,
         });

@@ -217,6 +217,28 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool)
     t += "(Jepsen's terms: ok = it happened, fail = it did not, info = unknown, e.g. a timeout; \
           a handle is one grant of the lock)\n";
     let _ = writeln!(t, "digest: {}", h.digest());
+    let end = h.end;
+    // Waiting for more than a second at the end: a client stuck on a request (no timeout
+    // into a host that never came back), not one whose answer was simply due.
+    let stuck: Vec<_> = locksim_explore::outcome::pending_at_end(h)
+        .into_iter()
+        .filter(|p| end.saturating_sub(p.invoked_ns) > 1_000_000_000)
+        .collect();
+    if let Some(first) = stuck.first() {
+        let _ = writeln!(
+            t,
+            "note: {} still waiting for an answer when the run ended, for more than a second \
+             (the first: {}'s {} invoked at {}): a client without a request timeout waits until \
+             TCP gives up",
+            match stuck.len() {
+                1 => "1 operation was".to_string(),
+                n => format!("{n} operations were"),
+            },
+            c.name(first.node),
+            format!("{:?}", first.f).to_lowercase(),
+            fmt_nanos(first.invoked_ns as i128)
+        );
+    }
     for line in locksim_core::trigger::never_fired(&s.faults, h, &s.cluster) {
         let _ = writeln!(t, "note: {line} (it applied nothing)");
     }

@@ -520,3 +520,59 @@ fn bad_deployment_knobs_are_one_line_naming_the_key() {
         &["`session_timeout` and `ttl` are the same setting"],
     );
 }
+
+/// A client without a request timeout whose server's host is down for the rest of the run
+/// waits for good: the run says so (a breaker's find: it ended SAFE without a word), in text
+/// and JSON; with a timeout nothing is left waiting.
+#[test]
+fn a_run_says_which_operations_were_still_waiting_at_its_end() {
+    let dir = scratch("ux", "pending");
+    let plan = dir.join("crash.toml");
+    std::fs::write(
+        &plan,
+        "[[fault]]\nat = \"1s\"\ntype = \"crash\"\nnode = \"n1\"\nrestart_after = \"30s\"\n",
+    )
+    .unwrap();
+    let run = |timeout: &str, json: bool| {
+        let t = format!("timeout={timeout}");
+        let mut args = vec![
+            "run",
+            "--algo",
+            "central",
+            "--faults",
+            "none",
+            "--seed",
+            "1",
+            "--plan",
+            s(&plan),
+            "--set",
+            &t,
+            "--set",
+            "crash=host",
+        ];
+        if json {
+            args.push("--json");
+        }
+        stdout(&locksim(&args))
+    };
+    let text = run("none", false);
+    assert!(
+        text.contains("operations were still waiting for an answer when the run ended")
+            && text.contains("(the first: c1's acquire invoked at 1.064s)"),
+        "{text}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&run("none", true)).unwrap();
+    assert_eq!(
+        v["ops_pending_at_end"].as_array().map(Vec::len),
+        Some(3),
+        "{v}"
+    );
+    assert!(!run("100ms", false).contains("still waiting"));
+    let v: serde_json::Value = serde_json::from_str(&run("100ms", true)).unwrap();
+    assert_eq!(
+        v["ops_pending_at_end"].as_array().map(Vec::len),
+        Some(0),
+        "{v}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -12,7 +12,7 @@ use rand::Rng;
 use rand_chacha::rand_core::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::scenario::{ClientParams, NodeId, Workload};
+use crate::scenario::{ClientParams, NodeId, RetryPolicy, Workload};
 use crate::time::Nanos;
 
 /// Stream purpose: network routing (loss, delay and duplication draws).
@@ -78,6 +78,55 @@ impl WorkloadDraws {
     }
 }
 
+/// A client's waits between failed acquires under its [`RetryPolicy`]: it counts the failures
+/// in a row and remembers the last wait (decorrelated jitter grows from it). The `uniform`
+/// policy draws exactly what [`WorkloadDraws::retry_delay`] always drew, so runs under the
+/// default replay unchanged; `fixed` and `exponential` draw nothing.
+#[derive(Debug, Clone, Default)]
+pub struct Backoff {
+    failures: u32,
+    prev: Nanos,
+}
+
+impl Backoff {
+    /// The wait after one more failed acquire, ns, drawn from `d` (`w`: `retry_base`, and
+    /// `retry_delay_max` as the cap).
+    pub fn next(&mut self, d: &mut WorkloadDraws, w: &Workload, policy: RetryPolicy) -> Nanos {
+        let cap = w.retry_delay_max;
+        let base = w.retry_base;
+        // min(cap, base · 2^attempt), without overflow.
+        let grown = 1u64
+            .checked_shl(self.failures)
+            .and_then(|m| base.checked_mul(m))
+            .map_or(cap, |v| v.min(cap));
+        let wait = match policy {
+            RetryPolicy::Fixed => cap,
+            RetryPolicy::Uniform => d.retry_delay(w),
+            RetryPolicy::Exponential => grown,
+            RetryPolicy::ExponentialFull => d.rng.gen_range(0..=grown),
+            RetryPolicy::ExponentialEqual => grown - grown / 2 + d.rng.gen_range(0..=grown / 2),
+            RetryPolicy::ExponentialDecorrelated => {
+                let prev = if self.failures == 0 { base } else { self.prev };
+                let hi = prev.saturating_mul(3).max(base);
+                d.rng.gen_range(base..=hi).min(cap)
+            }
+        };
+        self.failures = self.failures.saturating_add(1);
+        self.prev = wait;
+        wait
+    }
+
+    /// Failed acquires in a row so far.
+    pub fn failures(&self) -> u32 {
+        self.failures
+    }
+
+    /// After a grant, or a round given up: the next failure is the first again.
+    pub fn reset(&mut self) {
+        *self = Backoff::default();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,4 +161,85 @@ mod tests {
     }
 
     const PINNED: [u64; 4] = [13_032_473, 0, 17_647_918, 41_740_225];
+
+    fn waits(policy: RetryPolicy, n: usize) -> Vec<Nanos> {
+        let w = Workload {
+            retry_base: 10 * MS,
+            retry_delay_max: 200 * MS,
+            ..Workload::default()
+        };
+        let mut d = WorkloadDraws::new(3, 4, 0);
+        let mut b = Backoff::default();
+        (0..n).map(|_| b.next(&mut d, &w, policy)).collect()
+    }
+
+    #[test]
+    fn the_default_policy_draws_what_the_retry_delay_always_drew() {
+        let w = Workload::default();
+        let mut plain = WorkloadDraws::new(3, 4, 0);
+        let expected: Vec<Nanos> = (0..20).map(|_| plain.retry_delay(&w)).collect();
+        let mut d = WorkloadDraws::new(3, 4, 0);
+        let mut b = Backoff::default();
+        let got: Vec<Nanos> = (0..20)
+            .map(|_| b.next(&mut d, &w, RetryPolicy::Uniform))
+            .collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn each_policy_keeps_to_its_formula() {
+        let (base, cap) = (10 * MS, 200 * MS);
+        assert!(waits(RetryPolicy::Fixed, 8).iter().all(|&d| d == cap));
+        assert_eq!(
+            waits(RetryPolicy::Exponential, 8),
+            [10, 20, 40, 80, 160, 200, 200, 200].map(|m| m * MS)
+        );
+        for (i, d) in waits(RetryPolicy::ExponentialFull, 200)
+            .into_iter()
+            .enumerate()
+        {
+            let grown = (base << i.min(40)).min(cap);
+            assert!(d <= grown, "full #{i}: {d} > {grown}");
+        }
+        for (i, d) in waits(RetryPolicy::ExponentialEqual, 200)
+            .into_iter()
+            .enumerate()
+        {
+            let grown = (base << i.min(40)).min(cap);
+            assert!(
+                d >= grown - grown / 2 && d <= grown,
+                "equal #{i}: {d} of {grown}"
+            );
+        }
+        let dec = waits(RetryPolicy::ExponentialDecorrelated, 200);
+        let mut prev = base;
+        for (i, &d) in dec.iter().enumerate() {
+            assert!(
+                d >= base.min(cap) && d <= (3 * prev).min(cap),
+                "decorrelated #{i}: {d} after {prev}"
+            );
+            prev = d;
+        }
+        // The jittered policies vary; the first full-jitter waits grow with the attempt.
+        let full = waits(RetryPolicy::ExponentialFull, 200);
+        assert!(full.iter().any(|&d| d != full[0]));
+        assert!(dec.iter().any(|&d| d != dec[0]));
+    }
+
+    #[test]
+    fn a_long_run_of_failures_does_not_overflow_and_a_reset_starts_over() {
+        let w = Workload {
+            retry_base: 10 * MS,
+            retry_delay_max: 200 * MS,
+            ..Workload::default()
+        };
+        let mut d = WorkloadDraws::new(1, 4, 0);
+        let mut b = Backoff::default();
+        for _ in 0..100 {
+            assert!(b.next(&mut d, &w, RetryPolicy::Exponential) <= 200 * MS);
+        }
+        assert_eq!(b.failures(), 100);
+        b.reset();
+        assert_eq!(b.next(&mut d, &w, RetryPolicy::Exponential), 10 * MS);
+    }
 }

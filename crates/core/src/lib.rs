@@ -36,8 +36,8 @@ pub mod verdict;
 pub use fault::{Fault, FaultKind, FaultPlan, NodeSet, TimedFault};
 pub use history::{Event, EventKind, History, LocalClock, Message, OpF, Phase};
 pub use scenario::{
-    ClientParams, ClientProfile, Cluster, CrashKind, Network, NodeId, RenewRetry, Role, Scenario,
-    Workload,
+    ClientParams, ClientProfile, Cluster, CrashKind, Network, NodeId, RenewRetry, RetryPolicy,
+    Role, Scenario, Workload,
 };
 pub use time::Nanos;
 pub use trace::{Trace, TraceError};

@@ -122,8 +122,22 @@ pub struct Workload {
     /// Pause before the first round and after each release, drawn uniformly from
     /// `[0, think_max]` nanoseconds (failed attempts wait `retry_delay_max` instead).
     pub think_max: Nanos,
-    /// After a failed acquire, wait a random delay in `[0, retry_delay_max]` nanoseconds.
+    /// After a failed acquire, wait a random delay in `[0, retry_delay_max]` nanoseconds
+    /// (the `uniform` [`RetryPolicy`]); the longest wait, `cap`, of the other policies.
     pub retry_delay_max: Nanos,
+    /// How a client waits between failed acquires ([`RetryPolicy`]; default `uniform`).
+    #[serde(default, skip_serializing_if = "RetryPolicy::is_default")]
+    pub retry: RetryPolicy,
+    /// The first wait of the exponential policies, `base`, ns (default 10 ms).
+    #[serde(
+        default = "default_retry_base",
+        skip_serializing_if = "is_default_retry_base"
+    )]
+    pub retry_base: Nanos,
+    /// Failed acquires in a row after which a client gives the round up and starts a new one
+    /// (after its think time, perhaps on another key); 0: it never gives up.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub retry_attempts: u32,
     /// Per-call timeout of client RPCs (to the resource; algorithms use their own knobs).
     pub rpc_timeout: Nanos,
     /// Check the grant's remaining validity before each write (a careful client). When the
@@ -194,6 +208,21 @@ pub const TCP_ORPHAN_RETRIES_DEFAULT: u32 = 8;
 /// Linux's `TCP_RTO_MAX` (120 s), ns: the longest retransmission timeout, and so the
 /// largest `tcp_rto_min`.
 pub const TCP_RTO_MAX: Nanos = 120 * SEC;
+
+/// The default `retry_base`: 10 ms.
+pub const RETRY_BASE_DEFAULT: Nanos = 10 * MS;
+
+fn default_retry_base() -> Nanos {
+    RETRY_BASE_DEFAULT
+}
+
+fn is_default_retry_base(v: &Nanos) -> bool {
+    *v == RETRY_BASE_DEFAULT
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
+}
 
 fn default_rto_min() -> Nanos {
     TCP_RTO_MIN_DEFAULT
@@ -288,6 +317,76 @@ impl RenewRetry {
     }
 }
 
+/// How a client waits after a failed acquire before it asks again. The exponential policies
+/// are those of Marc Brooker's "Exponential Backoff And Jitter" (AWS Architecture Blog, 2015),
+/// with `base` the workload's `retry_base`, `cap` its `retry_delay_max` and `attempt` the
+/// number of failed acquires in a row before this one (0 for the first).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetryPolicy {
+    /// Always `cap`, no randomness: waiters that failed together retry together (the herd).
+    Fixed,
+    /// Uniform in `[0, cap]`: jitter without backoff (locksim's default; node-redlock's
+    /// `retryDelay ± retryJitter` and the Redis docs' "random delay" are of this kind).
+    #[default]
+    Uniform,
+    /// `min(cap, base · 2^attempt)`: backoff without jitter.
+    Exponential,
+    /// Full jitter: uniform in `[0, min(cap, base · 2^attempt)]`.
+    ExponentialFull,
+    /// Equal jitter: half of `min(cap, base · 2^attempt)` plus uniform in the other half.
+    ExponentialEqual,
+    /// Decorrelated jitter: `min(cap, uniform in [base, 3 · previous])`, the previous wait
+    /// starting at `base`.
+    ExponentialDecorrelated,
+}
+
+impl RetryPolicy {
+    /// Every policy, in the order `locksim list` gives them.
+    pub const ALL: [RetryPolicy; 6] = [
+        RetryPolicy::Fixed,
+        RetryPolicy::Uniform,
+        RetryPolicy::Exponential,
+        RetryPolicy::ExponentialFull,
+        RetryPolicy::ExponentialEqual,
+        RetryPolicy::ExponentialDecorrelated,
+    ];
+    fn is_default(&self) -> bool {
+        *self == RetryPolicy::Uniform
+    }
+    /// The setting's name, as written in files and `--set`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RetryPolicy::Fixed => "fixed",
+            RetryPolicy::Uniform => "uniform",
+            RetryPolicy::Exponential => "exponential",
+            RetryPolicy::ExponentialFull => "exponential-full",
+            RetryPolicy::ExponentialEqual => "exponential-equal",
+            RetryPolicy::ExponentialDecorrelated => "exponential-decorrelated",
+        }
+    }
+    /// The policy named `name`.
+    ///
+    /// # Errors
+    /// When `name` is none of [`RetryPolicy::ALL`]'s names; the message lists them.
+    pub fn parse(name: &str) -> Result<RetryPolicy, String> {
+        RetryPolicy::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = RetryPolicy::ALL.iter().map(|p| p.name()).collect();
+                format!(
+                    "`{name}` is not a retry policy (choose {})",
+                    names.join(", ")
+                )
+            })
+    }
+    /// Whether the policy grows its waits from `retry_base`.
+    pub fn exponential(self) -> bool {
+        !matches!(self, RetryPolicy::Fixed | RetryPolicy::Uniform)
+    }
+}
+
 /// One client's settings where they differ from the workload's (`[client.c2]` in a campaign
 /// file, `--set c2.ttl=10s` on the command line). Every field is optional; durations are ns
 /// of the client's own monotonic clock.
@@ -309,6 +408,9 @@ pub struct ClientProfile {
     /// Step-down time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_down: Option<Nanos>,
+    /// Retry policy after a failed acquire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryPolicy>,
     /// Initial offset of the client's wall clock from true time, ns (negative: behind).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock_offset: Option<i64>,
@@ -347,6 +449,8 @@ pub struct ClientParams {
     pub renew_retry: RenewRetry,
     /// Step-down time, ns.
     pub step_down: Nanos,
+    /// Retry policy after a failed acquire.
+    pub retry: RetryPolicy,
     /// Initial wall-clock offset, ns.
     pub clock_offset: i64,
     /// Initial drift, ppm.
@@ -386,6 +490,7 @@ impl Workload {
             },
             renew_retry: p.and_then(|p| p.renew_retry).unwrap_or(self.renew_retry),
             step_down: p.and_then(|p| p.step_down).unwrap_or(self.step_down),
+            retry: p.and_then(|p| p.retry).unwrap_or(self.retry),
             clock_offset: p.and_then(|p| p.clock_offset).unwrap_or(0),
             clock_drift_ppm: p.and_then(|p| p.clock_drift_ppm).unwrap_or(0),
             client_clock: p.and_then(|p| p.client_clock),
@@ -429,6 +534,9 @@ impl Default for Workload {
             work_max: 500 * MS,
             think_max: 100 * MS,
             retry_delay_max: 200 * MS,
+            retry: RetryPolicy::Uniform,
+            retry_base: RETRY_BASE_DEFAULT,
+            retry_attempts: 0,
             rpc_timeout: 100 * MS,
             check_validity: true,
             renew_every: None,
@@ -482,6 +590,7 @@ impl Workload {
             ("work_max", self.work_max),
             ("think_max", self.think_max),
             ("retry_delay_max", self.retry_delay_max),
+            ("retry_base", self.retry_base),
             ("rpc_timeout", self.rpc_timeout),
             ("renew_every", self.renew_every.unwrap_or(0)),
             ("renew_deadline", self.renew_deadline.unwrap_or(0)),
@@ -493,6 +602,17 @@ impl Workload {
             if v > MAX_DURATION_NS {
                 return Err(format!("workload `{name}` is longer than a day"));
             }
+        }
+        let exponential = self.retry.exponential()
+            || self
+                .per_client
+                .values()
+                .any(|p| p.retry.is_some_and(RetryPolicy::exponential));
+        if exponential && self.retry_base == 0 {
+            return Err(
+                "workload `retry_base` must be more than zero for an exponential retry policy"
+                    .into(),
+            );
         }
         if self.work_min > self.work_max {
             return Err("workload `work_min` is above `work_max`".into());

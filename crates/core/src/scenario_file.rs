@@ -439,6 +439,10 @@ pub const CLIENT_FIELDS: &[(&str, &str)] = &[
         "how long the holder keeps acting after it learns the lock is lost",
     ),
     (
+        "retry",
+        "wait after a failed acquire: fixed | uniform | exponential | exponential-full | exponential-equal | exponential-decorrelated",
+    ),
+    (
         "clock_offset",
         "initial offset of the client's wall clock (e.g. \"-2s\")",
     ),
@@ -515,6 +519,12 @@ pub fn set_client_field(p: &mut ClientProfile, key: &str, v: &str) -> Result<(),
             })
         }
         "step_down" => p.step_down = Some(dur(key, v)?),
+        "retry" => {
+            p.retry = Some(
+                crate::scenario::RetryPolicy::parse(v.trim())
+                    .map_err(|e| format!("`retry`: {e}"))?,
+            )
+        }
         "clock_offset" => {
             p.clock_offset =
                 Some(parse_duration(v).map_err(|e| format!("`clock_offset`: {e}"))? as i64)

@@ -290,7 +290,9 @@ pub struct CellSummary {
     /// Lock operations and messages over all seeds: `acquires`, `acquires_ok`,
     /// `acquires_failed`, `acquires_unknown`, `retries`, `expired_while_held` (grants whose
     /// lease, by the client's own deadline, passed while the holder still wrote, renewed or
-    /// released under it), `messages_sent`, `messages_dropped`.
+    /// released under it), `messages_sent`, `messages_dropped`, `acquire_peak_100ms`,
+    /// `run_ns`, `grants_per_client`; the JSON adds `acquire_rate_per_s`,
+    /// `acquire_peak_per_s` and `grant_fairness` (Jain's index).
     pub counts: Counts,
     /// Median acquire latency (invoke to `ok`), ns, within 1.6%; `None` without grants.
     pub acquire_latency_p50_ns: Option<u64>,
@@ -450,6 +452,14 @@ impl Serialize for CellSummary {
                 m.serialize_entry(&k, &v)?;
             }
         }
+        // What the herd a retry policy makes shows in: attempts per second on average and in
+        // the busiest 100 ms, and how evenly the grants went round (Jain's index).
+        m.serialize_entry("acquire_rate_per_s", &self.counts.acquire_rate())?;
+        m.serialize_entry(
+            "acquire_peak_per_s",
+            &(self.counts.run_ns > 0).then_some(self.counts.acquire_peak_100ms * 10),
+        )?;
+        m.serialize_entry("grant_fairness", &self.counts.fairness())?;
         for (k, v) in [
             ("acquire_latency_p50_ns", self.acquire_latency_p50_ns),
             ("acquire_latency_p99_ns", self.acquire_latency_p99_ns),

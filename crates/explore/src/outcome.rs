@@ -65,6 +65,50 @@ pub fn writes_accepted(history: &History) -> u64 {
         .count() as u64
 }
 
+/// A client operation that never got an answer: invoked, and neither `ok`, `fail` nor `info`
+/// by the end of the run (a request without timeout into a host that never came back, or a
+/// cut TCP had not given up on).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Pending {
+    /// The client node.
+    pub node: locksim_core::NodeId,
+    /// `acquire`, `release`, `extend` or `write`.
+    pub f: locksim_core::history::OpF,
+    /// True time of the invoke, ns.
+    pub invoked_ns: locksim_core::Nanos,
+}
+
+/// The operations of `history` still waiting for an answer when the run ended, by invoke
+/// time. A process that crashed abandons its calls: its open operations are not listed.
+pub fn pending_at_end(history: &History) -> Vec<Pending> {
+    use locksim_core::history::{EventKind, Phase};
+    use locksim_core::Fault;
+    let mut open: std::collections::BTreeMap<u64, Pending> = Default::default();
+    for e in &history.events {
+        match &e.kind {
+            EventKind::Op { op, phase, f, .. } => {
+                if *phase == Phase::Invoke {
+                    let p = Pending {
+                        node: e.node,
+                        f: *f,
+                        invoked_ns: e.time,
+                    };
+                    open.insert(*op, p);
+                } else {
+                    open.remove(op);
+                }
+            }
+            EventKind::Fault {
+                fault: Fault::Crash { node, .. },
+            } => open.retain(|_, p| p.node != *node),
+            _ => {}
+        }
+    }
+    let mut v: Vec<Pending> = open.into_values().collect();
+    v.sort_by_key(|p| (p.invoked_ns, p.node));
+    v
+}
+
 /// Faults of `history` that took effect: its `fault` events that could change something
 /// (see [`crate::applied`] for the rule: zero-size faults, an `isolate_leader` that found no
 /// leader, a heal with nothing to heal, a crash of a node already down and a pause nested

@@ -36,6 +36,22 @@ pub const WORKLOAD_KNOBS: &[(&str, &str)] = &[
         "retry_delay",
         "longest random delay before retrying a failed acquire (default 200ms)",
     ),
+    (
+        "retry",
+        "how a client waits after a failed acquire (AWS Architecture Blog, \"Exponential Backoff And Jitter\"): fixed (always retry_delay: the herd) | uniform (in [0, retry_delay]) | exponential (min(retry_delay, retry_base·2^n)) | exponential-full (uniform in [0, that]) | exponential-equal (half of it plus uniform in the other half) | exponential-decorrelated (min(retry_delay, uniform in [retry_base, 3·previous])) (default uniform)",
+    ),
+    (
+        "retry_base",
+        "first wait of the exponential retry policies (default 10ms)",
+    ),
+    (
+        "retry_cap",
+        "the same setting as retry_delay: the longest wait of every retry policy",
+    ),
+    (
+        "retry_attempts",
+        "failed acquires in a row after which a client gives the round up and starts a new one (0: never; default 0)",
+    ),
     ("rpc_timeout", "timeout of resource writes (default 100ms)"),
     (
         "check_validity",
@@ -160,11 +176,17 @@ pub fn apply_workload(
         "work_min" => w.work_min = dur(key, v)?,
         "work_max" => w.work_max = dur(key, v)?,
         "think_max" => w.think_max = dur(key, v)?,
-        "retry_delay" => w.retry_delay_max = dur(key, v)?,
+        "retry_delay" | "retry_cap" => w.retry_delay_max = dur(key, v)?,
+        "retry" => {
+            w.retry = locksim_core::RetryPolicy::parse(v).map_err(|e| format!("`retry`: {e}"))?
+        }
+        "retry_base" => w.retry_base = dur(key, v)?,
+        "retry_attempts" => w.retry_attempts = int(key, v, 0, 1_000_000)?,
         "rpc_timeout" => w.rpc_timeout = positive(key, v)?,
         "check_validity" => {
-            w.check_validity =
-                parse_flag(v).ok_or_else(|| format!("`{key}={v}` must be true or false"))?
+            w.check_validity = parse_flag(v).ok_or_else(|| {
+                format!("`{key}={v}` must be true or false (or on/off, yes/no, 1/0)")
+            })?
         }
         "uncertainty" => w.uncertainty = Some(dur(key, v)?),
         "renew_deadline" => {
@@ -277,9 +299,18 @@ impl Setup {
         let mut clients = 3;
         let mut config = BTreeMap::new();
         let mut shape = FaultShape::default();
+        let given = settings;
         let settings = resolve_aliases(algorithm, settings)?;
-        for (k, v) in &settings {
-            if apply_workload(&mut workload, &mut clients, k, v)? || shape.apply(k, v, &dur)? {
+        for (i, (k, v)) in settings.iter().enumerate() {
+            // An error about an alias's setting names the key the user wrote
+            // (`session_timeout`, not `ttl`).
+            let named = |e: String| match given.get(i) {
+                Some((g, _)) if g != k => e.replace(&format!("`{k}"), &format!("`{g}")),
+                _ => e,
+            };
+            if apply_workload(&mut workload, &mut clients, k, v).map_err(named)?
+                || shape.apply(k, v, &dur)?
+            {
                 continue;
             }
             if !algo_knobs.iter().any(|n| n.key == k) {
@@ -294,6 +325,14 @@ impl Setup {
             }
             config.insert(k.clone(), v.clone());
         }
+        if settings.iter().any(|(k, _)| k == "retry_delay")
+            && settings.iter().any(|(k, _)| k == "retry_cap")
+        {
+            return Err(
+                "`retry_delay` and `retry_cap` are the same setting (the longest retry wait): give one"
+                    .into(),
+            );
+        }
         // What the algorithm's real client library does, where the user said nothing.
         for d in locksim_algos::client_defaults(algorithm) {
             if settings.iter().any(|(k, _)| k == d.key) {
@@ -304,6 +343,16 @@ impl Setup {
                 "renew_every" => workload.renew_every = v,
                 "renew_deadline" => workload.renew_deadline = v,
                 other => unreachable!("client default for `{other}`"),
+            }
+            // A client with a ttl of its own scales the library's default to it.
+            for p in workload.per_client.values_mut() {
+                let Some(ttl) = p.ttl else { continue };
+                let v = Some(d.value(ttl).max(1));
+                match d.key {
+                    "renew_every" => p.renew_every = p.renew_every.or(v),
+                    "renew_deadline" => p.renew_deadline = p.renew_deadline.or(v),
+                    _ => {}
+                }
             }
         }
         if workload.work_min > workload.work_max {

@@ -68,14 +68,7 @@ fn a_request_without_timeout_waits_for_the_heal_and_one_with_a_timeout_gives_up(
 }
 
 fn workload_of(algo: &str, settings: &[&str]) -> locksim_core::Workload {
-    let pairs: Vec<(String, String)> = settings
-        .iter()
-        .map(|s| {
-            let (k, v) = s.split_once('=').expect("key=value");
-            (k.to_string(), v.to_string())
-        })
-        .collect();
-    Setup::registered(algo, &pairs)
+    Setup::registered(algo, &pairs(settings))
         .unwrap_or_else(|e| panic!("{algo}: {e}"))
         .workload
 }
@@ -87,9 +80,14 @@ fn k8s_lease_takes_client_gos_durations_scaled_to_the_ttl() {
     assert_eq!(w.renew_every, Some(2_000 * MS));
     assert_eq!(w.renew_deadline, Some(10_000 * MS));
     // A setting the user gives wins, `off` included.
-    let w = workload_of("k8s-lease", &["renew_every=off", "renew_deadline=5s"]);
+    let w = workload_of("k8s-lease", &["renew_every=off", "renew_deadline=500ms"]);
     assert_eq!(w.renew_every, None);
-    assert_eq!(w.renew_deadline, Some(5_000 * MS));
+    assert_eq!(w.renew_deadline, Some(500 * MS));
+    // A client with a ttl of its own scales its own durations (a breaker's find).
+    let w = workload_of("k8s-lease", &["c1.ttl=150ms"]);
+    assert_eq!(w.client(1).renew_every, Some(20 * MS));
+    assert_eq!(w.client(1).renew_deadline, Some(100 * MS));
+    assert_eq!(w.client(2).renew_every, Some(1_000 * MS * 2 / 15));
     // Other algorithms keep the workload's defaults.
     for algo in ["central", "raft-lease", "zookeeper", "redis-failover"] {
         let w = workload_of(algo, &["ttl=15s"]);
@@ -128,4 +126,48 @@ fn timeouts_say_none_where_the_library_has_none() {
             "{algo}: {err}"
         );
     }
+}
+
+#[test]
+fn k8s_lease_refuses_durations_client_go_refuses() {
+    for (settings, says) in [
+        (
+            &["ttl=2s", "renew_deadline=2s"][..],
+            "must be shorter than the lease",
+        ),
+        (
+            &["ttl=3s", "renew_deadline=100ms"][..],
+            "must be longer than 1.2 × `renew_every`",
+        ),
+        (
+            &["c2.renew_deadline=5s"][..],
+            "`c2.renew_deadline` (5.000s)",
+        ),
+    ] {
+        let err = Setup::registered("k8s-lease", &pairs(settings))
+            .err()
+            .unwrap_or_else(|| panic!("{settings:?} accepted"));
+        assert!(
+            err.contains(says) && !err.contains('\n'),
+            "{settings:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn an_error_about_an_alias_names_the_key_the_user_wrote() {
+    let err = Setup::registered("zookeeper", &pairs(&["session_timeout=abc"]))
+        .err()
+        .expect("refused");
+    assert!(err.starts_with("`session_timeout`:"), "{err}");
+}
+
+fn pairs(settings: &[&str]) -> Vec<(String, String)> {
+    settings
+        .iter()
+        .map(|s| {
+            let (k, v) = s.split_once('=').expect("key=value");
+            (k.to_string(), v.to_string())
+        })
+        .collect()
 }

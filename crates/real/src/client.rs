@@ -313,6 +313,7 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
     };
     sleep_until(spec.t0, 0);
     let mut think = true;
+    let mut backoff = locksim_core::draw::Backoff::default();
     let mut key = 0;
     while c.t() < me.duration {
         if think {
@@ -352,13 +353,18 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
                 hold(
                     &c, &mut lock, &mut res, &grant, key, handle, &mut rng, &me, &w,
                 );
+                backoff.reset();
                 think = true;
             }
             other => {
                 let (phase, error) = outcome_phase(&other);
                 c.op(op, phase, OpF::Acquire, key, None, None, None, error, None);
-                c.sleep(rng.retry_delay(&w));
-                think = false;
+                c.sleep(backoff.next(&mut rng, &w, me.retry));
+                // As the simulator's loop: `retry_attempts` failures in a row end the round.
+                think = w.retry_attempts > 0 && backoff.failures() >= w.retry_attempts;
+                if think {
+                    backoff.reset();
+                }
             }
         }
     }

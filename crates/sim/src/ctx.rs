@@ -67,7 +67,9 @@ impl Incoming {
 
 /// The `timeout` of a [`NodeCtx::call`] that waits for as long as the network takes: what a
 /// client without a request timeout does (Consul's Go API client, libpq, ZooKeeper's
-/// `zookeeper.request.timeout = 0`). Knobs spell it `none`.
+/// `zookeeper.request.timeout = 0`). Knobs spell it `none`. Under `network = "datagram"`,
+/// where a lost message is gone for good and no connection ends, it waits
+/// [`HEALTHY_ANSWER`] instead.
 pub const NO_TIMEOUT: Nanos = Nanos::MAX;
 
 /// The longest a healthy service takes to answer one request on the simulated network (its
@@ -394,7 +396,8 @@ impl NodeCtx {
     /// Sends `req` to node `to` and waits at most `timeout` ns of local time for a reply of
     /// type `R`; [`NO_TIMEOUT`] waits for as long as the network takes (a reply, or under tcp
     /// the connection's end: a reset, the peer's FIN, `tcp_retries2` or `tcp_syn_retries`
-    /// given up), as a client without a request timeout does.
+    /// given up), as a client without a request timeout does; under datagram it waits
+    /// [`HEALTHY_ANSWER`].
     ///
     /// # Errors
     /// [`CallError::Timeout`] when no reply came in time (the request may still take effect;
@@ -416,6 +419,10 @@ impl NodeCtx {
         if self.tcp() {
             return self.call_tcp(to, req, timeout).await;
         }
+        // A datagram lost is gone for good and there is no connection whose end could stop
+        // the wait: a call without timeout waits the healthy answer time, as these models
+        // did before the tcp model existed.
+        let timeout = finite(timeout);
         let tag = self.inner.next_tag.get();
         self.inner.next_tag.set(tag + 1);
         let wait = async {
@@ -444,9 +451,6 @@ impl NodeCtx {
                 .map(|b| *b)
                 .map_err(|_| CallError::BadReply)
         };
-        if timeout == NO_TIMEOUT {
-            return wait.await;
-        }
         match madsim::time::timeout(self.true_len(timeout), wait).await {
             Ok(r) => r,
             Err(_) => Err(CallError::Timeout),

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use locksim_core::draw::WorkloadDraws;
+use locksim_core::draw::{Backoff, WorkloadDraws};
 use locksim_core::history::{Deadline, EventKind, OpF, Phase};
 
 use crate::ctx::NodeCtx;
@@ -100,6 +100,7 @@ pub async fn client_main(ctx: NodeCtx, algo: Arc<dyn LockAlgorithm>) {
     let mut rng = WorkloadDraws::new(ctx.world().seed, ctx.id(), ctx.incarnation());
     let mut think = true;
     let mut key = 0;
+    let mut backoff = Backoff::default();
     while ctx.world().now() < me.duration {
         // A stalled workload (a `pause` with `task = work`) starts no round.
         ctx.checkpoint(Task::Work).await;
@@ -125,13 +126,18 @@ pub async fn client_main(ctx: NodeCtx, algo: Arc<dyn LockAlgorithm>) {
                 };
                 ok.emit(Phase::Ok, grant.valid_until, None);
                 hold(&ctx, &client, &grant, handle, &mut rng, &me, &w).await;
+                backoff.reset();
                 think = true;
             }
             other => {
                 acq.outcome(&other, None);
-                let delay = rng.retry_delay(&w);
+                let delay = backoff.next(&mut rng, &w, me.retry);
                 ctx.sleep(delay).await;
-                think = false;
+                // `retry_attempts` failures in a row: the round is given up.
+                think = w.retry_attempts > 0 && backoff.failures() >= w.retry_attempts;
+                if think {
+                    backoff.reset();
+                }
             }
         }
     }
