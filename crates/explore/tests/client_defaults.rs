@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{node, scenario, setup};
+use common::{node, pairs, scenario, setup};
 use locksim_core::fault::CutMode;
 use locksim_core::history::{EventKind, OpF, Phase};
 use locksim_core::time::MS;
@@ -160,14 +160,4 @@ fn an_error_about_an_alias_names_the_key_the_user_wrote() {
         .err()
         .expect("refused");
     assert!(err.starts_with("`session_timeout`:"), "{err}");
-}
-
-fn pairs(settings: &[&str]) -> Vec<(String, String)> {
-    settings
-        .iter()
-        .map(|s| {
-            let (k, v) = s.split_once('=').expect("key=value");
-            (k.to_string(), v.to_string())
-        })
-        .collect()
 }

@@ -3,20 +3,10 @@
 
 mod common;
 
-use common::setup;
+use common::{pairs, setup};
 use locksim_core::history::{EventKind, OpF, Phase};
 use locksim_core::{FaultKind, History, RetryPolicy};
 use locksim_explore::{check_scenario, Setup};
-
-fn pairs(settings: &[&str]) -> Vec<(String, String)> {
-    settings
-        .iter()
-        .map(|s| {
-            let (k, v) = s.split_once('=').expect("key=value");
-            (k.to_string(), v.to_string())
-        })
-        .collect()
-}
 
 fn history(settings: &[&str], seed: u64) -> History {
     let st = setup("central", settings);

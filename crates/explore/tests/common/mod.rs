@@ -8,10 +8,14 @@ use locksim_core::time::parse_duration;
 use locksim_core::{Fault, FaultPlan, Scenario, TimedFault, Verdict};
 use locksim_explore::{check_scenario, parse_setting, Setup};
 
+/// `key=value` settings as pairs.
+pub fn pairs(settings: &[&str]) -> Vec<(String, String)> {
+    settings.iter().map(|s| parse_setting(s).unwrap()).collect()
+}
+
 /// Builds a registered algorithm with `key=value` settings.
 pub fn setup(algo: &str, settings: &[&str]) -> Setup {
-    let s: Vec<(String, String)> = settings.iter().map(|s| parse_setting(s).unwrap()).collect();
-    Setup::registered(algo, &s).unwrap()
+    Setup::registered(algo, &pairs(settings)).unwrap()
 }
 
 /// Nanoseconds of a duration literal such as `2s`.
