@@ -74,10 +74,14 @@ pub struct Counts {
     /// `acquires` over it.
     #[serde(default)]
     pub run_ns: u64,
-    /// Grants per client, by node id in decimal (a JSON object's keys are strings); a client
-    /// that only asked counts 0; summed over the runs.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub grants_per_client: BTreeMap<String, u64>,
+    /// Jain's fairness index of each run's grants per client (the clients that asked), in
+    /// parts per million, summed over the runs that had grants; with `fairness_runs`, the
+    /// mean per run ([`Counts::fairness`]).
+    #[serde(default)]
+    pub fairness_ppm_sum: u64,
+    /// Runs counted in `fairness_ppm_sum`.
+    #[serde(default)]
+    pub fairness_runs: u64,
 }
 
 impl Counts {
@@ -97,9 +101,8 @@ impl Counts {
         self.writes_counted += other.writes_counted;
         self.acquire_peak_100ms = self.acquire_peak_100ms.max(other.acquire_peak_100ms);
         self.run_ns += other.run_ns;
-        for (node, n) in &other.grants_per_client {
-            *self.grants_per_client.entry(node.clone()).or_default() += n;
-        }
+        self.fairness_ppm_sum += other.fairness_ppm_sum;
+        self.fairness_runs += other.fairness_runs;
     }
 
     /// Acquire attempts per second of true time, over the runs (`None` without a run).
@@ -107,19 +110,13 @@ impl Counts {
         (self.run_ns > 0).then(|| self.acquires as f64 * 1e9 / self.run_ns as f64)
     }
 
-    /// Jain's fairness index of the grants per client, `(Σx)² / (n·Σx²)`: 1 when every
-    /// client got as many grants, `1/n` when one got them all (R. Jain, D. Chiu, W. Hawe, "A
-    /// Quantitative Measure of Fairness and Discrimination", DEC-TR-301, 1984). `None`
-    /// without grants.
+    /// The mean over the runs of Jain's fairness index of a run's grants per client,
+    /// `(Σx)² / (n·Σx²)` over the `n` clients that asked: 1 when every client got as many
+    /// grants, `1/n` when one got them all (R. Jain, D. Chiu, W. Hawe, "A Quantitative Measure
+    /// of Fairness and Discrimination", DEC-TR-301, 1984). `None` without a run with grants.
     pub fn fairness(&self) -> Option<f64> {
-        let n = self.grants_per_client.len() as f64;
-        let sum: f64 = self.grants_per_client.values().map(|&x| x as f64).sum();
-        let squares: f64 = self
-            .grants_per_client
-            .values()
-            .map(|&x| (x as f64) * (x as f64))
-            .sum();
-        (sum > 0.0).then(|| sum * sum / (n * squares))
+        (self.fairness_runs > 0)
+            .then(|| self.fairness_ppm_sum as f64 / self.fairness_runs as f64 / 1e6)
     }
 
     /// Whether these counters, summed over `runs` runs that had grants, show that no write
@@ -159,6 +156,8 @@ impl Counts {
             (self.writes_accepted, other.writes_accepted),
             (self.writes_counted, other.writes_counted),
             (self.run_ns, other.run_ns),
+            (self.fairness_ppm_sum, other.fairness_ppm_sum),
+            (self.fairness_runs, other.fairness_runs),
         ]
         .iter()
         .all(|(a, b)| a.checked_add(*b).is_some())
@@ -223,6 +222,8 @@ impl Metrics {
         let (mut latency, mut wait) = (Vec::new(), Vec::new());
         // Acquire invoke times, in history order (true time never goes back).
         let mut invokes: Vec<Nanos> = Vec::new();
+        // Grants per client that asked, for the fairness index.
+        let mut grants_of: BTreeMap<NodeId, u64> = BTreeMap::new();
         for e in &history.events {
             match &e.kind {
                 EventKind::Op {
@@ -234,7 +235,7 @@ impl Metrics {
                     Phase::Invoke => {
                         c.acquires += 1;
                         invokes.push(e.time);
-                        c.grants_per_client.entry(e.node.to_string()).or_default();
+                        grants_of.entry(e.node).or_default();
                         open.insert(*op, e.time);
                         let r = round.entry(e.node).or_insert((e.time, false));
                         if r.1 {
@@ -245,7 +246,7 @@ impl Metrics {
                     }
                     Phase::Ok => {
                         c.acquires_ok += 1;
-                        *c.grants_per_client.entry(e.node.to_string()).or_default() += 1;
+                        *grants_of.entry(e.node).or_default() += 1;
                         if let Some(start) = open.remove(op) {
                             latency.push(e.time.saturating_sub(start));
                         }
@@ -289,6 +290,14 @@ impl Metrics {
         }
         c.acquire_peak_100ms = peak_in_window(&invokes, 100_000_000);
         c.run_ns = history.end;
+        let (n, sum, squares) = grants_of.values().fold((0.0, 0.0, 0.0), |(n, s, q), &x| {
+            let x = x as f64;
+            (n + 1.0, s + x, q + x * x)
+        });
+        if sum > 0.0 {
+            c.fairness_ppm_sum = (sum * sum / (n * squares) * 1e6).round() as u64;
+            c.fairness_runs = 1;
+        }
         // Attempts still open at the end never completed: their outcome is unknown.
         c.acquires_unknown += open.len() as u64;
         let holds = derive_holds(history);

@@ -1734,11 +1734,14 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
     t += "     `starved`: for more than half of the time clients waited for the lock, nobody held it)\n";
     t += "lock metrics (true time, over all seeds of the cell; percentiles within 1.6%): acquire =\n";
     t += "     latency of a granted acquire; wait = from a round's first attempt to its grant; hold =\n";
-    t += "     length of a hold; failed/unknown = acquires answered fail / timed out; expired = leases\n";
+    t += "     length of a hold; failed/unknown = acquires answered fail / with no definite answer\n";
+    t += "     (a timeout, a reset, or none by the end); expired = leases\n";
     t +=
         "     that ran out while the holder still acted on them; msgs = messages sent (dropped);\n";
-    t += "     acq/s = acquire attempts per second (the busiest 100 ms, per second); fair = Jain's\n";
-    t += "     index of the grants per client (1: even; 1/clients: one client got them all)\n";
+    t += "     acq/s = acquire attempts per second of the whole run (the busiest 100 ms, per\n";
+    t +=
+        "     second); fair = Jain's index of a run's grants per client, the mean over the seeds\n";
+    t += "     (1: even; 1/clients: one client got them all)\n";
     t
 }
 

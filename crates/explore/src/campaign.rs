@@ -291,8 +291,8 @@ pub struct CellSummary {
     /// `acquires_failed`, `acquires_unknown`, `retries`, `expired_while_held` (grants whose
     /// lease, by the client's own deadline, passed while the holder still wrote, renewed or
     /// released under it), `messages_sent`, `messages_dropped`, `acquire_peak_100ms`,
-    /// `run_ns`, `grants_per_client`; the JSON adds `acquire_rate_per_s`,
-    /// `acquire_peak_per_s` and `grant_fairness` (Jain's index).
+    /// `run_ns`, `fairness_ppm_sum`, `fairness_runs`; the JSON adds `acquire_rate_per_s`,
+    /// `acquire_peak_per_s` and `grant_fairness` (the mean per run of Jain's index).
     pub counts: Counts,
     /// Median acquire latency (invoke to `ok`), ns, within 1.6%; `None` without grants.
     pub acquire_latency_p50_ns: Option<u64>,

@@ -34,7 +34,7 @@ pub const WORKLOAD_KNOBS: &[(&str, &str)] = &[
     ("think_max", "longest pause between rounds (default 100ms)"),
     (
         "retry_delay",
-        "longest random delay before retrying a failed acquire (default 200ms)",
+        "longest wait before retrying a failed acquire: the cap of every retry policy, and what `fixed` always waits (default 200ms)",
     ),
     (
         "retry",
