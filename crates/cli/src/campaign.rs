@@ -1806,7 +1806,11 @@ fn metrics_table(cells: &[CellSummary]) -> String {
             c.counts.expired_while_held,
             v(6),
             match c.counts.acquire_rate() {
-                Some(r) => format!("{r:.0} ({})", c.counts.acquire_peak_100ms * 10),
+                Some(r) => format!(
+                    "{} ({})",
+                    crate::report::rate(r),
+                    c.counts.acquire_peak_100ms * 10
+                ),
                 None => "-".into(),
             },
             c.counts

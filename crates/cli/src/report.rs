@@ -162,6 +162,16 @@ fn d(ns: Option<u64>) -> String {
     ns.map_or("-".into(), |n| fmt_nanos(n as i128))
 }
 
+/// Attempts per second as a table shows them: one decimal under 10 (a quiet cell's 0.4/s is
+/// not 0), whole numbers above.
+pub fn rate(r: f64) -> String {
+    if r < 10.0 {
+        format!("{r:.1}")
+    } else {
+        format!("{r:.0}")
+    }
+}
+
 /// The metrics of a cell as `[label, value]` pairs.
 pub fn metric_pairs(c: &CellSummary) -> Vec<(String, String)> {
     vec![
@@ -200,7 +210,7 @@ pub fn metric_pairs(c: &CellSummary) -> Vec<(String, String)> {
         (
             "acquire attempts per second (busiest 100 ms)".into(),
             match c.counts.acquire_rate() {
-                Some(r) => format!("{r:.0} ({})", c.counts.acquire_peak_100ms * 10),
+                Some(r) => format!("{} ({})", rate(r), c.counts.acquire_peak_100ms * 10),
                 None => "-".into(),
             },
         ),

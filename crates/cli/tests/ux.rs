@@ -576,3 +576,25 @@ fn a_run_says_which_operations_were_still_waiting_at_its_end() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// consul-session: a waiter at the head of the queue during a lock-delay was never told it
+/// holds the lock, so its giving up (its session revoked) must not start a new delay. Before
+/// the fix each waiter that gave up after `lock_wait` re-armed the 15 s delay and nobody was
+/// granted again (seed 1: 2 grants in 32 s; a new user's find).
+#[test]
+fn a_waiter_giving_up_in_a_lock_delay_does_not_start_another() {
+    let dir = scratch("ux", "lockdelay");
+    let f = dir.join("consul.toml");
+    std::fs::write(
+        &f,
+        "name = \"consul holder cut off after its grant\"\nalgorithm = \"consul-session\"\nseeds = 1\nfirst_seed = 1\nexpect = \"safe\"\n\n[settings]\nclients = 3\nduration = \"30s\"\n\n[[fault]]\nafter = { node = \"c1\", event = \"acquire ok\", delay = \"100ms\" }\ntype = \"partition\"\na = \"c1\"\nb = \"servers\"\nduration = \"5s\"\n",
+    )
+    .unwrap();
+    let o = locksim(&["run", s(&f), "--seed", "1", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let grants = v["grants"].as_u64().unwrap();
+    // c1's session expires while it is cut off (about 2 s): one 15 s lock-delay, then the
+    // waiters are served again.
+    assert!(grants >= 10, "{grants} grants in 32 s");
+    std::fs::remove_dir_all(&dir).ok();
+}

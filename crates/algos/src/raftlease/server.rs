@@ -475,12 +475,17 @@ impl Server {
             let Ok(p) = serde_json::from_slice::<Proposal>(&e.data) else {
                 continue;
             };
-            // The locks a revoked lease holds get their lock-delay (Consul), not its waiters.
+            // The locks a revoked lease holds get their lock-delay (Consul), not its waiters;
+            // nor does the head of a queue still in a lock-delay, which was never told it
+            // holds (its answer waits for the delay's end): were its end to start a new
+            // delay, each waiter that gives up would re-arm it and nobody would ever be
+            // granted again.
             let held: Vec<u32> = match p.cmd {
                 Cmd::Revoke { lease } if self.cfg.lock_delay > 0 => self
                     .state
                     .leases_keys(lease)
                     .filter(|&k| self.state.owner(k).is_some_and(|o| o.1 == lease))
+                    .filter(|&k| !self.in_lock_delay(k))
                     .collect(),
                 _ => Vec::new(),
             };
