@@ -598,3 +598,35 @@ fn a_waiter_giving_up_in_a_lock_delay_does_not_start_another() {
     assert!(grants >= 10, "{grants} grants in 32 s");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// zookeeper's `session_timeout` works in a `[client.cN]` table as `--set c2.session_timeout`
+/// does (a breaker's find: files refused it), and both names in one table are refused.
+#[test]
+fn a_client_table_takes_zookeepers_session_timeout() {
+    let dir = scratch("ux", "session-timeout");
+    let file = |name: &str, table: &str| {
+        let f = dir.join(name);
+        std::fs::write(
+            &f,
+            format!("name = \"x\"\nalgorithm = \"zookeeper\"\nseeds = 1\nfaults = [\"none\"]\nexpect = \"safe\"\n\n[client.c2]\n{table}"),
+        )
+        .unwrap();
+        f
+    };
+    let ok = file("ok.toml", "session_timeout = \"2s\"\n");
+    let o = locksim(&["run", s(&ok), "--seed", "0", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v["scenario"]["workload"]["per_client"]["c2"]["ttl"], 2_000_000_000u64,
+        "{v}"
+    );
+    let both = file("both.toml", "session_timeout = \"2s\"\nttl = \"3s\"\n");
+    let o = locksim(&["run", s(&both), "--seed", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("line 8: client.c2: `session_timeout` and `ttl` are the same setting"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

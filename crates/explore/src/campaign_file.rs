@@ -270,18 +270,27 @@ impl CampaignFile {
         let setup = setups_for(std::slice::from_ref(&raw.algorithm), &settings)
             .map_err(|e| at(key_lines.settings_error(&format!("`settings`: {e}"))))?
             .remove(0);
-        let client_tables = raw
-            .client
-            .iter()
-            .map(|(name, t)| {
-                let table = t
-                    .get_ref()
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.get_ref().clone()))
-                    .collect::<toml::Table>();
-                (name.clone(), table)
-            })
-            .collect();
+        // The algorithm's own names for workload settings (zookeeper's `session_timeout`)
+        // work in client tables too, as `--set c2.session_timeout=…` does.
+        let aliases = locksim_algos::workload_aliases(&raw.algorithm);
+        let mut client_tables = BTreeMap::new();
+        for (name, t) in &raw.client {
+            let mut table = toml::Table::new();
+            for (k, v) in t.get_ref() {
+                let key = match aliases.iter().find(|a| a.0 == k) {
+                    Some((alias, real)) if t.get_ref().contains_key(*real) => {
+                        return Err(at(key_lines.client_error(&format!(
+                            "client.{name}: `{alias}` and `{real}` are the same setting ({alias} is {}'s name for {real}): give one",
+                            raw.algorithm
+                        ))));
+                    }
+                    Some((_, real)) => real.to_string(),
+                    None => k.clone(),
+                };
+                table.insert(key, v.get_ref().clone());
+            }
+            client_tables.insert(name.clone(), table);
+        }
         let clients = read_clients(&client_tables, setup.cluster.clients)
             .map_err(|e| at(key_lines.client_error(&e)))?;
         let setup = with_clients(setup, &clients).map_err(|e| at(key_lines.client_error(&e)))?;
