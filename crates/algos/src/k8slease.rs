@@ -301,6 +301,7 @@ impl K8sLease {
         }
         let drift_ppm = k.fraction_ppm("drift_factor")?;
         crate::knobs::check_ttl("k8s-lease", w.min_ttl(), drift_ppm)?;
+        let timeout_given = config.contains_key("timeout");
         let mut longest = w.renew_every.unwrap_or(0);
         for p in w.per_client.values() {
             longest = longest.max(p.renew_every.unwrap_or(0));
@@ -312,11 +313,12 @@ impl K8sLease {
             },
             release_on_cancel: k.flag("release_on_cancel")?,
             fencing: k.flag("fencing")?,
-            timeout: match config.get("timeout") {
-                Some(_) => k.timeout("timeout")?,
-                None => derived_timeout(&w.client(1)),
+            timeout: if timeout_given {
+                k.timeout("timeout")?
+            } else {
+                derived_timeout(&w.client(1))
             },
-            timeout_given: config.contains_key("timeout"),
+            timeout_given,
             drift_ppm,
             longest_poll: longest + longest * 6 / 5,
             retry_delay: w.retry_delay_max,
@@ -646,14 +648,14 @@ impl LockAlgorithm for K8sLease {
     }
     fn client(&self, ctx: NodeCtx) -> Rc<dyn LockClient> {
         let clock = ctx.client_clock(LocalClock::Mono);
-        let retry_period = {
-            let w = &ctx.world().workload;
-            w.client(ctx.id() - ctx.cluster().servers + 1).renew_every
-        };
+        let me = ctx
+            .world()
+            .workload
+            .client(ctx.id() - ctx.cluster().servers + 1);
+        let retry_period = me.renew_every;
         let mut cfg = self.clone();
         if !cfg.timeout_given {
-            let w = &ctx.world().workload;
-            cfg.timeout = derived_timeout(&w.client(ctx.id() - ctx.cluster().servers + 1));
+            cfg.timeout = derived_timeout(&me);
         }
         Rc::new(Client {
             ctx,

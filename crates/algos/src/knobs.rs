@@ -141,18 +141,11 @@ impl<'a> Knobs<'a> {
     /// # Errors
     /// When the value is neither `none` nor a positive duration.
     pub fn timeout(&self, key: &str) -> Result<Nanos, String> {
-        let v = self.raw(key);
-        if v == "none" {
+        if self.raw(key) == "none" {
             return Ok(locksim_sim::NO_TIMEOUT);
         }
-        match parse_duration(v) {
-            Ok(d) if d > 0 => Ok(d as Nanos),
-            Ok(_) => Err(format!(
-                "{}: `{key}={v}` must be more than zero (or none: no timeout)",
-                self.algo
-            )),
-            Err(e) => Err(format!("{}: `{key}`: {e} (or none: no timeout)", self.algo)),
-        }
+        self.duration(key)
+            .map_err(|e| format!("{e} (or none: no timeout)"))
     }
 
     /// A duration such as `2s` that may be zero (`0`, `0s`).

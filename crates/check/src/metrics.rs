@@ -110,6 +110,11 @@ impl Counts {
         (self.run_ns > 0).then(|| self.acquires as f64 * 1e9 / self.run_ns as f64)
     }
 
+    /// The busiest 100 ms's acquire attempts, per second (`None` without a run).
+    pub fn acquire_peak_per_s(&self) -> Option<u64> {
+        (self.run_ns > 0).then_some(self.acquire_peak_100ms * 10)
+    }
+
     /// The mean over the runs of Jain's fairness index of a run's grants per client,
     /// `(Σx)² / (n·Σx²)` over the `n` clients that asked: 1 when every client got as many
     /// grants, `1/n` when one got them all (R. Jain, D. Chiu, W. Hawe, "A Quantitative Measure

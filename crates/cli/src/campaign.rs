@@ -1805,17 +1805,8 @@ fn metrics_table(cells: &[CellSummary]) -> String {
             c.counts.retries,
             c.counts.expired_while_held,
             v(6),
-            match c.counts.acquire_rate() {
-                Some(r) => format!(
-                    "{} ({})",
-                    crate::report::rate(r),
-                    c.counts.acquire_peak_100ms * 10
-                ),
-                None => "-".into(),
-            },
-            c.counts
-                .fairness()
-                .map_or("-".into(), |f| format!("{f:.2}"))
+            v(7),
+            v(8)
         );
     }
     t

@@ -164,7 +164,7 @@ fn d(ns: Option<u64>) -> String {
 
 /// Attempts per second as a table shows them: one decimal under 10 (a quiet cell's 0.4/s is
 /// not 0), whole numbers above.
-pub fn rate(r: f64) -> String {
+fn rate(r: f64) -> String {
     if r < 10.0 {
         format!("{r:.1}")
     } else {
@@ -209,9 +209,9 @@ pub fn metric_pairs(c: &CellSummary) -> Vec<(String, String)> {
         ),
         (
             "acquire attempts per second (busiest 100 ms)".into(),
-            match c.counts.acquire_rate() {
-                Some(r) => format!("{} ({})", rate(r), c.counts.acquire_peak_100ms * 10),
-                None => "-".into(),
+            match (c.counts.acquire_rate(), c.counts.acquire_peak_per_s()) {
+                (Some(r), Some(peak)) => format!("{} ({peak})", rate(r)),
+                _ => "-".into(),
             },
         ),
         (

@@ -116,6 +116,23 @@ impl Backoff {
         wait
     }
 
+    /// What a client loop does after a failed acquire: the wait ([`Backoff::next`]), and
+    /// whether the round is given up (`retry_attempts` failures in a row; the count then
+    /// starts over), so the simulator's loop and real mode's agree.
+    pub fn after_failure(
+        &mut self,
+        d: &mut WorkloadDraws,
+        w: &Workload,
+        policy: RetryPolicy,
+    ) -> (Nanos, bool) {
+        let wait = self.next(d, w, policy);
+        let give_up = w.retry_attempts > 0 && self.failures >= w.retry_attempts;
+        if give_up {
+            self.reset();
+        }
+        (wait, give_up)
+    }
+
     /// Failed acquires in a row so far.
     pub fn failures(&self) -> u32 {
         self.failures
@@ -162,12 +179,17 @@ mod tests {
 
     const PINNED: [u64; 4] = [13_032_473, 0, 17_647_918, 41_740_225];
 
-    fn waits(policy: RetryPolicy, n: usize) -> Vec<Nanos> {
-        let w = Workload {
+    /// Base 10 ms, cap 200 ms.
+    fn capped() -> Workload {
+        Workload {
             retry_base: 10 * MS,
             retry_delay_max: 200 * MS,
             ..Workload::default()
-        };
+        }
+    }
+
+    fn waits(policy: RetryPolicy, n: usize) -> Vec<Nanos> {
+        let w = capped();
         let mut d = WorkloadDraws::new(3, 4, 0);
         let mut b = Backoff::default();
         (0..n).map(|_| b.next(&mut d, &w, policy)).collect()
@@ -228,11 +250,7 @@ mod tests {
 
     #[test]
     fn a_long_run_of_failures_does_not_overflow_and_a_reset_starts_over() {
-        let w = Workload {
-            retry_base: 10 * MS,
-            retry_delay_max: 200 * MS,
-            ..Workload::default()
-        };
+        let w = capped();
         let mut d = WorkloadDraws::new(1, 4, 0);
         let mut b = Backoff::default();
         for _ in 0..100 {

@@ -455,10 +455,7 @@ impl Serialize for CellSummary {
         // What the herd a retry policy makes shows in: attempts per second on average and in
         // the busiest 100 ms, and how evenly the grants went round (Jain's index).
         m.serialize_entry("acquire_rate_per_s", &self.counts.acquire_rate())?;
-        m.serialize_entry(
-            "acquire_peak_per_s",
-            &(self.counts.run_ns > 0).then_some(self.counts.acquire_peak_100ms * 10),
-        )?;
+        m.serialize_entry("acquire_peak_per_s", &self.counts.acquire_peak_per_s())?;
         m.serialize_entry("grant_fairness", &self.counts.fairness())?;
         for (k, v) in [
             ("acquire_latency_p50_ns", self.acquire_latency_p50_ns),

@@ -272,16 +272,15 @@ impl CampaignFile {
             .remove(0);
         // The algorithm's own names for workload settings (zookeeper's `session_timeout`)
         // work in client tables too, as `--set c2.session_timeout=…` does.
-        let aliases = locksim_algos::workload_aliases(&raw.algorithm);
         let mut client_tables = BTreeMap::new();
         for (name, t) in &raw.client {
             let mut table = toml::Table::new();
             for (k, v) in t.get_ref() {
-                let key = match aliases.iter().find(|a| a.0 == k) {
-                    Some((alias, real)) if t.get_ref().contains_key(*real) => {
+                let key = match crate::setup::alias_of(&raw.algorithm, k) {
+                    Some((alias, real)) if t.get_ref().contains_key(real) => {
                         return Err(at(key_lines.client_error(&format!(
-                            "client.{name}: `{alias}` and `{real}` are the same setting ({alias} is {}'s name for {real}): give one",
-                            raw.algorithm
+                            "client.{name}: {}",
+                            crate::setup::both_given(&raw.algorithm, "", alias, real)
                         ))));
                     }
                     Some((_, real)) => real.to_string(),

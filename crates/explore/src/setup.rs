@@ -248,6 +248,23 @@ pub fn apply_workload(
     Ok(true)
 }
 
+/// The algorithm's own name `name` for a workload setting, with the setting it names
+/// (zookeeper's `session_timeout` is `ttl`), or `None` when `name` is no alias.
+pub(crate) fn alias_of(algorithm: &str, name: &str) -> Option<(&'static str, &'static str)> {
+    locksim_algos::workload_aliases(algorithm)
+        .iter()
+        .find(|a| a.0 == name)
+        .copied()
+}
+
+/// The error for an alias given beside the setting it names, both under `scope` (`c2.`, or
+/// empty for the workload's section or a client's own table).
+pub(crate) fn both_given(algorithm: &str, scope: &str, alias: &str, real: &str) -> String {
+    format!(
+        "`{scope}{alias}` and `{scope}{real}` are the same setting ({alias} is {algorithm}'s name for {real}): give one"
+    )
+}
+
 /// Turns an algorithm's names for workload settings ([`locksim_algos::workload_aliases`]:
 /// `zookeeper`'s `session_timeout`) into the workload's (`ttl`), in the workload's section
 /// and in per-client tables alike (`c1.session_timeout` is `c1.ttl`).
@@ -258,7 +275,6 @@ fn resolve_aliases(
     algorithm: &str,
     settings: &[(String, String)],
 ) -> Result<Vec<(String, String)>, String> {
-    let aliases = locksim_algos::workload_aliases(algorithm);
     let mut out: Vec<(String, String)> = Vec::with_capacity(settings.len());
     for (k, v) in settings {
         // A per-client key `cN.name` keeps its `cN.` prefix.
@@ -266,14 +282,15 @@ fn resolve_aliases(
             Some((client, field)) => (format!("{client}."), field),
             None => (String::new(), k.as_str()),
         };
-        let Some((alias, real)) = aliases.iter().find(|a| a.0 == name) else {
+        let Some((alias, real)) = alias_of(algorithm, name) else {
             out.push((k.clone(), v.clone()));
             continue;
         };
         let real_key = format!("{scope}{real}");
         if settings.iter().any(|(o, _)| *o == real_key) {
             return Err(format!(
-                "{algorithm}: `{scope}{alias}` and `{real_key}` are the same setting ({alias} is {algorithm}'s name for {real}): give one"
+                "{algorithm}: {}",
+                both_given(algorithm, &scope, alias, real)
             ));
         }
         out.push((real_key, v.clone()));
@@ -338,20 +355,21 @@ impl Setup {
             if settings.iter().any(|(k, _)| k == d.key) {
                 continue;
             }
-            let v = Some(d.value(workload.ttl).max(1));
-            match d.key {
-                "renew_every" => workload.renew_every = v,
-                "renew_deadline" => workload.renew_deadline = v,
-                other => unreachable!("client default for `{other}`"),
-            }
+            // The setting (where nobody set it) takes the default scaled to a ttl.
+            let fill = |every: &mut Option<Nanos>, deadline: &mut Option<Nanos>, ttl: Nanos| {
+                let slot = match d.key {
+                    "renew_every" => every,
+                    "renew_deadline" => deadline,
+                    other => unreachable!("client default for `{other}`"),
+                };
+                slot.get_or_insert(d.value(ttl).max(1));
+            };
+            let ttl = workload.ttl;
+            fill(&mut workload.renew_every, &mut workload.renew_deadline, ttl);
             // A client with a ttl of its own scales the library's default to it.
             for p in workload.per_client.values_mut() {
-                let Some(ttl) = p.ttl else { continue };
-                let v = Some(d.value(ttl).max(1));
-                match d.key {
-                    "renew_every" => p.renew_every = p.renew_every.or(v),
-                    "renew_deadline" => p.renew_deadline = p.renew_deadline.or(v),
-                    _ => {}
+                if let Some(ttl) = p.ttl {
+                    fill(&mut p.renew_every, &mut p.renew_deadline, ttl);
                 }
             }
         }

@@ -359,12 +359,9 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
             other => {
                 let (phase, error) = outcome_phase(&other);
                 c.op(op, phase, OpF::Acquire, key, None, None, None, error, None);
-                c.sleep(backoff.next(&mut rng, &w, me.retry));
-                // As the simulator's loop: `retry_attempts` failures in a row end the round.
-                think = w.retry_attempts > 0 && backoff.failures() >= w.retry_attempts;
-                if think {
-                    backoff.reset();
-                }
+                let (delay, give_up) = backoff.after_failure(&mut rng, &w, me.retry);
+                c.sleep(delay);
+                think = give_up;
             }
         }
     }

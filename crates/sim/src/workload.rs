@@ -131,13 +131,10 @@ pub async fn client_main(ctx: NodeCtx, algo: Arc<dyn LockAlgorithm>) {
             }
             other => {
                 acq.outcome(&other, None);
-                let delay = backoff.next(&mut rng, &w, me.retry);
+                let (delay, give_up) = backoff.after_failure(&mut rng, &w, me.retry);
                 ctx.sleep(delay).await;
-                // `retry_attempts` failures in a row: the round is given up.
-                think = w.retry_attempts > 0 && backoff.failures() >= w.retry_attempts;
-                if think {
-                    backoff.reset();
-                }
+                // A round given up starts anew, after its think time.
+                think = give_up;
             }
         }
     }

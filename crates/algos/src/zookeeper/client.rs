@@ -72,11 +72,10 @@ impl Inner {
         self.ctx.now(self.cfg.client_clock)
     }
 
-    /// How long a request waits for an answer before the connection counts as lost: the
-    /// `timeout` setting, else the ZooKeeper client's read timeout, 2/3 of this client's
-    /// session timeout (`ClientCnxn`: `readTimeout = sessionTimeout * 2 / 3`).
+    /// How long a request waits for an answer ([`Zookeeper::request_timeout`] of this
+    /// client's session timeout).
     fn request_timeout(&self) -> Nanos {
-        self.cfg.timeout.unwrap_or(self.timeout.get() * 2 / 3)
+        self.cfg.request_timeout(self.timeout.get())
     }
 
     /// One request to the connected server; on connection loss the client reconnects (to the

@@ -185,19 +185,25 @@ impl Zookeeper {
             follower_lag: crate::redisfailover::parse_range(name, "follower_lag", lag)?,
             tick: k.duration("tick")?,
             fencing: k.flag("fencing")?,
-            timeout: match config.get("timeout") {
-                Some(_) => Some(k.duration("timeout")?),
-                None => None,
-            },
+            timeout: config
+                .contains_key("timeout")
+                .then(|| k.duration("timeout"))
+                .transpose()?,
             lock_wait: k.duration("lock_wait")?,
             session_timeout: workload.ttl,
             drift_ppm,
             client_clock: crate::knobs::local_clock(&k, "client_clock")?,
         })
     }
-}
 
-impl Zookeeper {
+    /// How long a client request waits for an answer before the connection counts as lost,
+    /// ns: the `timeout` setting, else the ZooKeeper client's read timeout, 2/3 of the
+    /// client's session timeout `session` (`ClientCnxn`: `readTimeout = sessionTimeout * 2 /
+    /// 3`).
+    pub(crate) fn request_timeout(&self, session: Nanos) -> Nanos {
+        self.timeout.unwrap_or(session * 2 / 3)
+    }
+
     /// How long a server waits for a peer's answer (a follower asking the leader), ns: the
     /// `timeout` setting, else two ticks.
     pub(crate) fn peer_timeout(&self) -> Nanos {
@@ -226,7 +232,7 @@ impl LockAlgorithm for Zookeeper {
         // the children: a sync, a listing, and the leader's expiry tick.
         locksim_sim::LivenessHints {
             lock_delay: 0,
-            attempt: Some(3 * self.timeout.unwrap_or(self.session_timeout * 2 / 3) + self.tick),
+            attempt: Some(3 * self.request_timeout(self.session_timeout) + self.tick),
             election: 0,
         }
     }
