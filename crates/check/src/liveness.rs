@@ -17,7 +17,8 @@
 //! - **L3** no lock stays taken for longer than `ttl + lock_delay + slack` while no live client
 //!   believes it holds it: a client whose acquire is refused (`fail`, or given up as `info`) in
 //!   calm conditions, that long after anyone last believed they held the lock, has found an
-//!   orphaned lock. "Believed" covers every hold, and every grant the service recorded (its
+//!   orphaned lock. The refusal counts when it happened (the answer or the give-up), so a
+//!   waiter queued through a release (a blocking acquire, a watch) is judged at its wait's end. "Believed" covers every hold, and every grant the service recorded (its
 //!   client may never have heard of it: a lost answer, a delayed request); for algorithms that
 //!   record no grants, every acquire whose answer was lost. For a lock whose waiters judge its
 //!   expiry from their own observation of a record (Kubernetes' Lease), the allowance also
@@ -774,15 +775,17 @@ fn l3(run: &Run, out: &mut Vec<Violation>) {
             {
                 continue;
             }
-            // The latest belief begun before the answer: one that lasted into the attempt
-            // (a grant made while it was in flight, say) explains the refusal.
+            // The refusal is judged when it happened, at the answer (or the give-up): a waiter
+            // queued on the service (a blocking acquire, a watch on its predecessor) is refused
+            // only when the wait ends, and a lock released early in a long wait must have
+            // reached it by then. The latest belief begun before the answer explains the
+            // refusal if it lasted to within the allowance of it. The attempt's own belief,
+            // where it is one (no grant records, outcome unknown), lasts to its answer: it may
+            // have taken the lock unseen at the last moment, so such a give-up is not judged.
             let n = beliefs.partition_point(|b| b.0 < done);
             let Some(&(believed, by)) = n.checked_sub(1).map(|i| &latest[i]) else {
                 continue;
             };
-            if believed >= a.invoke {
-                continue;
-            }
             // A change to the service restarts the allowance (a new leader renews leases) once
             // the service can have recovered: its traffic retried after the heal, a leader
             // elected.
@@ -806,7 +809,7 @@ fn l3(run: &Run, out: &mut Vec<Violation>) {
                 0
             };
             let since = believed.max(service).max(hidden);
-            if since >= a.invoke || a.invoke - since <= allowance || episodes.contains(&since) {
+            if since >= done || done - since <= allowance || episodes.contains(&since) {
                 continue;
             }
             episodes.push(since);
@@ -814,18 +817,23 @@ fn l3(run: &Run, out: &mut Vec<Violation>) {
                 kind: Property::L3,
                 key,
                 summary: format!(
-                    "k{key} was orphaned: nobody believed they held it after {}, yet {}'s acquire at {} was refused, {} later — beyond the {} a lease may outlive its holder (ttl {} + lock delay {} + slack {})",
+                    "k{key} was orphaned: nobody believed they held it after {}, yet {}'s acquire {} was refused at {}, {} later — beyond the {} a lease may outlive its holder (ttl {} + lock delay {} + slack {})",
                     t(since),
                     names.of(a.client),
-                    t(a.invoke),
-                    t(a.invoke - since),
+                    if done.saturating_sub(a.invoke) > spec.attempt {
+                        format!("(waiting since {})", t(a.invoke))
+                    } else {
+                        format!("at {}", t(a.invoke))
+                    },
+                    t(done),
+                    t(done - since),
                     t(allowance),
                     t(spec.max_ttl()),
                     t(spec.lock_delay),
                     t(spec.slack()),
                 ),
                 events: vec![by, a.id],
-                window: Some((since, a.invoke)),
+                window: Some((since, done)),
             });
         }
     }

@@ -320,7 +320,10 @@ fn l3_a_lock_nobody_believes_they_hold_must_not_stay_taken() {
         s.contains("nobody believed they held it after 500ms"),
         "{s}"
     );
-    assert!(s.contains("c2's acquire at 2.000s was refused"), "{s}");
+    assert!(
+        s.contains("c2's acquire at 2.000s was refused at 2.010s"),
+        "{s}"
+    );
     // Refusals within a lease and the slack of the release are allowed (1.412 s).
     assert!(!verdict(&refused_after_release(1900), None).violates(Property::L3));
     // A refusal while the waiter is cut off says nothing.
@@ -338,6 +341,52 @@ fn l3_a_lock_nobody_believes_they_hold_must_not_stay_taken() {
     );
     h.refused(2, 600, 3000, 200);
     assert!(!verdict(&h.done(5000), None).violates(Property::L3));
+}
+
+/// c1 holds from 10 ms to 500 ms; c2 asked at 400 ms and waits on the service's queue (a
+/// blocking acquire) until it is refused, or gives up, at `until`. With grant records (`grant`)
+/// the service's view is known, so a give-up without an answer (`info`) is judged too.
+fn queued_through_a_release(until: u64, phase: Phase, grants: bool) -> History {
+    let mut h = H::default();
+    h.acquire(1, 0, 10, Phase::Ok, 1);
+    if grants {
+        h.push(
+            5,
+            0,
+            EventKind::Grant {
+                key: 0,
+                client: 1,
+                token: None,
+            },
+        );
+    }
+    h.release(1, 500, 1);
+    h.acquire(2, 400, until, phase, 0);
+    h.done(until + 2000)
+}
+
+/// A consul-session waiter queued behind a holder that was cut off, in miniature: the refusal
+/// is judged when the wait ended, not when it began (judged by its invoke, a wait that began
+/// while c1 held hid an orphaned lock however long it lasted).
+#[test]
+fn l3_a_long_wait_is_judged_when_it_ends() {
+    let judged = |until, phase, grants| {
+        verdict(&queued_through_a_release(until, phase, grants), None).violates(Property::L3)
+    };
+    let v = verdict(&queued_through_a_release(3000, Phase::Fail, false), None);
+    let s = only(&v, Property::L3);
+    assert!(
+        s.contains("c2's acquire (waiting since 400ms) was refused at 3.000s, 2.500s later"),
+        "{s}"
+    );
+    // Within a lease and the slack of the release (1.412 s) the wait may end refused.
+    assert!(!judged(1900, Phase::Fail, false));
+    assert!(judged(1950, Phase::Fail, false));
+    // A give-up with grant records: the lock was free from 500 ms on.
+    assert!(judged(3000, Phase::Info, true));
+    assert!(!judged(1900, Phase::Info, true));
+    // Without grant records a give-up may itself have taken the lock unseen: no claim.
+    assert!(!judged(3000, Phase::Info, false));
 }
 
 /// c1 holds from 10 ms and releases at 500 ms; a partition cuts c2 off from the server from

@@ -219,6 +219,11 @@ impl Inner {
         let mut lost_once = false;
         loop {
             if self.ctx.mono_now() >= give_up {
+                if lost_once {
+                    // A create that got no answer may have made a node nobody will hold.
+                    let me = self.clone();
+                    madsim::task::spawn_local(async move { me.delete_protected(key, guid).await });
+                }
                 return Err(Outcome::Unknown("lock node create: retries used up".into()));
             }
             let session = match self.session().await {
@@ -253,6 +258,30 @@ impl Inner {
                 Ok(_) | Err(Lost::Expired) => {}
                 Err(Lost::Connection) => lost_once = true,
             }
+        }
+    }
+
+    /// Curator's `FindAndDeleteProtectedNodeInBackground` (CURATOR-45, CURATOR-79): after a
+    /// protected create failed with a connection loss, the node it may have made is looked up
+    /// by its GUID and deleted in the background, retried until it is done or the session is
+    /// gone (its ephemeral nodes go with it). Without this the node would sit in the queue
+    /// for as long as the session lives, held by nobody.
+    async fn delete_protected(self: Rc<Self>, key: u32, guid: u64) {
+        loop {
+            let Some(session) = self.session.get() else {
+                return;
+            };
+            if let Ok(c) = self.children(session, key, None).await {
+                let Some(&(seq, _)) = c.iter().find(|(_, z)| z.guid == guid) else {
+                    return;
+                };
+                if self.delete(session, key, seq).await.is_some() {
+                    return;
+                }
+            }
+            self.ctx
+                .sleep(self.cfg.timeout.unwrap_or(locksim_sim::HEALTHY_ANSWER))
+                .await;
         }
     }
 
