@@ -17,13 +17,15 @@
 //! | `consul-session` | Consul sessions, `?acquire=` and lock-delay on the `raft-lease` server core |
 //! | `zookeeper` | a Zab-like ensemble with sessions; Curator's `InterProcessMutex` recipe |
 //!
-//! [`build`] turns a name and `key=value` knobs into an algorithm; [`ALGORITHMS`] and
-//! [`knobs`] describe what exists, for `--help` and error messages. Your own algorithm does not
-//! need to be registered here: implement the trait and pass it to `locksim_sim::run` or to a
-//! `locksim_explore` campaign.
+//! [`build`] turns a name and `key=value` knobs into an algorithm; [`algorithms`] and
+//! [`knobs`] describe what exists, for `--help` and error messages. Your own algorithm needs
+//! no registration to be tested (implement the trait and pass it to `locksim_sim::run` or to a
+//! `locksim_explore` campaign); [`register`] it, once, before anything asks for it by name, and
+//! every name-driven part of locksim (scenario files, traces, the command line through
+//! `locksim_cli::main_with`) finds it beside the built-in ones.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use locksim_core::{Nanos, Workload};
 use locksim_sim::LockAlgorithm;
@@ -99,9 +101,103 @@ pub const ALGORITHMS: &[(&str, &str)] = &[
 /// (`ap-lock` is a demonstration of case K6 and unsafe even without faults.)
 pub const DEFAULT_MATRIX: [&str; 4] = ["central", "central-fencing", "redlock", "raft-lease"];
 
-/// Names of the registered algorithms, comma-separated.
+/// A third party's algorithm, known by name to scenario files, traces and the command line.
+#[derive(Clone, Copy)]
+pub struct Registration {
+    /// The name `--algo` and files' `algorithm` give; not one of the built-in names.
+    pub name: &'static str,
+    /// One line of description, for `locksim list`.
+    pub what: &'static str,
+    /// Its settings (`--set key=value`, a file's `[settings]`), with defaults and help.
+    pub knobs: &'static [Knob],
+    /// Builds it from the settings given (every key is one of `knobs`; a missing key means its
+    /// default: [`knobs::Knobs`] reads them so) and the run's workload.
+    ///
+    /// # Errors
+    /// A bad setting, in words that name it and its valid values.
+    pub build: BuildFn,
+}
+
+/// Builds an algorithm from its settings (`key → value` text) and the run's workload.
+pub type BuildFn =
+    fn(&BTreeMap<String, String>, &Workload) -> Result<Arc<dyn LockAlgorithm>, String>;
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+static REGISTERED: OnceLock<Vec<Registration>> = OnceLock::new();
+
+/// Makes `algorithms` known by name beside the built-in ones, for the rest of the process.
+/// Calling it again with the same names is a no-op, so that every test of a crate may
+/// register the crate's algorithms first, in whatever order the tests run.
+///
+/// # Errors
+/// A second call with other names (the set is fixed once anything may have looked a name
+/// up), a name that is empty, holds a character other than `a-z`, `0-9`, `-` and `_`, or is
+/// taken (built-in or given twice).
+pub fn register(algorithms: Vec<Registration>) -> Result<(), String> {
+    for (i, r) in algorithms.iter().enumerate() {
+        let ok = !r.name.is_empty()
+            && r.name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if !ok {
+            return Err(format!(
+                "algorithm name `{}`: use lower-case letters, digits, `-` and `_`",
+                r.name
+            ));
+        }
+        if ALGORITHMS.iter().any(|a| a.0 == r.name) {
+            return Err(format!(
+                "algorithm name `{}` is a built-in algorithm's: choose another",
+                r.name
+            ));
+        }
+        if algorithms[..i].iter().any(|o| o.name == r.name) {
+            return Err(format!("algorithm `{}` is registered twice", r.name));
+        }
+    }
+    let names = |rs: &[Registration]| rs.iter().map(|r| r.name).collect::<Vec<_>>();
+    let wanted = names(&algorithms);
+    let set = REGISTERED.get_or_init(|| algorithms);
+    if names(set) == wanted {
+        Ok(())
+    } else {
+        Err(format!(
+            "algorithms can be registered once per process: {} are, so {} cannot be",
+            names(set).join(", "),
+            wanted.join(", ")
+        ))
+    }
+}
+
+/// The algorithm registered as `name`, if any.
+pub fn registered(name: &str) -> Option<&'static Registration> {
+    REGISTERED.get()?.iter().find(|r| r.name == name)
+}
+
+/// Every algorithm known by name, (name, description): the built-in ones ([`ALGORITHMS`]),
+/// then the registered ones in the order given.
+pub fn algorithms() -> Vec<(&'static str, &'static str)> {
+    let mut all = ALGORITHMS.to_vec();
+    all.extend(
+        REGISTERED
+            .get()
+            .into_iter()
+            .flatten()
+            .map(|r| (r.name, r.what)),
+    );
+    all
+}
+
+/// Names of the known algorithms (built-in and registered), comma-separated.
 pub fn names() -> String {
-    ALGORITHMS
+    algorithms()
         .iter()
         .map(|a| a.0)
         .collect::<Vec<_>>()
@@ -121,7 +217,7 @@ pub fn knobs(name: &str) -> Option<&'static [Knob]> {
         "redis-failover" => Some(redisfailover::KNOBS),
         "consul-session" => Some(consul::KNOBS),
         "zookeeper" => Some(zookeeper::KNOBS),
-        _ => None,
+        other => registered(other).map(|r| r.knobs),
     }
 }
 
@@ -204,6 +300,9 @@ pub fn build(
         "zookeeper" => Ok(Arc::new(zookeeper::Zookeeper::from_config(
             config, workload,
         )?)),
-        other => Err(format!("unknown algorithm `{other}` (valid: {})", names())),
+        other => match registered(other) {
+            Some(r) => (r.build)(config, workload),
+            None => Err(format!("unknown algorithm `{other}` (valid: {})", names())),
+        },
     }
 }

@@ -619,7 +619,7 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         return files(&a, jobs, shard, started);
     }
     let algos: Vec<String> = if a.all_algorithms {
-        locksim_algos::ALGORITHMS
+        locksim_algos::algorithms()
             .iter()
             .map(|a| a.0.to_string())
             .collect()
@@ -688,7 +688,8 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
                 first_seed + seeds - 1
             ),
             format!(
-                "Made by: locksim campaign --algo {} --faults {} --seeds {seeds} --first-seed {first_seed}{sets}",
+                "Made by: {} campaign --algo {} --faults {} --seeds {seeds} --first-seed {first_seed}{sets}",
+                crate::program(),
                 algos.join(","),
                 spec.kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(",")
             ),
@@ -717,7 +718,8 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
             format!(" --algo {}", algos.join(","))
         };
         let command = format!(
-            "locksim campaign{which} --faults {} --seeds {seeds}{sets} --markdown",
+            "{} campaign{which} --faults {} --seeds {seeds}{sets} --markdown",
+            crate::program(),
             spec.kinds
                 .iter()
                 .map(|k| k.name())
@@ -725,7 +727,7 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
                 .join(",")
         );
         let describe = |name: &str| {
-            locksim_algos::ALGORITHMS
+            locksim_algos::algorithms()
                 .iter()
                 .find(|a| a.0 == name)
                 .map_or(String::new(), |a| a.1.replace('|', "/"))
@@ -754,10 +756,11 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         if let Some(c) = cells.iter().find(|c| c.first_failing_seed.is_some()) {
             let sets: String = a.set.iter().map(|s| format!(" --set {s}")).collect();
             tail += &format!(
-                "See a failing seed's timeline (--html draws it as a page), or shrink it to a trace, e.g.:\n  locksim run --algo {0} --faults {1} --seed {2}{sets} --html seed{2}.html\n  locksim shrink --algo {0} --faults {1} --seed {2}{sets}\n",
+                "See a failing seed's timeline (--html draws it as a page), or shrink it to a trace, e.g.:\n  {3} run --algo {0} --faults {1} --seed {2}{sets} --html seed{2}.html\n  {3} shrink --algo {0} --faults {1} --seed {2}{sets}\n",
                 c.algorithm,
                 c.faults,
-                c.first_failing_seed.unwrap_or(0)
+                c.first_failing_seed.unwrap_or(0),
+                crate::program(),
             );
         }
         eprint!("{tail}");
@@ -909,7 +912,7 @@ fn files(
                 "{}, {failed} failed their expectation.",
                 plural(files.len() as u64, "campaign file")
             ),
-            format!("Made by: locksim campaign {}", names.join(" ")),
+            format!("Made by: {} campaign {}", crate::program(), names.join(" ")),
         ];
         write_report(path, &sections, jobs, notes, a.force)?;
     }
@@ -1441,7 +1444,8 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                 }
             ),
             format!(
-                "Made by: locksim merge --report {} {}",
+                "Made by: {} merge --report {} {}",
+                crate::program(),
                 path.display(),
                 files.join(" ")
             ),

@@ -1,5 +1,18 @@
 //! `locksim`: run lock algorithms under a seeded simulator that injects real faults, and see
 //! which ones grant the same lock twice.
+//!
+//! The command line is a library too, so that a crate with lock algorithms of its own builds
+//! its own `locksim` with them beside the built-in ones, every subcommand and file format
+//! included:
+//!
+//! ```no_run
+//! # use std::process::ExitCode;
+//! # use locksim_algos::Registration;
+//! # const MINE: &[Registration] = &[];
+//! fn main() -> ExitCode {
+//!     locksim_cli::main_with(MINE.to_vec())
+//! }
+//! ```
 
 mod campaign;
 mod check;
@@ -16,8 +29,10 @@ mod tla;
 mod traces;
 
 use std::process::ExitCode;
+use std::sync::OnceLock;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+pub use locksim_algos::Registration;
 
 const ABOUT: &str = "Deterministic simulation of distributed lock algorithms under faults.";
 
@@ -168,8 +183,38 @@ enum Command {
     RealNode(real::NodeArgs),
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
+static PROGRAM: OnceLock<String> = OnceLock::new();
+
+/// The name this program was started as (the file name of its path; `locksim` when unknown),
+/// for the commands that messages tell the user to run.
+pub(crate) fn program() -> &'static str {
+    PROGRAM.get().map_or("locksim", String::as_str)
+}
+
+/// Runs the `locksim` command line with `algorithms` known by name beside the built-in ones
+/// (see [`locksim_algos::register`]): `--algo NAME`, files' `algorithm = "NAME"`, traces,
+/// `list`, sweeps, shrinking and pages all work for them. Call it once, from `main`; the
+/// messages that suggest a command name the program as it was started (`my-locksim replay …`).
+/// Returns the exit code (see `--help`); a registration that [`locksim_algos::register`]
+/// refuses is exit code 2 with its reason.
+pub fn main_with(algorithms: Vec<Registration>) -> ExitCode {
+    let name = std::env::args_os()
+        .next()
+        .and_then(|a| {
+            std::path::Path::new(&a)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+        })
+        .unwrap_or_else(|| "locksim".into());
+    let _ = PROGRAM.set(name);
+    if !algorithms.is_empty() {
+        if let Err(e) = locksim_algos::register(algorithms) {
+            error_line(&e);
+            return ExitCode::from(2);
+        }
+    }
+    let matches = Cli::command().bin_name(program()).get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Run(a) => run::main(a),
         Command::Campaign(a) => campaign::main(a),
@@ -198,7 +243,7 @@ fn main() -> ExitCode {
 
 fn list(json: bool) {
     if json {
-        let algorithms: Vec<serde_json::Value> = locksim_algos::ALGORITHMS
+        let algorithms: Vec<serde_json::Value> = locksim_algos::algorithms()
             .iter()
             .map(|(name, what)| {
                 let settings: Vec<serde_json::Value> = locksim_algos::knobs(name)
@@ -274,12 +319,12 @@ fn list(json: bool) {
     // Names padded to the widest of their list, so that a long one does not shift its help.
     let w = |names: &mut dyn Iterator<Item = &str>| names.map(str::len).max().unwrap_or(0).max(16);
     let mut t = String::from("Algorithms (--algo NAME) and their settings (--set key=value):\n");
-    let aw = w(&mut locksim_algos::ALGORITHMS.iter().map(|a| a.0));
-    let kw = w(&mut locksim_algos::ALGORITHMS
+    let aw = w(&mut locksim_algos::algorithms().iter().map(|a| a.0));
+    let kw = w(&mut locksim_algos::algorithms()
         .iter()
         .flat_map(|a| locksim_algos::knobs(a.0).unwrap_or(&[]))
         .map(|k| k.key));
-    for (name, what) in locksim_algos::ALGORITHMS {
+    for (name, what) in locksim_algos::algorithms() {
         t += &format!("  {name:<aw$} {what}\n");
         for k in locksim_algos::knobs(name).unwrap_or(&[]) {
             t += &format!("      {:<kw$} {} (default {})\n", k.key, k.help, k.default);

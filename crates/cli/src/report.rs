@@ -146,7 +146,11 @@ fn make(c: &CellSummary, start: Option<&Start>, dir: &Path, what: &str) -> Made 
                 plural(shrunk.scenario.cluster.clients, "client"),
                 plural(shrunk.runs, "run")
             ),
-            format!("Replay it with: locksim replay {}", trace_path.display()),
+            format!(
+                "Replay it with: {} replay {}",
+                crate::program(),
+                trace_path.display()
+            ),
         ],
         record,
         session,

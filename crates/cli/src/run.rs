@@ -119,7 +119,12 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
                     .collect::<Vec<_>>()
                     .join(",")
             ),
-            notes: vec![format!("locksim run {} --seed {}", chosen.command, a.seed)],
+            notes: vec![format!(
+                "{} run {} --seed {}",
+                crate::program(),
+                chosen.command,
+                a.seed
+            )],
             record: setup.algo.lock_is_record(),
             session: setup.algo.lock_is_session(),
         });

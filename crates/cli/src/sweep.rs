@@ -584,7 +584,8 @@ fn shrink_all(ran: &Ran, dir: &Path, jobs: usize) -> Vec<crate::report::Made> {
 
 fn command_line(a: &SweepArgs, def: &SweepDef) -> String {
     let mut c = format!(
-        "locksim sweep --algo {} --faults {}",
+        "{} sweep --algo {} --faults {}",
+        crate::program(),
         def.algorithms.join(","),
         def.kinds
             .iter()
@@ -833,7 +834,8 @@ fn files(
         let html = sweep_report(
             "locksim sweep: frontier files",
             &[format!(
-                "Made by: locksim sweep {} --report {}",
+                "Made by: {} sweep {} --report {}",
+                crate::program(),
                 a.paths
                     .iter()
                     .map(|p| p.display().to_string())

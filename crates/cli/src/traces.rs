@@ -198,7 +198,11 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
             f.fault.describe(&shrunk.scenario.cluster)
         );
     }
-    t += &format!("replay it with: locksim replay {}\n", path.display());
+    t += &format!(
+        "replay it with: {} replay {}\n",
+        crate::program(),
+        path.display()
+    );
     out(&t);
     Ok(ExitCode::SUCCESS)
 }

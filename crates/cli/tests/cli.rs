@@ -737,7 +737,7 @@ fn all_algorithms_markdown_has_a_row_per_registered_algorithm() {
 fn replay_of_a_custom_algorithms_trace_says_how_to_replay_it_from_the_users_crate() {
     let trace = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/custom-lock/traces/tiny-lease-careless-s1-292c7c1b.json"
+        "/../../examples/custom-lock/traces/tiny-lease-careless-s1-f2bdce12.json"
     );
     rejects(
         &["replay", trace],

@@ -32,6 +32,10 @@ pub use campaign::{
 pub use outcome::{check_scenario, SeedOutcome};
 pub use setup::{parse_setting, setups_for, Setup};
 
+/// The built-in algorithms, their settings' reader ([`algos::knobs::Knobs`]) and
+/// [`algos::register`], which makes an algorithm of your own known by name to scenario files,
+/// traces and `locksim_cli::main_with`.
+pub use locksim_algos as algos;
 /// The crates a user's own algorithm and tests need, so that one dependency is enough:
 /// `locksim_explore::core` (scenarios, faults, properties), `locksim_explore::sim` (the
 /// [`sim::LockAlgorithm`] and [`sim::LockClient`] traits).

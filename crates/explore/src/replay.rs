@@ -74,10 +74,11 @@ pub fn replay(trace: &Trace) -> Result<Replay, String> {
     if locksim_algos::knobs(name).is_none() {
         return Err(format!(
             "`{name}` is not one of locksim's algorithms ({}); a trace of your own algorithm \
-             replays from your crate, which has the algorithm: \
-             `locksim_explore::testing::replay(\"TRACE.json\", Arc::new(MyLock))`, or re-run the \
-             test that wrote it with LOCKSIM_REPLAY=TRACE.json (its failure message prints the \
-             whole command)",
+             replays from your crate, which has the algorithm: with your own binary \
+             (`locksim_cli::main_with(registrations)`: `my-locksim replay TRACE.json`), \
+             `locksim_explore::testing::replay(\"TRACE.json\", Arc::new(MyLock))`, or by re-running \
+             the test that wrote it with LOCKSIM_REPLAY=TRACE.json (its failure message prints \
+             the whole command)",
             locksim_algos::names()
         ));
     }

@@ -2,13 +2,20 @@
 //! and a client that is either careful (it stops acting when its lease would have ended, by
 //! its own clock, from the moment it sent the request) or careless (it trusts a grant until it
 //! releases it — the classic bug that locksim's S1 catches).
+//!
+//! [`registrations`] names both for locksim's command line: `src/bin/tiny-locksim.rs` is this
+//! crate's own `locksim` with them beside the built-in algorithms.
 
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::Arc;
 
+use locksim_explore::algos::knobs::Knobs;
+use locksim_explore::algos::{Knob, Registration};
+use locksim_explore::core::history::EventKind;
+use locksim_explore::core::Workload;
 use locksim_explore::sim::{
-    async_trait, CallError, Grant, LocalClock, LockAlgorithm, LockClient, NodeCtx, Outcome,
-    Validity,
+    async_trait, Grant, LocalClock, LockAlgorithm, LockClient, NodeCtx, Outcome, Validity,
 };
 
 /// The lock: one server (node 0), one lease per key.
@@ -35,6 +42,66 @@ impl TinyLease {
             ..TinyLease::careful()
         }
     }
+}
+
+/// The settings of both algorithms (`--set timeout=250ms`, a file's `[settings]`).
+pub const KNOBS: &[Knob] = &[Knob {
+    key: "timeout",
+    default: "100ms",
+    help:
+        "how long a client waits for the server's answer, on its monotonic clock (none: no timeout)",
+}];
+
+impl TinyLease {
+    /// Reads `config` (keys of [`KNOBS`]; a missing one is its default).
+    ///
+    /// # Errors
+    /// An unknown key or a bad value, naming it.
+    pub fn from_config(careful: bool, config: &BTreeMap<String, String>) -> Result<Self, String> {
+        let name = if careful {
+            "tiny-lease"
+        } else {
+            "tiny-lease-careless"
+        };
+        let k = Knobs::new(name, config, KNOBS)?;
+        Ok(TinyLease {
+            careful,
+            timeout: k.timeout("timeout")?,
+        })
+    }
+}
+
+fn build_careful(
+    config: &BTreeMap<String, String>,
+    _: &Workload,
+) -> Result<Arc<dyn LockAlgorithm>, String> {
+    Ok(Arc::new(TinyLease::from_config(true, config)?))
+}
+
+fn build_careless(
+    config: &BTreeMap<String, String>,
+    _: &Workload,
+) -> Result<Arc<dyn LockAlgorithm>, String> {
+    Ok(Arc::new(TinyLease::from_config(false, config)?))
+}
+
+/// Both algorithms, by the names their traces carry, for `locksim_cli::main_with` (or
+/// `locksim_explore::algos::register` in a test that reads scenario files).
+pub fn registrations() -> Vec<Registration> {
+    vec![
+        Registration {
+            name: "tiny-lease",
+            what: "one server, leases on its monotonic clock; clients stop acting when theirs ends",
+            knobs: KNOBS,
+            build: build_careful,
+        },
+        Registration {
+            name: "tiny-lease-careless",
+            what: "tiny-lease with clients that trust a grant until they release it (S1 without faults)",
+            knobs: KNOBS,
+            build: build_careless,
+        },
+    ]
 }
 
 /// The requests; the answer to each is a `bool`.
@@ -72,7 +139,10 @@ impl LockClient for Client {
                 private: Rc::new(owner),
             }),
             Ok(false) => Outcome::Fail("held by another client".into()),
-            Err(CallError::Timeout) => Outcome::Unknown("timeout".into()),
+            // Jepsen's rule: `fail` only when the request surely did not take effect (it was
+            // never sent: refused, not connected). A timeout, a reset or a closed connection
+            // after the request left may hide a grant: `info`.
+            Err(e) if e.maybe_delivered() => Outcome::Unknown(e.to_string()),
             Err(e) => Outcome::Fail(e.to_string()),
         }
     }
@@ -127,6 +197,14 @@ impl LockAlgorithm for TinyLease {
                     Some(_) => false,
                     None => {
                         leases.insert(key, (owner, now + ttl));
+                        // The service's decision, recorded where it is made: S2 orders grants
+                        // by it (not by when the client heard `ok`), and L3 knows the lock was
+                        // taken even when the answer never reached the client.
+                        ctx.record(EventKind::Grant {
+                            key,
+                            client: msg.from,
+                            token: None,
+                        });
                         true
                     }
                 },

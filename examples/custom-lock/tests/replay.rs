@@ -1,6 +1,6 @@
 //! A trace of this crate's algorithm, kept in `traces/` (written by `tests/failing_seed.rs`),
-//! replays and renders from here: `locksim replay` cannot, since only this crate has the
-//! algorithm.
+//! replays and renders from here (the built-in `locksim replay` cannot, since only this crate
+//! has the algorithm; this crate's `tiny-locksim replay` can: tests/binary.rs).
 
 use std::path::Path;
 use std::sync::Arc;
