@@ -82,6 +82,12 @@ pub struct Counts {
     /// Runs counted in `fairness_ppm_sum`.
     #[serde(default)]
     pub fairness_runs: u64,
+    /// Runs with grants (acquire `ok`) in which the service recorded no `grant` event: S2 and
+    /// S4 then order grants by the clients' `ok` rather than by the service's decision, and
+    /// can raise false alarms (an algorithm of one's own that does not record
+    /// `EventKind::Grant`). Absent from records written before it existed: 0.
+    #[serde(default)]
+    pub runs_without_grant_records: u64,
 }
 
 impl Counts {
@@ -103,6 +109,7 @@ impl Counts {
         self.run_ns += other.run_ns;
         self.fairness_ppm_sum += other.fairness_ppm_sum;
         self.fairness_runs += other.fairness_runs;
+        self.runs_without_grant_records += other.runs_without_grant_records;
     }
 
     /// Acquire attempts per second of true time, over the runs (`None` without a run).
@@ -163,6 +170,10 @@ impl Counts {
             (self.run_ns, other.run_ns),
             (self.fairness_ppm_sum, other.fairness_ppm_sum),
             (self.fairness_runs, other.fairness_runs),
+            (
+                self.runs_without_grant_records,
+                other.runs_without_grant_records,
+            ),
         ]
         .iter()
         .all(|(a, b)| a.checked_add(*b).is_some())
@@ -229,8 +240,10 @@ impl Metrics {
         let mut invokes: Vec<Nanos> = Vec::new();
         // Grants per client that asked, for the fairness index.
         let mut grants_of: BTreeMap<NodeId, u64> = BTreeMap::new();
+        let mut grant_recorded = false;
         for e in &history.events {
             match &e.kind {
+                EventKind::Grant { .. } => grant_recorded = true,
                 EventKind::Op {
                     op,
                     phase,
@@ -293,6 +306,7 @@ impl Metrics {
                 _ => {}
             }
         }
+        c.runs_without_grant_records = u64::from(c.acquires_ok > 0 && !grant_recorded);
         c.acquire_peak_100ms = peak_in_window(&invokes, 100_000_000);
         c.run_ns = history.end;
         let (n, sum, squares) = grants_of.values().fold((0.0, 0.0, 0.0), |(n, s, q), &x| {

@@ -109,6 +109,35 @@ fn metrics_of_a_small_history() {
         c.starved(),
         "most of the waiting was while nobody held the lock"
     );
+    // Two grants and no service-side grant record: S2 falls back to the clients' order.
+    assert_eq!(c.runs_without_grant_records, 1);
+}
+
+/// A service that records its grants (`EventKind::Grant`) is not counted as one without; a
+/// run without grants is not either (nothing to order).
+#[test]
+fn grant_records_are_counted_per_run() {
+    let mut h = history();
+    let at = h.events[3].clone();
+    h.events.insert(
+        3,
+        Event {
+            kind: EventKind::Grant {
+                key: 0,
+                client: 1,
+                token: None,
+            },
+            node: 0,
+            ..at
+        },
+    );
+    assert_eq!(Metrics::of(&h).counts.runs_without_grant_records, 0);
+    let none = History {
+        events: history().events[..3].to_vec(),
+        ..history()
+    };
+    assert_eq!(Metrics::of(&none).counts.acquires_ok, 0);
+    assert_eq!(Metrics::of(&none).counts.runs_without_grant_records, 0);
 }
 
 /// Issue #24, item 4: few grants for many attempts is not starvation when one holder held

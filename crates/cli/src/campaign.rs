@@ -1687,6 +1687,13 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
         if c.counts.no_write_accepted(c.seeds - c.errors) {
             first += "  (NO WRITES: no write reached the resource in any seed: S2 proves nothing)";
         }
+        if c.counts.runs_without_grant_records > 0 {
+            first += &format!(
+                "  (NO GRANT RECORDS in {} of {} seeds: the service recorded no `grant` event, so S2 and S4 order grants by the clients' `ok`, which can raise false alarms)",
+                c.counts.runs_without_grant_records,
+                c.seeds - c.errors
+            );
+        }
         if c.no_fault_took_effect() {
             first += "  (n/a: no fault took effect in any seed)";
         } else if c.kind_untested() {

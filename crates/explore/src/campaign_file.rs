@@ -135,13 +135,10 @@ pub fn read_plan(path: &Path, setup: &crate::setup::Setup) -> Result<FaultPlan, 
     let at = |what: String| format!("{}: {what}", path.display());
     let text = std::fs::read_to_string(path).map_err(|e| at(format!("cannot read: {e}")))?;
     let raw: PlanOnly = toml::from_str(&text).map_err(|e| {
-        let pos = e.span().map(|s| {
-            let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
-            format!("line {line}: ")
-        });
+        let pos = crate::key_lines::toml_error_at(&text, &e);
         at(format!(
             "{}{} (a plan file holds only [[fault]] entries)",
-            pos.unwrap_or_default(),
+            pos,
             e.message().trim_end()
         ))
     })?;
@@ -174,10 +171,7 @@ impl CampaignFile {
     pub fn parse(path: &Path, text: &str) -> Result<CampaignFile, String> {
         let at = |what: String| format!("{}: {what}", path.display());
         let raw: Raw = toml::from_str(text).map_err(|e| {
-            let pos = e.span().map(|s| {
-                let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
-                format!("line {line}: ")
-            });
+            let pos = crate::key_lines::toml_error_at(text, &e);
             let hint = if looks_like(text) == Some(FileKind::Frontier) {
                 format!(
                     "; this is a frontier file (it has `vary`): run `locksim sweep {}`",
@@ -186,11 +180,7 @@ impl CampaignFile {
             } else {
                 String::new()
             };
-            at(format!(
-                "{}{}{hint}",
-                pos.unwrap_or_default(),
-                e.message().trim_end()
-            ))
+            at(format!("{}{}{hint}", pos, e.message().trim_end()))
         })?;
         let (expect, mut forbid) =
             match &raw.expect {

@@ -120,10 +120,7 @@ impl FrontierFile {
     pub fn parse(path: &Path, text: &str) -> Result<FrontierFile, String> {
         let at = |what: String| format!("{}: {what}", path.display());
         let raw: Raw = toml::from_str(text).map_err(|e| {
-            let pos = e.span().map(|s| {
-                let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
-                format!("line {line}: ")
-            });
+            let pos = crate::key_lines::toml_error_at(text, &e);
             let hint = if crate::campaign_file::looks_like(text)
                 == Some(crate::campaign_file::FileKind::Campaign)
             {
@@ -137,7 +134,7 @@ impl FrontierFile {
             };
             at(format!(
                 "{}{}{hint}",
-                pos.unwrap_or_default(),
+                pos,
                 e.message().trim_end()
             ))
         })?;

@@ -147,3 +147,51 @@ mod tests {
         );
     }
 }
+
+/// Where a TOML error of `text` is, as its message's prefix: `line N: ` and, when that line
+/// sets a key (`seeds = "ten"`), the key too (`` line N: `seeds`: ``), so that a type error
+/// names the field as well as the line. Empty when the error has no position.
+pub(crate) fn toml_error_at(text: &str, e: &toml::de::Error) -> String {
+    let Some(span) = e.span() else {
+        return String::new();
+    };
+    let start = span.start.min(text.len());
+    let line = text[..start].matches('\n').count() + 1;
+    let line_text = text[text[..start].rfind('\n').map_or(0, |i| i + 1)..]
+        .lines()
+        .next()
+        .unwrap_or("");
+    let key = line_text
+        .split_once('=')
+        .map(|(k, _)| k.trim())
+        .filter(|k| {
+            !k.is_empty()
+                && !k.starts_with('[')
+                && k.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.\"".contains(c))
+        });
+    match key {
+        Some(k) => format!("line {line}: `{}`: ", k.trim_matches('"')),
+        None => format!("line {line}: "),
+    }
+}
+
+#[cfg(test)]
+mod error_at_tests {
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct Seeds {
+        seeds: u64,
+    }
+
+    #[test]
+    fn a_type_error_names_its_line_and_key() {
+        let typed = "name = 1\nseeds = \"ten\"\n";
+        let e = toml::from_str::<Seeds>(typed).unwrap_err();
+        assert_eq!(super::toml_error_at(typed, &e), "line 2: `seeds`: ");
+        // A syntax error names its line only.
+        let broken = "[settings\nseeds = 1\n";
+        let e = toml::from_str::<toml::Table>(broken).unwrap_err();
+        assert_eq!(super::toml_error_at(broken, &e), "line 1: ");
+    }
+}

@@ -40,6 +40,27 @@ pub fn grants(history: &History) -> u64 {
         .count() as u64
 }
 
+/// The service's `grant` records in `history` (its `EventKind::Grant` events; one per master
+/// for Redlock-style services): a run with grants and none orders them by the clients' `ok`.
+pub fn grant_records(history: &History) -> u64 {
+    use locksim_core::history::EventKind;
+    history
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Grant { .. }))
+        .count() as u64
+}
+
+/// The warning for a run with grants and no service-side grant record, naming `algorithm`.
+pub fn no_grant_records_note(algorithm: &str) -> String {
+    format!(
+        "note: {algorithm} granted the lock but its service recorded no `grant` event \
+         (EventKind::Grant): S2 and S4 then order grants by the clients' `ok`, which can raise \
+         false alarms; record one where the service decides each grant (README: 'What your \
+         model must tell the checkers')"
+    )
+}
+
 /// Whether S3 judges `scenario`'s service by the record spec
 /// ([`LockAlgorithm::lock_is_record`]: k8s-lease) and by the session spec
 /// ([`LockAlgorithm::lock_is_session`]: zookeeper): from `algo` when given, else from the

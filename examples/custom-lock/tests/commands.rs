@@ -124,3 +124,55 @@ fn the_failure_message_commands_run_as_printed_and_reproduce_the_digest() {
         "the page was not drawn from a matching re-run"
     );
 }
+
+/// The scenario-file test's failure (`tests/failing_file.rs`) prints this crate's own binary's
+/// commands: `run` exits 1 on the seed and draws it, `shrink` writes the very trace the test
+/// wrote, and `render` draws that trace.
+#[test]
+fn a_failing_file_prints_commands_of_the_crates_own_binary() {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("file-commands-test");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let traces = dir.join("traces");
+    let first = format!(
+        "cd {} && cargo test --test failing_file -- --include-ignored",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (ok, output) = sh(&first, &traces);
+    assert!(!ok, "the deliberately failing test passed:\n{output}");
+    assert!(
+        output.contains("careless clients, claimed safe (careless.toml) failed its expectation"),
+        "{output}"
+    );
+    let trace_line = line(&output, "trace:").to_string();
+    let (trace_path, _) = trace_line.split_once(' ').expect("path and details");
+    let trace_name = Path::new(trace_path).file_name().unwrap().to_owned();
+
+    let run = line(&output, "run:").to_string();
+    assert!(
+        run.contains("cargo run -q --bin tiny-locksim -- run "),
+        "{run}"
+    );
+    let (ok, ran) = sh(&run, &traces);
+    assert!(!ok, "the run command found nothing:\n{ran}");
+    assert!(ran.contains("VIOLATED S1"), "{ran}");
+    let page = run.split("--html ").nth(1).expect("the page").trim();
+    assert!(Path::new(page).is_file(), "no page at {page}:\n{ran}");
+
+    // The CLI's shrinker and the test's agree: the same trace, in the same folder.
+    std::fs::remove_file(trace_path).unwrap();
+    let shrink = line(&output, "shrink:").to_string();
+    let (ok, shrunk) = sh(&shrink, &traces);
+    assert!(ok, "the shrink command failed:\n{shrunk}");
+    assert!(
+        traces.join(&trace_name).is_file(),
+        "shrink wrote another trace than the test's {trace_name:?}:\n{shrunk}"
+    );
+
+    let render = line(&output, "render:").to_string();
+    let (ok, drawn) = sh(&render, &traces);
+    assert!(ok, "the render command failed:\n{drawn}");
+    let html_path = render.split("-o ").nth(1).expect("the page").trim();
+    let html = std::fs::read_to_string(html_path).unwrap();
+    assert!(html.contains("<meta name=\"generator\" content=\"locksim render\">"));
+}

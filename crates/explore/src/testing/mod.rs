@@ -50,6 +50,7 @@
 //! | `LOCKSIM_RENDER=PAGE.html` | with `LOCKSIM_REPLAY`: draw the replayed run there |
 
 mod command;
+mod file;
 mod knobs;
 
 use std::ops::Range;
@@ -62,6 +63,7 @@ use locksim_core::{FaultKind, Property, Trace, Workload};
 use locksim_sim::LockAlgorithm;
 
 pub use command::{shell_quote, TestInvocation};
+pub use file::FileCampaign;
 pub use knobs::{Knobs, SeedsKnob};
 
 use crate::campaign::{run_campaign, CampaignSpec};
@@ -229,7 +231,7 @@ impl Campaign {
             );
         }
         if let Some(trace) = &knobs.replay {
-            self.replay_trace(trace, knobs.render.as_deref());
+            replay_trace(self.setup.algo.clone(), trace, knobs.render.as_deref());
             return;
         }
         let seeds = knobs.seeds_for(&self.seeds);
@@ -257,7 +259,9 @@ impl Campaign {
         let range = format!("{}..{}", seeds.start, seeds.end);
         let invocation = TestInvocation::current();
         if knobs.check_determinism {
-            if let Some((seed, kind, a, b)) = self.nondeterministic(&seeds, jobs) {
+            if let Some((seed, kind, a, b)) =
+                nondeterministic(std::slice::from_ref(&self.setup), &self.kinds, &seeds, jobs)
+            {
                 let rerun = invocation.command(
                     &[
                         ("LOCKSIM_SEED", seed.to_string()),
@@ -339,6 +343,17 @@ impl Campaign {
             plural(self.kinds.len() as u64, "fault kind"),
             counts.join(", ")
         );
+        let unrecorded: u64 = cells
+            .iter()
+            .map(|c| c.counts.runs_without_grant_records)
+            .sum();
+        if unrecorded > 0 {
+            eprintln!(
+                "locksim: {} (in {})",
+                crate::outcome::no_grant_records_note(algo),
+                plural(unrecorded, "seed")
+            );
+        }
         // The first forbidden violation: smallest seed, then property, then cell.
         let first = cells
             .iter()
@@ -367,16 +382,7 @@ impl Campaign {
             .traces
             .clone()
             .unwrap_or_else(|| PathBuf::from("traces"));
-        let written =
-            shrink_with(&scenario, self.setup.algo.clone(), property, &|_| {}).and_then(|s| {
-                let trace = s.trace(true);
-                let path = dir.join(trace_file_name(&trace, property));
-                let path = std::path::absolute(&path).unwrap_or(path);
-                match trace.write_new(&path) {
-                    Ok(()) => Ok((path, s.scenario.faults.len(), trace.digest)),
-                    Err(e) => Err(format!("the shrunk trace could not be written: {e}")),
-                }
-            });
+        let written = shrink_and_write(&scenario, self.setup.algo.clone(), property, &dir);
         let mut vars = vec![("LOCKSIM_SEED", seed.to_string())];
         if let Some(t) = &knobs.traces {
             vars.push(("LOCKSIM_TRACES", t.to_string_lossy().into_owned()));
@@ -415,84 +421,108 @@ impl Campaign {
             invocation.name.as_deref().unwrap_or("?")
         );
     }
+}
 
-    /// `LOCKSIM_REPLAY`: replays `trace` with this test's algorithm and, with `render`, draws
-    /// it; panics unless the run reproduces the trace's digest and verdict.
-    fn replay_trace(&self, trace: &Path, render: Option<&Path>) {
-        let algo = self.setup.algo.clone();
-        if let Some(out) = render {
-            match crate::page::render(trace, algo.clone(), out) {
-                Ok(d) => eprintln!(
-                    "locksim: drew {} ({} events, {} messages)",
-                    out.display(),
-                    d.events,
-                    d.messages
-                ),
-                Err(e) => panic!("locksim: LOCKSIM_RENDER: {e}"),
-            }
+/// Shrinks `scenario`, which violates `property`, and writes its trace (with its events) into
+/// `dir` under its corpus name: (absolute path, faults left, digest).
+///
+/// # Errors
+/// When shrinking fails or the trace cannot be written (a different file of that name is
+/// kept).
+pub(crate) fn shrink_and_write(
+    scenario: &locksim_core::Scenario,
+    algo: Arc<dyn LockAlgorithm>,
+    property: Property,
+    dir: &Path,
+) -> Result<(PathBuf, usize, String), String> {
+    let s = shrink_with(scenario, algo, property, &|_| {})?;
+    let trace = s.trace(true);
+    let path = dir.join(trace_file_name(&trace, property));
+    let path = std::path::absolute(&path).unwrap_or(path);
+    match trace.write_new(&path) {
+        Ok(()) => Ok((path, s.scenario.faults.len(), trace.digest)),
+        Err(e) => Err(format!("the shrunk trace could not be written: {e}")),
+    }
+}
+
+/// `LOCKSIM_REPLAY`: replays `trace` with `algo` (the test's algorithm) and, with `render`,
+/// draws it; panics unless the run reproduces the trace's digest and verdict.
+pub(crate) fn replay_trace(algo: Arc<dyn LockAlgorithm>, trace: &Path, render: Option<&Path>) {
+    if let Some(out) = render {
+        match crate::page::render(trace, algo.clone(), out) {
+            Ok(d) => eprintln!(
+                "locksim: drew {} ({} events, {} messages)",
+                out.display(),
+                d.events,
+                d.messages
+            ),
+            Err(e) => panic!("locksim: LOCKSIM_RENDER: {e}"),
         }
-        let replayed =
-            replay(trace, algo).unwrap_or_else(|e| panic!("locksim: LOCKSIM_REPLAY: {e}"));
-        let recorded = Trace::read(trace).map(|t| (t.digest, verdict_kinds(&t.verdict)));
-        let (digest, verdict) = recorded.unwrap_or_default();
-        assert!(
-            replayed.ok(),
-            "locksim: {} does not reproduce: digest {} where the trace recorded {digest}, verdict {} where it recorded {verdict}{}",
-            trace.display(),
-            replayed.digest,
-            verdict_kinds(&replayed.outcome.verdict),
-            replayed.first_difference.as_deref().map_or(String::new(), |d| format!("; first difference: {d}"))
-        );
-        eprintln!(
-            "locksim: replayed {}: digest {} as recorded, verdict {}",
-            trace.display(),
-            replayed.digest,
-            verdict_kinds(&replayed.outcome.verdict)
-        );
     }
+    let replayed = replay(trace, algo).unwrap_or_else(|e| panic!("locksim: LOCKSIM_REPLAY: {e}"));
+    let recorded = Trace::read(trace).map(|t| (t.digest, verdict_kinds(&t.verdict)));
+    let (digest, verdict) = recorded.unwrap_or_default();
+    assert!(
+        replayed.ok(),
+        "locksim: {} does not reproduce: digest {} where the trace recorded {digest}, verdict {} where it recorded {verdict}{}",
+        trace.display(),
+        replayed.digest,
+        verdict_kinds(&replayed.outcome.verdict),
+        replayed.first_difference.as_deref().map_or(String::new(), |d| format!("; first difference: {d}"))
+    );
+    eprintln!(
+        "locksim: replayed {}: digest {} as recorded, verdict {}",
+        trace.display(),
+        replayed.digest,
+        verdict_kinds(&replayed.outcome.verdict)
+    );
+}
 
-    /// `LOCKSIM_CHECK_DETERMINISM`: runs every (fault kind, seed) twice on `jobs` threads and
-    /// returns the first (smallest seed) whose digests differ, with both digests.
-    fn nondeterministic(
-        &self,
-        seeds: &Range<u64>,
-        jobs: usize,
-    ) -> Option<(u64, FaultKind, String, String)> {
-        let runs: Vec<(u64, FaultKind)> = self
-            .kinds
-            .iter()
-            .flat_map(|&k| seeds.clone().map(move |s| (s, k)))
-            .collect();
-        let digest = |s: u64, k: FaultKind| {
-            let out = check_scenario(&self.setup.scenario(s, &[k]), self.setup.algo.clone());
-            match (&out.history, &out.error) {
-                (Some(h), _) => h.digest(),
-                (None, e) => format!("(failed: {})", e.as_deref().unwrap_or("?")),
-            }
-        };
-        let next = AtomicU64::new(0);
-        let found: Mutex<Vec<(u64, FaultKind, String, String)>> = Mutex::new(Vec::new());
-        std::thread::scope(|scope| {
-            for _ in 0..jobs.max(1) {
-                scope.spawn(|| loop {
-                    let Some(&(s, k)) = runs.get(next.fetch_add(1, Ordering::Relaxed) as usize)
-                    else {
-                        return;
-                    };
-                    let (a, b) = (digest(s, k), digest(s, k));
-                    if a != b {
-                        found
-                            .lock()
-                            .expect("no panic while held")
-                            .push((s, k, a, b));
-                    }
-                });
-            }
-        });
-        found
-            .into_inner()
-            .expect("workers finished")
-            .into_iter()
-            .min_by_key(|f| (f.0, f.1))
-    }
+/// `LOCKSIM_CHECK_DETERMINISM`: runs every (setup, fault kind, seed) twice on `jobs`
+/// threads and returns the first (smallest seed) whose digests differ, with both digests.
+pub(crate) fn nondeterministic(
+    setups: &[Setup],
+    kinds: &[FaultKind],
+    seeds: &Range<u64>,
+    jobs: usize,
+) -> Option<(u64, FaultKind, String, String)> {
+    let runs: Vec<(&Setup, u64, FaultKind)> = setups
+        .iter()
+        .flat_map(|setup| {
+            kinds
+                .iter()
+                .flat_map(move |&k| seeds.clone().map(move |s| (setup, s, k)))
+        })
+        .collect();
+    let digest = |setup: &Setup, s: u64, k: FaultKind| {
+        let out = check_scenario(&setup.scenario(s, &[k]), setup.algo.clone());
+        match (&out.history, &out.error) {
+            (Some(h), _) => h.digest(),
+            (None, e) => format!("(failed: {})", e.as_deref().unwrap_or("?")),
+        }
+    };
+    let next = AtomicU64::new(0);
+    let found: Mutex<Vec<(u64, FaultKind, String, String)>> = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                let Some(&(setup, s, k)) = runs.get(next.fetch_add(1, Ordering::Relaxed) as usize)
+                else {
+                    return;
+                };
+                let (a, b) = (digest(setup, s, k), digest(setup, s, k));
+                if a != b {
+                    found
+                        .lock()
+                        .expect("no panic while held")
+                        .push((s, k, a, b));
+                }
+            });
+        }
+    });
+    found
+        .into_inner()
+        .expect("workers finished")
+        .into_iter()
+        .min_by_key(|f| (f.0, f.1))
 }
