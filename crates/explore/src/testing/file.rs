@@ -6,11 +6,13 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use locksim_core::text::plural;
-use locksim_core::{Property, Trace};
+use locksim_core::Trace;
 
 use super::command::{shell_quote, TestInvocation};
 use super::knobs::Knobs;
-use super::{nondeterministic, replay_trace, shrink_and_write};
+use super::{
+    nondeterministic, note_unrecorded_grants, replay_trace, shrink_and_write, violation_counts,
+};
 use crate::campaign::{run_campaign, CellSummary};
 use crate::campaign_file::CampaignFile;
 use crate::setup::Setup;
@@ -145,17 +147,7 @@ impl FileCampaign {
         }
         let cells = run_campaign(&spec, &|_, _| {});
         eprintln!("locksim: {label}: {}", summary(&self.file, &cells, &seeds));
-        let unrecorded: u64 = cells
-            .iter()
-            .map(|c| c.counts.runs_without_grant_records)
-            .sum();
-        if unrecorded > 0 {
-            eprintln!(
-                "locksim: {} (in {})",
-                crate::outcome::no_grant_records_note(&self.file.algorithm),
-                plural(unrecorded, "seed")
-            );
-        }
+        note_unrecorded_grants(&cells, &self.file.algorithm);
         let problems = self.file.judge(&cells);
         if problems.is_empty() {
             return;
@@ -306,33 +298,23 @@ impl FileCampaign {
     }
 }
 
-/// One line of counts: grants, and per property of the file's expectation its seeds and role.
+/// One line of counts: grants, and per property its seeds and role in the file.
 fn summary(file: &CampaignFile, cells: &[CellSummary], seeds: &Range<u64>) -> String {
     let grants: u64 = cells.iter().map(|c| c.grants).sum();
-    let checked: Vec<Property> = Property::ALL
-        .into_iter()
-        .filter(|p| cells.iter().any(|c| c.checked.contains(p)))
-        .collect();
-    let counts: Vec<String> = checked
-        .iter()
-        .map(|&p| {
-            let n: u64 = cells.iter().map(|c| c.violated(p)).sum();
-            let role = if file.expect.contains(&p) {
-                " (expected)"
-            } else if file.forbid.contains(&p) {
-                " (forbidden)"
-            } else {
-                ""
-            };
-            format!("{p} {n}{role}")
-        })
-        .collect();
+    let counts = violation_counts(cells, &|p| {
+        if file.expect.contains(&p) {
+            " (expected)"
+        } else if file.forbid.contains(&p) {
+            " (forbidden)"
+        } else {
+            ""
+        }
+    });
     format!(
-        "{}, seeds {}..{} × {}: {grants} grants; violations by seed: {}",
+        "{}, seeds {}..{} × {}: {grants} grants; violations by seed: {counts}",
         file.algorithm,
         seeds.start,
         seeds.end,
         plural(cells.len() as u64, "cell"),
-        counts.join(", ")
     )
 }

@@ -324,36 +324,20 @@ impl Campaign {
             }
         }
         // Every checked property, counted: what the test's output shows under --nocapture.
-        let counts: Vec<String> = checked
-            .iter()
-            .map(|&p| {
-                let n: u64 = cells.iter().map(|c| c.violated(p)).sum();
-                let role = if self.expect.contains(&p) {
-                    "expected"
-                } else if self.allow.contains(&p) {
-                    "allowed"
-                } else {
-                    "forbidden"
-                };
-                format!("{p} {n} ({role})")
-            })
-            .collect();
+        let counts = violation_counts(&cells, &|p| {
+            if self.expect.contains(&p) {
+                " (expected)"
+            } else if self.allow.contains(&p) {
+                " (allowed)"
+            } else {
+                " (forbidden)"
+            }
+        });
         eprintln!(
-            "locksim: {algo}, seeds {range} × {}: {grants} grants; violations by seed: {}",
+            "locksim: {algo}, seeds {range} × {}: {grants} grants; violations by seed: {counts}",
             plural(self.kinds.len() as u64, "fault kind"),
-            counts.join(", ")
         );
-        let unrecorded: u64 = cells
-            .iter()
-            .map(|c| c.counts.runs_without_grant_records)
-            .sum();
-        if unrecorded > 0 {
-            eprintln!(
-                "locksim: {} (in {})",
-                crate::outcome::no_grant_records_note(algo),
-                plural(unrecorded, "seed")
-            );
-        }
+        note_unrecorded_grants(&cells, algo);
         // The first forbidden violation: smallest seed, then property, then cell.
         let first = cells
             .iter()
@@ -419,6 +403,38 @@ impl Campaign {
             "locksim: {algo} violates {property} under {kind} with seed {seed} (of {range}); in all: {}\n  test:     {}{trace_lines}",
             problems.join("; "),
             invocation.name.as_deref().unwrap_or("?")
+        );
+    }
+}
+
+/// `S1 3 (expected), S2 0 (forbidden), …`: the seeds violating each property some cell
+/// checked, each followed by its `role` in the test (`""` for none).
+pub(crate) fn violation_counts(
+    cells: &[crate::campaign::CellSummary],
+    role: &dyn Fn(Property) -> &'static str,
+) -> String {
+    Property::ALL
+        .into_iter()
+        .filter(|p| cells.iter().any(|c| c.checked.contains(p)))
+        .map(|p| {
+            let n: u64 = cells.iter().map(|c| c.violated(p)).sum();
+            format!("{p} {n}{}", role(p))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Prints the note on runs with grants and no service-side grant record, if `cells` have any.
+pub(crate) fn note_unrecorded_grants(cells: &[crate::campaign::CellSummary], algorithm: &str) {
+    let unrecorded: u64 = cells
+        .iter()
+        .map(|c| c.counts.runs_without_grant_records)
+        .sum();
+    if unrecorded > 0 {
+        eprintln!(
+            "locksim: {} (in {})",
+            crate::outcome::no_grant_records_note(algorithm),
+            plural(unrecorded, "seed")
         );
     }
 }
