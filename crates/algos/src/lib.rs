@@ -139,17 +139,31 @@ static REGISTERED: OnceLock<Vec<Registration>> = OnceLock::new();
 /// # Errors
 /// A second call with other names (the set is fixed once anything may have looked a name
 /// up), a name that is empty, holds a character other than `a-z`, `0-9`, `-` and `_`, or is
-/// taken (built-in or given twice).
+/// taken (built-in or given twice), or a setting key outside `[a-z][a-z0-9_]*`; [`build`]
+/// refuses an algorithm whose `name()` is not the name it was registered under (traces record
+/// `name()`).
 pub fn register(algorithms: Vec<Registration>) -> Result<(), String> {
     for (i, r) in algorithms.iter().enumerate() {
-        let ok = !r.name.is_empty()
+        let ok = r.name.starts_with(|c: char| c.is_ascii_lowercase())
             && r.name
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
         if !ok {
             return Err(format!(
-                "algorithm name `{}`: use lower-case letters, digits, `-` and `_`",
+                "algorithm name `{}`: use lower-case letters, digits, `-` and `_`, starting with a letter",
                 r.name
+            ));
+        }
+        if let Some(k) = r.knobs.iter().find(|k| {
+            !k.key.starts_with(|c: char| c.is_ascii_lowercase())
+                || !k
+                    .key
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        }) {
+            return Err(format!(
+                "algorithm `{}`: setting `{}`: use lower-case letters, digits and `_`, starting with a letter",
+                r.name, k.key
             ));
         }
         if ALGORITHMS.iter().any(|a| a.0 == r.name) {
@@ -301,7 +315,18 @@ pub fn build(
             config, workload,
         )?)),
         other => match registered(other) {
-            Some(r) => (r.build)(config, workload),
+            Some(r) => {
+                let algo = (r.build)(config, workload)?;
+                if algo.name() != r.name {
+                    // Traces record `name()`: a trace of another name would not replay by it.
+                    return Err(format!(
+                        "algorithm `{}` is registered under that name, but its build returned one whose name() is `{}`: they must be the same",
+                        r.name,
+                        algo.name()
+                    ));
+                }
+                Ok(algo)
+            }
             None => Err(format!("unknown algorithm `{other}` (valid: {})", names())),
         },
     }

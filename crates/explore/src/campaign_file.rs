@@ -408,6 +408,20 @@ impl CampaignFile {
                 ));
             }
         }
+        // A forbidden property that no seed judged (L1 for an algorithm without leases) would
+        // pass unseen: say so, as `--fail-on` does.
+        for &p in &self.forbid {
+            if let Some(c) = cells
+                .iter()
+                .find(|c| c.seeds > c.errors && !c.checked.contains(&p))
+            {
+                problems.push(format!(
+                    "{p} is not judged for {} under {}: the file forbids it, but no seed checked it",
+                    c.algorithm,
+                    c.faults_label()
+                ));
+            }
+        }
         let errors: u64 = cells.iter().map(|c| c.errors).sum();
         if errors > 0 {
             problems.push(format!("{} failed to run", plural(errors, "seed")));

@@ -157,21 +157,21 @@ pub(crate) fn toml_error_at(text: &str, e: &toml::de::Error) -> String {
     };
     let start = span.start.min(text.len());
     let line = text[..start].matches('\n').count() + 1;
-    let line_text = text[text[..start].rfind('\n').map_or(0, |i| i + 1)..]
-        .lines()
-        .next()
-        .unwrap_or("");
+    let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_text = text[line_start..].lines().next().unwrap_or("");
+    // The key of a `key = value` line, when the error points into that value (not at the
+    // whole file, as a missing field does, nor into a value begun on an earlier line).
     let key = line_text
         .split_once('=')
+        .filter(|(k, _)| start > line_start + k.len())
         .map(|(k, _)| k.trim())
         .filter(|k| {
             !k.is_empty()
-                && !k.starts_with('[')
                 && k.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_-.\"".contains(c))
+                    .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
         });
     match key {
-        Some(k) => format!("line {line}: `{}`: ", k.trim_matches('"')),
+        Some(k) => format!("line {line}: `{k}`: "),
         None => format!("line {line}: "),
     }
 }
@@ -184,11 +184,25 @@ mod error_at_tests {
         seeds: u64,
     }
 
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct Vary {
+        vary: Vec<String>,
+    }
+
     #[test]
     fn a_type_error_names_its_line_and_key() {
         let typed = "name = 1\nseeds = \"ten\"\n";
         let e = toml::from_str::<Seeds>(typed).unwrap_err();
         assert_eq!(super::toml_error_at(typed, &e), "line 2: `seeds`: ");
+        // A missing field points at the whole file: no key.
+        let e = toml::from_str::<Seeds>("name = 1\n").unwrap_err();
+        assert!(!super::toml_error_at("name = 1\n", &e).contains('`'));
+        // A bad element of a multi-line array is not the key of a string inside it.
+        let arr = "seeds = 1\nvary = [\n  \"a=b\", 7,\n]\n";
+        let e = toml::from_str::<Vary>(arr).unwrap_err();
+        let at = super::toml_error_at(arr, &e);
+        assert!(at.starts_with("line ") && !at.contains('`'), "{at}");
         // A syntax error names its line only.
         let broken = "[settings\nseeds = 1\n";
         let e = toml::from_str::<toml::Table>(broken).unwrap_err();

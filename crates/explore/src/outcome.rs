@@ -56,8 +56,9 @@ pub fn no_grant_records_note(algorithm: &str) -> String {
     format!(
         "note: {algorithm} granted the lock but its service recorded no `grant` event \
          (EventKind::Grant): S2 and S4 then order grants by the clients' `ok`, which can raise \
-         false alarms; record one where the service decides each grant (README: 'What your \
-         model must tell the checkers')"
+         false alarms, and L3 cannot see a lock taken by a grant whose answer was lost; record \
+         one where the service decides each grant (README: 'What your model must tell the \
+         checkers')"
     )
 }
 

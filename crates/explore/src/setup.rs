@@ -312,6 +312,19 @@ impl Setup {
                 locksim_algos::names()
             )
         })?;
+        if let Some(r) = locksim_algos::registered(algorithm) {
+            // A setting of a registered algorithm that is also a workload or fault setting
+            // would never reach it (`--set writes=3` is the workload's).
+            let taken = |k: &str| {
+                WORKLOAD_KNOBS.iter().any(|w| w.0 == k) || FAULT_KNOBS.iter().any(|f| f.0 == k)
+            };
+            if let Some(k) = r.knobs.iter().find(|k| taken(k.key)) {
+                return Err(format!(
+                    "algorithm `{algorithm}`: its setting `{}` is a workload or fault setting's name (see `list`), so it would never reach the algorithm: rename it",
+                    k.key
+                ));
+            }
+        }
         let mut workload = Workload::default();
         let mut clients = 3;
         let mut config = BTreeMap::new();

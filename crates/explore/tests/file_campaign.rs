@@ -95,6 +95,21 @@ fn a_file_passes_or_fails_with_commands_that_rerun_it() {
     );
     assert!(msg.contains("expected S1 to be violated"), "{msg}");
     assert!(msg.contains("at seed 0 under none"), "{msg}");
+    // A forbidden property that nothing judged is no pass (pg-advisory has no lease for L1
+    // to judge: a breaker's find).
+    let unjudged = r#"
+        algorithm = "pg-advisory"
+        faults = ["crash-restart"]
+        seeds = 5
+        expect = ["S3"]
+        forbid = ["L1"]
+    "#;
+    let msg = message(
+        std::panic::catch_unwind(|| FileCampaign::parse("pg.toml", unjudged).check())
+            .expect_err("L1 is not judged for pg-advisory"),
+    );
+    assert!(msg.contains("L1 is not judged for pg-advisory"), "{msg}");
+
     std::env::remove_var("LOCKSIM_TRACES");
     std::fs::remove_dir_all(&dir).ok();
 
@@ -104,4 +119,31 @@ fn a_file_passes_or_fails_with_commands_that_rerun_it() {
         std::panic::catch_unwind(|| FileCampaign::parse("bad.toml", &bad)).expect_err("refused"),
     );
     assert!(msg.contains("bad.toml") && msg.contains("seeds"), "{msg}");
+
+    // A registered algorithm's setting named as a workload setting would never reach it.
+    const WRITES: &[locksim_explore::algos::Knob] = &[locksim_explore::algos::Knob {
+        key: "writes",
+        default: "1",
+        help: "shadowed by the workload's",
+    }];
+    fn central(
+        c: &std::collections::BTreeMap<String, String>,
+        w: &locksim_explore::core::Workload,
+    ) -> Result<std::sync::Arc<dyn locksim_explore::sim::LockAlgorithm>, String> {
+        locksim_explore::algos::build("central", c, w)
+    }
+    locksim_explore::algos::register(vec![locksim_explore::algos::Registration {
+        name: "shadowed",
+        what: "a setting the workload takes",
+        knobs: WRITES,
+        build: central,
+    }])
+    .unwrap();
+    let e = locksim_explore::Setup::registered("shadowed", &[])
+        .err()
+        .expect("refused");
+    assert!(
+        e.contains("setting `writes` is a workload or fault setting"),
+        "{e}"
+    );
 }

@@ -153,7 +153,8 @@ impl FileCampaign {
             return;
         }
         // The seed to show: the first forbidden violation, else the first seed that failed to
-        // run, else the file's first seed (an expectation that never came true).
+        // run, else the first left undecided, else the file's first seed (an expectation that
+        // never came true).
         let forbidden = cells
             .iter()
             .flat_map(|c| {
@@ -167,7 +168,11 @@ impl FileCampaign {
             .iter()
             .filter_map(|c| c.first_error_seed.map(|s| (s, c.faults)))
             .min();
-        let (seed, kind) = match (forbidden, errored) {
+        let undecided = cells
+            .iter()
+            .filter_map(|c| c.first_undecided_seed.map(|s| (s, c.faults)))
+            .min();
+        let (seed, kind) = match (forbidden, errored.or(undecided)) {
             (Some((s, _, k)), _) | (None, Some((s, k))) => (s, k),
             (None, None) => (seeds.start, spec.kinds[0]),
         };
@@ -192,7 +197,8 @@ impl FileCampaign {
             }
         };
         let run_args = file_path.as_ref().map(|f| {
-            let page = dir.join(format!("seed{seed}.html"));
+            let stem = f.file_stem().map_or("run".into(), |s| s.to_string_lossy());
+            let page = dir.join(format!("{stem}-seed{seed}.html"));
             let page = std::path::absolute(&page).unwrap_or(page);
             format!(
                 "run {} --faults {} --seed {seed} --html {}",

@@ -309,6 +309,11 @@ impl Campaign {
                 ));
             }
         }
+        for &p in &self.forbid {
+            if !checked.contains(&p) {
+                problems.push(format!("{p} is forbidden, but this run does not check it"));
+            }
+        }
         let forbidden: Vec<Property> = checked
             .iter()
             .copied()
