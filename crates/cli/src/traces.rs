@@ -201,7 +201,7 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
     t += &format!(
         "replay it with: {} replay {}\n",
         crate::program(),
-        path.display()
+        locksim_explore::testing::shell_quote(&path.to_string_lossy())
     );
     out(&t);
     Ok(ExitCode::SUCCESS)
