@@ -138,29 +138,26 @@ static REGISTERED: OnceLock<Vec<Registration>> = OnceLock::new();
 ///
 /// # Errors
 /// A second call with other names (the set is fixed once anything may have looked a name
-/// up), a name that is empty, holds a character other than `a-z`, `0-9`, `-` and `_`, or is
-/// taken (built-in or given twice), or a setting key outside `[a-z][a-z0-9_]*`; [`build`]
+/// up), a name that does not start with `a-z`, holds a character other than `a-z`, `0-9`, `-`
+/// and `_`, or is taken (built-in or given twice), or a setting key outside `[a-z][a-z0-9_]*`; [`build`]
 /// refuses an algorithm whose `name()` is not the name it was registered under (traces record
 /// `name()`).
 pub fn register(algorithms: Vec<Registration>) -> Result<(), String> {
+    // A lower-case word: a letter, then letters, digits, `_` and the bytes of `more`.
+    let word = |s: &str, more: &[u8]| {
+        s.starts_with(|c: char| c.is_ascii_lowercase())
+            && s.bytes().all(|b| {
+                b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || more.contains(&b)
+            })
+    };
     for (i, r) in algorithms.iter().enumerate() {
-        let ok = r.name.starts_with(|c: char| c.is_ascii_lowercase())
-            && r.name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
-        if !ok {
+        if !word(r.name, b"-") {
             return Err(format!(
                 "algorithm name `{}`: use lower-case letters, digits, `-` and `_`, starting with a letter",
                 r.name
             ));
         }
-        if let Some(k) = r.knobs.iter().find(|k| {
-            !k.key.starts_with(|c: char| c.is_ascii_lowercase())
-                || !k
-                    .key
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-        }) {
+        if let Some(k) = r.knobs.iter().find(|k| !word(k.key, b"")) {
             return Err(format!(
                 "algorithm `{}`: setting `{}`: use lower-case letters, digits and `_`, starting with a letter",
                 r.name, k.key

@@ -105,11 +105,16 @@ fn a_registered_algorithm_is_known_by_name() {
     .unwrap_err();
     assert!(e.contains("setting `c2.ttl`"), "{e}");
 
-    let other = Registration {
-        build: misnamed,
-        ..mine("other-name")
+    let both = || {
+        vec![
+            mine("my-lock"),
+            Registration {
+                build: misnamed,
+                ..mine("other-name")
+            },
+        ]
     };
-    locksim_algos::register(vec![mine("my-lock"), other]).unwrap();
+    locksim_algos::register(both()).unwrap();
     assert_eq!(
         locksim_algos::build("my-lock", &none, &w).unwrap().name(),
         "my-lock"
@@ -132,11 +137,7 @@ fn a_registered_algorithm_is_known_by_name() {
     let e = locksim_algos::register(vec![mine("other")]).unwrap_err();
     assert!(e.contains("once"), "{e}");
     // The same set again (each test of a crate registers it): nothing changes.
-    let other = Registration {
-        build: misnamed,
-        ..mine("other-name")
-    };
-    locksim_algos::register(vec![mine("my-lock"), other]).unwrap();
+    locksim_algos::register(both()).unwrap();
     assert_eq!(
         locksim_algos::algorithms().len(),
         locksim_algos::ALGORITHMS.len() + 2

@@ -103,7 +103,8 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
     }
     let history = result.history.as_ref().expect("no error means a history");
     let grants = locksim_explore::outcome::grants(history);
-    if grants > 0 && locksim_explore::outcome::grant_records(history) == 0 {
+    let grant_records = locksim_explore::outcome::grant_records(history);
+    if grants > 0 && grant_records == 0 {
         eprintln!(
             "{}",
             locksim_explore::outcome::no_grant_records_note(&setup.algorithm)
@@ -149,7 +150,7 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
             "messages_sent": history.messages_sent,
             "messages_dropped": history.messages_dropped,
             "grants": grants,
-            "grant_records": locksim_explore::outcome::grant_records(history),
+            "grant_records": grant_records,
             "writes_accepted": locksim_explore::outcome::writes_accepted(history),
             "faults_planned": scenario.faults.len(),
             "faults_applied": locksim_explore::outcome::faults_applied(history),

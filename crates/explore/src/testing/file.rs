@@ -11,7 +11,8 @@ use locksim_core::Trace;
 use super::command::{shell_quote, TestInvocation};
 use super::knobs::Knobs;
 use super::{
-    nondeterministic, note_unrecorded_grants, replay_trace, shrink_and_write, violation_counts,
+    assert_deterministic, first_violation_of, note_unrecorded_grants, replay_trace,
+    shrink_and_write, violation_counts,
 };
 use crate::campaign::{run_campaign, CellSummary};
 use crate::campaign_file::CampaignFile;
@@ -109,10 +110,7 @@ impl FileCampaign {
     pub fn check(mut self) {
         let knobs =
             Knobs::read(&|k| std::env::var(k).ok()).unwrap_or_else(|e| panic!("locksim: {e}"));
-        let jobs = knobs
-            .jobs
-            .or(self.jobs)
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let jobs = knobs.jobs_or(self.jobs);
         let mut spec = self
             .file
             .spec(jobs)
@@ -135,15 +133,14 @@ impl FileCampaign {
         let invocation = TestInvocation::current();
         let label = format!("{} ({})", self.file.name, self.file.path.display());
         if knobs.check_determinism {
-            if let Some((seed, kind, a, b)) =
-                nondeterministic(&spec.setups, &spec.kinds, &seeds, jobs)
-            {
-                panic!(
-                    "locksim: {label}: {} is not deterministic: seed {seed} under {kind} ran twice with digests {a} and {b} (the same seed must give the same run: no wall-clock time, no thread_rng, no HashMap order in the algorithm)\n  rerun:    {}",
-                    self.file.algorithm,
-                    invocation.command(&[("LOCKSIM_SEED", seed.to_string()), ("LOCKSIM_CHECK_DETERMINISM", "1".into())], &[])
-                );
-            }
+            assert_deterministic(
+                &spec.setups,
+                &spec.kinds,
+                &seeds,
+                jobs,
+                &format!("{label}: {}", self.file.algorithm),
+                &invocation,
+            );
         }
         let cells = run_campaign(&spec, &|_, _| {});
         eprintln!("locksim: {label}: {}", summary(&self.file, &cells, &seeds));
@@ -155,15 +152,7 @@ impl FileCampaign {
         // The seed to show: the first forbidden violation, else the first seed that failed to
         // run, else the first left undecided, else the file's first seed (an expectation that
         // never came true).
-        let forbidden = cells
-            .iter()
-            .flat_map(|c| {
-                self.file
-                    .forbid
-                    .iter()
-                    .filter_map(move |p| c.first_violation.get(p).map(|&s| (s, *p, c.faults)))
-            })
-            .min();
+        let forbidden = first_violation_of(&cells, &self.file.forbid);
         let errored = cells
             .iter()
             .filter_map(|c| c.first_error_seed.map(|s| (s, c.faults)))
@@ -176,19 +165,18 @@ impl FileCampaign {
             (Some((s, _, k)), _) | (None, Some((s, k))) => (s, k),
             (None, None) => (seeds.start, spec.kinds[0]),
         };
-        let dir = knobs
-            .traces
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("traces"));
+        // Absolute, so that the printed commands work from any folder.
+        let dir = knobs.traces_dir();
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
         let mut lines = vec![format!(
             "  test:     {}",
             invocation.name.as_deref().unwrap_or("?")
         )];
-        let mut vars = vec![("LOCKSIM_SEED", seed.to_string())];
-        if let Some(t) = &knobs.traces {
-            vars.push(("LOCKSIM_TRACES", t.to_string_lossy().into_owned()));
-        }
-        lines.push(format!("  rerun:    {}", invocation.command(&vars, &[])));
+        lines.push(format!(
+            "  rerun:    {}",
+            invocation.command(&knobs.rerun_vars(seed), &[])
+        ));
+        let cli = self.cli(&invocation);
         let file_path = match self.file_for_commands(&dir) {
             Ok(p) => Some(p),
             Err(e) => {
@@ -199,7 +187,6 @@ impl FileCampaign {
         let run_args = file_path.as_ref().map(|f| {
             let stem = f.file_stem().map_or("run".into(), |s| s.to_string_lossy());
             let page = dir.join(format!("{stem}-seed{seed}.html"));
-            let page = std::path::absolute(&page).unwrap_or(page);
             format!(
                 "run {} --faults {} --seed {seed} --html {}",
                 shell_quote(&f.to_string_lossy()),
@@ -207,7 +194,7 @@ impl FileCampaign {
                 shell_quote(&page.to_string_lossy())
             )
         });
-        if let (Some(args), Some(cmd)) = (&run_args, self.cli(&invocation)) {
+        if let (Some(args), Some(cmd)) = (&run_args, &cli) {
             lines.push(format!("  run:      {cmd} {args}"));
         }
         if let Some((_, property, _)) = forbidden {
@@ -223,7 +210,7 @@ impl FileCampaign {
                             plural(n as u64, "fault")
                         ),
                     );
-                    if let Some(cmd) = self.cli(&invocation) {
+                    if let Some(cmd) = &cli {
                         let page = path.with_extension("html");
                         lines.push(format!(
                             "  render:   {cmd} render {} -o {}",
@@ -234,17 +221,16 @@ impl FileCampaign {
                 }
                 Err(e) => lines.push(format!("  (shrinking failed: {e})")),
             }
-            if let (Some(f), Some(cmd)) = (&file_path, self.cli(&invocation)) {
-                let out = std::path::absolute(&dir).unwrap_or_else(|_| dir.clone());
+            if let (Some(f), Some(cmd)) = (&file_path, &cli) {
                 lines.push(format!(
                     "  shrink:   {cmd} shrink {} --faults {} --seed {seed} --kind {property} --out-dir {}",
                     shell_quote(&f.to_string_lossy()),
                     kind.name(),
-                    shell_quote(&out.to_string_lossy())
+                    shell_quote(&dir.to_string_lossy())
                 ));
             }
         }
-        if self.cli(&invocation).is_none() {
+        if cli.is_none() {
             lines.push(format!(
                 "  (`{}` is your own algorithm: name your crate's binary with .binary(\"NAME\") to get the commands that run, shrink and draw this seed)",
                 self.file.algorithm
@@ -282,7 +268,7 @@ impl FileCampaign {
     }
 
     /// The file the printed commands read: the one read, or (for [`FileCampaign::parse`]) the
-    /// text written into `dir` as `NAME-<hash>.toml`, kept if already there.
+    /// text written into `dir` (absolute) as `NAME-<hash>.toml`, kept if already there.
     fn file_for_commands(&self, dir: &Path) -> Result<PathBuf, String> {
         let Some(text) = &self.text else {
             return Ok(self.file.path.clone());
@@ -292,7 +278,6 @@ impl FileCampaign {
             .map_or("campaign".to_string(), |s| s.to_string_lossy().into_owned());
         let hash = xxhash_rust::xxh3::xxh3_64(text.as_bytes());
         let path = dir.join(format!("{stem}-{:08x}.toml", hash >> 32));
-        let path = std::path::absolute(&path).unwrap_or(path);
         match std::fs::read_to_string(&path) {
             Ok(old) if old == *text => return Ok(path),
             Ok(_) => return Err(format!("{} holds another file", path.display())),

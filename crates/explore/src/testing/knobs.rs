@@ -105,6 +105,30 @@ impl Knobs {
         Ok(k)
     }
 
+    /// Worker threads: `LOCKSIM_JOBS`, else the test's own (`own`), else every core.
+    pub fn jobs_or(&self, own: Option<usize>) -> usize {
+        self.jobs
+            .or(own)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    }
+
+    /// Where shrunk traces go: `LOCKSIM_TRACES`, else `traces/` under the current folder.
+    pub fn traces_dir(&self) -> PathBuf {
+        self.traces
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("traces"))
+    }
+
+    /// The variables of a command that re-runs `seed` as this run did: `LOCKSIM_SEED`, and
+    /// `LOCKSIM_TRACES` when it was given.
+    pub fn rerun_vars(&self, seed: u64) -> Vec<(&'static str, String)> {
+        let mut vars = vec![("LOCKSIM_SEED", seed.to_string())];
+        if let Some(t) = &self.traces {
+            vars.push(("LOCKSIM_TRACES", t.to_string_lossy().into_owned()));
+        }
+        vars
+    }
+
     /// The seeds to run, given the test's own range: `LOCKSIM_SEED` wins, then
     /// `LOCKSIM_SEEDS`, then the test's.
     pub fn seeds_for(&self, test: &Range<u64>) -> Range<u64> {

@@ -244,10 +244,7 @@ impl Campaign {
             self.setup.cluster.clients > 0,
             "locksim: a campaign needs at least one client"
         );
-        let jobs = knobs
-            .jobs
-            .or(self.jobs)
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let jobs = knobs.jobs_or(self.jobs);
         let spec = CampaignSpec {
             setups: vec![self.setup.clone()],
             kinds: self.kinds.clone(),
@@ -259,21 +256,14 @@ impl Campaign {
         let range = format!("{}..{}", seeds.start, seeds.end);
         let invocation = TestInvocation::current();
         if knobs.check_determinism {
-            if let Some((seed, kind, a, b)) =
-                nondeterministic(std::slice::from_ref(&self.setup), &self.kinds, &seeds, jobs)
-            {
-                let rerun = invocation.command(
-                    &[
-                        ("LOCKSIM_SEED", seed.to_string()),
-                        ("LOCKSIM_CHECK_DETERMINISM", "1".into()),
-                    ],
-                    &[],
-                );
-                panic!(
-                    "locksim: {algo} is not deterministic: seed {seed} under {kind} ran twice with digests {a} and {b} (the same seed must give the same run: no wall-clock time, no thread_rng, no HashMap order in the algorithm)\n  test:     {}\n  rerun:    {rerun}",
-                    invocation.name.as_deref().unwrap_or("?")
-                );
-            }
+            assert_deterministic(
+                std::slice::from_ref(&self.setup),
+                &self.kinds,
+                &seeds,
+                jobs,
+                algo,
+                &invocation,
+            );
         }
         let cells = run_campaign(&spec, &|_, _| {});
         if let Some(c) = cells
@@ -343,16 +333,7 @@ impl Campaign {
             plural(self.kinds.len() as u64, "fault kind"),
         );
         note_unrecorded_grants(&cells, algo);
-        // The first forbidden violation: smallest seed, then property, then cell.
-        let first = cells
-            .iter()
-            .flat_map(|c| {
-                forbidden
-                    .iter()
-                    .filter_map(move |p| c.first_violation.get(p).map(|&s| (s, *p, c.faults)))
-            })
-            .min();
-        let Some((seed, property, kind)) = first else {
+        let Some((seed, property, kind)) = first_violation_of(&cells, &forbidden) else {
             assert!(
                 problems.is_empty(),
                 "locksim: {algo}: {}",
@@ -367,16 +348,13 @@ impl Campaign {
             }
         }
         let scenario = self.setup.scenario(seed, &[kind]);
-        let dir = knobs
-            .traces
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("traces"));
-        let written = shrink_and_write(&scenario, self.setup.algo.clone(), property, &dir);
-        let mut vars = vec![("LOCKSIM_SEED", seed.to_string())];
-        if let Some(t) = &knobs.traces {
-            vars.push(("LOCKSIM_TRACES", t.to_string_lossy().into_owned()));
-        }
-        let rerun = invocation.command(&vars, &[]);
+        let written = shrink_and_write(
+            &scenario,
+            self.setup.algo.clone(),
+            property,
+            &knobs.traces_dir(),
+        );
+        let rerun = invocation.command(&knobs.rerun_vars(seed), &[]);
         let trace_lines = match &written {
             Ok((path, n, digest)) => {
                 let page = path.with_extension("html");
@@ -407,6 +385,47 @@ impl Campaign {
         panic!(
             "locksim: {algo} violates {property} under {kind} with seed {seed} (of {range}); in all: {}\n  test:     {}{trace_lines}",
             problems.join("; "),
+            invocation.name.as_deref().unwrap_or("?")
+        );
+    }
+}
+
+/// The first violation of one of `properties` in `cells`: the smallest seed, then property,
+/// then fault kind.
+pub(crate) fn first_violation_of(
+    cells: &[crate::campaign::CellSummary],
+    properties: &[Property],
+) -> Option<(u64, Property, FaultKind)> {
+    cells
+        .iter()
+        .flat_map(|c| {
+            properties
+                .iter()
+                .filter_map(move |p| c.first_violation.get(p).map(|&s| (s, *p, c.faults)))
+        })
+        .min()
+}
+
+/// `LOCKSIM_CHECK_DETERMINISM`: panics, naming `what` and the command that re-runs it, on the
+/// first seed that [`nondeterministic`] finds.
+pub(crate) fn assert_deterministic(
+    setups: &[Setup],
+    kinds: &[FaultKind],
+    seeds: &Range<u64>,
+    jobs: usize,
+    what: &str,
+    invocation: &TestInvocation,
+) {
+    if let Some((seed, kind, a, b)) = nondeterministic(setups, kinds, seeds, jobs) {
+        let rerun = invocation.command(
+            &[
+                ("LOCKSIM_SEED", seed.to_string()),
+                ("LOCKSIM_CHECK_DETERMINISM", "1".into()),
+            ],
+            &[],
+        );
+        panic!(
+            "locksim: {what} is not deterministic: seed {seed} under {kind} ran twice with digests {a} and {b} (the same seed must give the same run: no wall-clock time, no thread_rng, no HashMap order in the algorithm)\n  test:     {}\n  rerun:    {rerun}",
             invocation.name.as_deref().unwrap_or("?")
         );
     }
