@@ -380,3 +380,33 @@ fn zookeeper_sessions_expire_on_the_leader_and_take_their_nodes() {
         "nobody was granted the lock after c1 died"
     );
 }
+
+/// A leader cut off from its quorum for 336 ms while c1's create was in flight: back in
+/// touch, it commits that create before it serves anyone again (Zab's synchronization), so
+/// c1's GUID lookup finds the node instead of making a second one and waiting behind its own
+/// first node until the run ends (seed 430 of sims/zookeeper-protected-guid-session.toml's
+/// `leader-change` cell gave L3 before).
+#[test]
+fn zookeeper_leader_commits_its_cut_off_proposals_before_serving() {
+    locksim_explore::testing::FileCampaign::parse(
+        "zookeeper-resync",
+        r#"
+algorithm = "zookeeper"
+faults = ["leader-change"]
+first_seed = 430
+seeds = 1
+expect = "safe"
+forbid = ["L1", "L2", "L3"]
+[settings]
+protected = "guid+session"
+sync_before_read = true
+[[fault]]
+at = "2s"
+type = "drop_replies"
+clients = "c1"
+servers = "servers"
+duration = "1.8s"
+"#,
+    )
+    .check();
+}

@@ -214,6 +214,14 @@ struct Server {
     /// with the leader since it started (a restarted follower serves nobody until then).
     epoch: u32,
     serving: bool,
+    /// Leader: after it was out of touch with its quorum, the last zxid it had proposed by
+    /// then. Until that is committed it serves no client, and a `sync` waits for it: a Zab
+    /// leader re-establishing its epoch first brings a quorum up to its whole history,
+    /// proposals the quorum never acknowledged included, and serves only then (ZooKeeper's
+    /// Zab, phase 2 "synchronization"; Junqueira, Reed and Serafini, DSN 2011). Without it a
+    /// create proposed while the leader was cut off commits *after* its client, reconnected,
+    /// looked for it by its GUID and made a second node.
+    resync: Option<u64>,
     /// Leader: each follower's applied zxid at its last two touches.
     reported: BTreeMap<NodeId, u64>,
     /// Leader: when it last heard each follower; follower: when it last heard the leader
@@ -259,6 +267,7 @@ pub async fn serve(ctx: NodeCtx, cfg: Zookeeper) {
         touched: Default::default(),
         epoch: 0,
         serving: ctx.id() == LEADER || ctx.incarnation() == 0,
+        resync: None,
         reported: BTreeMap::new(),
         heard: BTreeMap::new(),
         waiting: BTreeMap::new(),
@@ -322,6 +331,19 @@ impl Server {
         open
     }
 
+    /// Leader: proposals made before it lost its quorum are not all committed yet (see
+    /// `resync`); clears the mark once they are.
+    fn resyncing(&mut self) -> bool {
+        match self.resync {
+            Some(z) if self.committed < z => true,
+            Some(_) => {
+                self.resync = None;
+                false
+            }
+            None => false,
+        }
+    }
+
     /// ZooKeeper's `syncLimit`: five ticks without hearing the other side.
     fn sync_limit(&self) -> u64 {
         5 * self.cfg.tick
@@ -361,6 +383,7 @@ impl Server {
             // No quorum: no leadership, no session expiry. Regaining it is like a new leader
             // being elected: every session gets a full timeout again.
             self.expiry.clear();
+            self.resync = Some(self.last_zxid);
         }
         if self.leader() {
             // Expire sessions (a new leader incarnation gives each a full timeout).
@@ -545,9 +568,10 @@ impl Server {
         let Some(req) = m.body.downcast_ref::<Req>().cloned() else {
             return;
         };
-        if !self.serving || !self.in_quorum() {
-            // Restarted and not yet synced with the leader, or out of touch with the quorum:
-            // clients see a dead server and reconnect.
+        if !self.serving || !self.in_quorum() || self.resyncing() {
+            // Restarted and not yet synced with the leader, out of touch with the quorum, or
+            // a leader still committing what it proposed before it lost the quorum: clients
+            // see a dead server and reconnect.
             return;
         }
         match req {
@@ -704,7 +728,8 @@ impl Server {
                 self.ctx.reply(m, Peer::Valid(ok)).await;
             }
             Peer::LastZxid if self.leader() => {
-                self.ctx.reply(m, Peer::LastIs(self.committed)).await;
+                let last = self.committed.max(self.resync.unwrap_or(0));
+                self.ctx.reply(m, Peer::LastIs(last)).await;
             }
             _ => {}
         }
