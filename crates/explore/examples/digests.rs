@@ -9,9 +9,10 @@
 //! cmp before.txt after.txt
 //! ```
 //!
-//! Arguments: the network model (`tcp` or `datagram`) and the number of seeds per cell
-//! (seeds 0..N of central, central-fencing, redlock and raft-lease × every kind of
-//! [`FaultKind::DEFAULT_MATRIX`]).
+//! Arguments: the network model (`tcp` or `datagram`), the number of seeds per cell (seeds
+//! 0..N of central, central-fencing, redlock and raft-lease × every kind of
+//! [`FaultKind::DEFAULT_MATRIX`]) and optionally `all`: every built-in algorithm instead of
+//! those four.
 
 use locksim_core::FaultKind;
 use locksim_explore::{check_scenario, Setup};
@@ -23,7 +24,15 @@ fn main() {
         eprintln!("usage: digests NETWORK SEEDS (e.g. digests tcp 25)");
         std::process::exit(2);
     };
-    for algo in ["central", "central-fencing", "redlock", "raft-lease"] {
+    let algos: Vec<&str> = if args.get(3).map(String::as_str) == Some("all") {
+        locksim_explore::algos::algorithms()
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
+    } else {
+        vec!["central", "central-fencing", "redlock", "raft-lease"]
+    };
+    for algo in algos {
         let st = match Setup::registered(algo, &[("network".into(), network.clone())]) {
             Ok(st) => st,
             Err(e) => {

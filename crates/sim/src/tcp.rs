@@ -629,17 +629,22 @@ impl Tcp {
         d.rto = rto(s, d.rttvar, rto_min);
     }
 
-    /// Runs every event due at true time `now`; returns the time of the next one.
+    /// Runs every event due at true time `now`, those it schedules for `now` included;
+    /// returns the time of the next one. What it schedules itself does not mark the kernel
+    /// dirty: it is in the returned time (a kernel that saw its own mark ran a second, empty
+    /// step in the same poll).
     fn step(&mut self, world: &World, links: &mut Links, now: Nanos) -> Option<Nanos> {
-        self.dirty = false;
+        let mut next = None;
         while let Some(due) = self.events.peek() {
             if due.t > now {
-                return Some(due.t);
+                next = Some(due.t);
+                break;
             }
             let Due { t, ev, .. } = self.events.pop().expect("just peeked");
             self.handle(world, links, t, ev);
         }
-        None
+        self.dirty = false;
+        next
     }
 
     fn handle(&mut self, world: &World, links: &mut Links, t: Nanos, ev: Ev) {
@@ -1028,6 +1033,14 @@ impl Tcp {
 /// run, inside the supervisor's future (on madsim's main node). It holds the world only weakly (never across a wait), so a run
 /// that ends with the task pending frees everything.
 pub(crate) async fn kernel(world: std::sync::Weak<World>) {
+    // Deadlines of madsim timers this task has armed (a fired one is harmless: a sleep with a
+    // deadline that has passed is ready without consulting the set). madsim's
+    // `Sleep` arms a new timer each time it is polled while pending, and a timer cannot be
+    // cancelled; the kernel used to `select` on a fresh sleep, so every wake armed one more
+    // timer at the same deadline. Timers with one deadline wake this task once, at that
+    // instant, however many there are: arming each deadline once is the same schedule for a
+    // fraction of the timer heap's work (issue #31).
+    let mut armed: std::collections::BTreeSet<madsim::time::Instant> = Default::default();
     loop {
         let next = {
             let Some(w) = world.upgrade() else { return };
@@ -1036,7 +1049,21 @@ pub(crate) async fn kernel(world: std::sync::Weak<World>) {
             let next = w.tcp().step(&w, &mut links, now);
             next.map(|at| w.instant(at))
         };
-        let notified = futures_util::future::poll_fn(|cx| {
+        // Its deadline is fixed here (madsim makes it at least 1 ms from now).
+        let mut sleep = next.map(madsim::time::sleep_until);
+        futures_util::future::poll_fn(|cx| {
+            // The sleep first, then the notification, as the `select` of the two did.
+            if let Some(sleep) = sleep.as_mut() {
+                if sleep.is_elapsed() {
+                    return Poll::Ready(());
+                }
+                // Forget earlier deadlines (pending or not): at worst one is armed twice.
+                armed = armed.split_off(&sleep.deadline());
+                if armed.insert(sleep.deadline()) {
+                    // Arms the timer (it is not elapsed, so this is `Pending`).
+                    let _ = std::future::Future::poll(std::pin::Pin::new(sleep), cx);
+                }
+            }
             let Some(w) = world.upgrade() else {
                 return Poll::Ready(());
             };
@@ -1048,18 +1075,8 @@ pub(crate) async fn kernel(world: std::sync::Weak<World>) {
                 t.waker = Some(cx.waker().clone());
                 Poll::Pending
             }
-        });
-        // Pinned in place (no allocation per wake). The sleep is polled first, then the
-        // notification, as `select` always did: madsim arms a timer each time a pending sleep
-        // is polled, and those timers are part of every run's schedule (its digest).
-        let notified = std::pin::pin!(notified);
-        match next {
-            Some(at) => {
-                let sleep = std::pin::pin!(madsim::time::sleep_until(at));
-                futures_util::future::select(sleep, notified).await;
-            }
-            None => notified.await,
-        }
+        })
+        .await;
     }
 }
 
