@@ -16,6 +16,7 @@
 
 mod campaign;
 mod check;
+mod hunt;
 mod markdown;
 mod progress;
 mod real;
@@ -101,6 +102,8 @@ Examples:
   locksim run --algo redlock --seed 42 --faults pause
   locksim run --algo central --seed 7 --faults clock-jump --set clock=mono --set ttl=2s
   locksim shrink --algo redlock --seed 5 --faults pause    a minimal trace in traces/
+  locksim hunt --algo redlock --faults crash-restart --property S1 --budget 500
+                                                    the first violating run, shrunk
   locksim replay traces/*.json
   locksim render traces/k5-redlock-s1-f4f49b23.json -o k5.html    open k5.html in a browser
   locksim campaign --report report.html             the matrix as a page, violations linked
@@ -162,6 +165,10 @@ enum Command {
     Sweep(sweep::SweepArgs),
     /// Shrink a failing run to a minimal trace in traces/ that fails the same way.
     Shrink(traces::ShrinkArgs),
+    /// Search fault plans for the first run that violates a property (guided by what each
+    /// run did to the lock, or seed by seed), and shrink the find into a trace.
+    #[command(after_help = hunt::HUNT_AFTER_HELP)]
+    Hunt(hunt::HuntArgs),
     /// Replay traces: re-run each and compare its event digest and verdict.
     Replay(traces::ReplayArgs),
     /// Draw a trace as one self-contained HTML page: a space-time diagram with a lane per
@@ -222,6 +229,7 @@ pub fn main_with(algorithms: Vec<Registration>) -> ExitCode {
         Command::Sweep(a) => sweep::main(a),
         Command::Check(a) => check::main(a),
         Command::Shrink(a) => traces::shrink_main(a),
+        Command::Hunt(a) => hunt::main(a),
         Command::Replay(a) => traces::replay_main(a),
         Command::Render(a) => render::main(a),
         Command::ExportTla(a) => tla::export_main(a),

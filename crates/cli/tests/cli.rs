@@ -874,3 +874,59 @@ fn merge_refuses_empty_files_misplaced_seeds_and_a_report_of_sweep_records() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn hunt_finds_shrinks_and_reports_as_json() {
+    let dir = std::env::temp_dir().join(format!("locksim-hunt-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_string_lossy().to_string();
+    let args = [
+        "hunt",
+        "--algo",
+        "redlock",
+        "--faults",
+        "crash-restart",
+        "--property",
+        "S1",
+        "--budget",
+        "200",
+        "--json",
+        "--out-dir",
+        &d,
+    ];
+    let o = locksim(&args);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["found"], true);
+    assert_eq!(v["property"], "S1");
+    let trace = v["trace"].as_str().expect("a trace path");
+    let r = locksim(&["replay", trace]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    // No violation within the budget: exit 0, `found` false.
+    let o = locksim(&[
+        "hunt",
+        "--algo",
+        "central",
+        "--faults",
+        "none",
+        "--budget",
+        "16",
+        "--json",
+        "--no-shrink",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(
+        (v["found"].as_bool(), v["runs"].as_u64()),
+        (Some(false), Some(16))
+    );
+    rejects(
+        &["hunt", "--algo", "central", "--budget", "0"],
+        &["--budget"],
+    );
+    rejects(
+        &["hunt", "--algo", "central", "--property", "S9"],
+        &["S9", "S1"],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

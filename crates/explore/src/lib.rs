@@ -15,6 +15,7 @@ pub mod campaign_file;
 pub mod compare;
 pub mod faultgen;
 pub mod frontier;
+pub mod hunt;
 mod key_lines;
 pub mod outcome;
 pub mod page;

@@ -1,0 +1,342 @@
+//! `locksim hunt`: a search over fault plans that stops at the first run violating a property.
+//!
+//! Two searches, measured by the same code so that they can be compared run for run:
+//!
+//! - [`Search::Random`] runs seeds `first_seed`, `first_seed + 1`, … as a campaign does;
+//! - [`Search::Guided`] keeps a corpus of runs that did something new for the lock (see
+//!   [`feedback`]: abstract lock states and event pairs no earlier run showed, or a nearer
+//!   miss) and spends most runs on mutants of those runs' fault plans (see [`mutate`]),
+//!   interleaved with the same fresh seeds the random search runs.
+//!
+//! Candidates are made in batches of [`BATCH`] from the state the previous batches left, run
+//! on `jobs` threads, and judged in the order they were made, so the search path — and the
+//! find — depend on `first_seed` alone, never on `jobs` or timing. Every candidate is an
+//! ordinary scenario (a seed and an explicit plan): a find replays, shrinks and renders like a
+//! campaign's.
+
+pub mod feedback;
+pub mod mutate;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use locksim_core::{FaultKind, History, Nanos, Property, Scenario, Verdict};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::outcome::check_scenario;
+use crate::setup::Setup;
+use feedback::Feedback;
+use mutate::Mutation;
+
+/// Candidates made and run together (fixed, so that the search path does not depend on the
+/// number of threads).
+pub const BATCH: usize = 8;
+/// Fresh seeds the guided search runs before it mutates anything.
+const WARMUP: u64 = 16;
+/// Share of the guided search's runs that are fresh seeds, in percent.
+const FRESH_PCT: u32 = 25;
+
+/// How candidates are chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Search {
+    /// Seeds in order, as a campaign runs them.
+    Random,
+    /// Mutants of runs that reached something new, interleaved with fresh seeds.
+    Guided,
+}
+
+impl Search {
+    /// `random` or `guided`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Search::Random => "random",
+            Search::Guided => "guided",
+        }
+    }
+}
+
+/// What to hunt for, and where.
+pub struct Hunt {
+    /// The algorithm, its settings and explicit plan.
+    pub setup: Setup,
+    /// Fault kinds the fresh seeds' plans are drawn from (and added faults, for the guided
+    /// search).
+    pub kinds: Vec<FaultKind>,
+    /// The property to violate; `None`: any S1–S4 (or L1–L3 where the run judges them).
+    pub property: Option<Property>,
+    /// Most runs to spend.
+    pub budget: u64,
+    /// The search.
+    pub search: Search,
+    /// The first fresh seed, and the seed of the guided search's own choices.
+    pub first_seed: u64,
+    /// Worker threads.
+    pub jobs: usize,
+}
+
+/// Where a candidate came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// A fresh seed, its plan drawn from the kinds.
+    Fresh,
+    /// A mutant of the corpus entry made at run `parent` (1-based), by these mutations.
+    Mutant {
+        /// The run (1-based) of the scenario mutated.
+        parent: u64,
+        /// What was done to it.
+        mutations: Vec<Mutation>,
+    },
+}
+
+/// The first violating run.
+pub struct Find {
+    /// Its scenario (seed and explicit plan).
+    pub scenario: Scenario,
+    /// The property it violates (the hunted one, or the first it violates).
+    pub property: Property,
+    /// Its verdict.
+    pub verdict: Verdict,
+    /// Its history.
+    pub history: History,
+    /// Its run number, from 1: the runs the search spent up to and including it.
+    pub run: u64,
+    /// How it was made.
+    pub origin: Origin,
+}
+
+/// How a hunt ended.
+pub struct HuntOutcome {
+    /// Runs spent (the find's run number, or the whole budget).
+    pub runs: u64,
+    /// The first violating run, if any.
+    pub found: Option<Find>,
+    /// Runs kept in the guided search's corpus.
+    pub corpus: usize,
+    /// Distinct features seen (guided search).
+    pub features: usize,
+    /// Runs that granted nothing: a search over them explored no lock.
+    pub runs_without_grants: u64,
+    /// Runs that failed to run (an algorithm panicked), with the first error.
+    pub errors: u64,
+    /// The first such error.
+    pub first_error: Option<String>,
+    /// A digest of the search path (every candidate's scenario, in order): the same
+    /// `first_seed` gives the same digest.
+    pub path_digest: u64,
+}
+
+struct Entry {
+    scenario: Scenario,
+    run: u64,
+    closeness: Option<Nanos>,
+    picked: u64,
+}
+
+struct Candidate {
+    scenario: Scenario,
+    origin: Origin,
+}
+
+struct Ran {
+    verdict: Verdict,
+    history: Option<History>,
+    error: Option<String>,
+    feedback: Feedback,
+}
+
+/// The property a verdict violates for this hunt.
+fn hit(verdict: &Verdict, property: Option<Property>) -> Option<Property> {
+    match property {
+        Some(p) => verdict.violates(p).then_some(p),
+        None => verdict.kinds().first().copied(),
+    }
+}
+
+/// Runs the hunt. `progress(runs, corpus, features)` is called after each batch.
+pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutcome {
+    let mut rng = ChaCha8Rng::seed_from_u64(h.first_seed ^ 0x6875_6e74_6775_6964);
+    let mut next_fresh = h.first_seed;
+    let mut corpus: Vec<Entry> = Vec::new();
+    let mut seen: BTreeSet<u64> = BTreeSet::new();
+    let mut runs = 0u64;
+    let mut no_grants = 0u64;
+    let mut errors = 0u64;
+    let mut first_error = None;
+    let mut path = xxhash_rust::xxh3::Xxh3::new();
+    while runs < h.budget {
+        let n = (h.budget - runs).min(BATCH as u64) as usize;
+        let batch: Vec<Candidate> = (0..n)
+            .map(|i| {
+                let fresh = h.search == Search::Random
+                    || corpus.is_empty()
+                    || runs + (i as u64) < WARMUP
+                    || rng.gen_range(0..100) < FRESH_PCT;
+                if fresh {
+                    let s = h.setup.scenario(next_fresh, &h.kinds);
+                    next_fresh += 1;
+                    Candidate {
+                        scenario: s,
+                        origin: Origin::Fresh,
+                    }
+                } else {
+                    let p = pick(&mut corpus, &mut rng);
+                    let parent = &corpus[p];
+                    let mut tries = 0;
+                    loop {
+                        let (s, mutations) =
+                            mutate::mutate(&parent.scenario, &h.setup, &h.kinds, &mut rng);
+                        tries += 1;
+                        if s.faults.validate(&s.cluster).is_ok() || tries >= 4 {
+                            break Candidate {
+                                scenario: if s.faults.validate(&s.cluster).is_ok() {
+                                    s
+                                } else {
+                                    parent.scenario.clone()
+                                },
+                                origin: Origin::Mutant {
+                                    parent: parent.run,
+                                    mutations,
+                                },
+                            };
+                        }
+                    }
+                }
+            })
+            .collect();
+        for c in &batch {
+            path.update(
+                serde_json::to_string(&c.scenario)
+                    .expect("scenarios serialize")
+                    .as_bytes(),
+            );
+        }
+        let results = run_batch(&batch, h);
+        for (i, (c, r)) in batch.into_iter().zip(results).enumerate() {
+            let run = runs + i as u64 + 1;
+            if let Some(e) = &r.error {
+                errors += 1;
+                first_error.get_or_insert_with(|| e.clone());
+            }
+            if let Some(hist) = &r.history {
+                if crate::outcome::grants(hist) == 0 {
+                    no_grants += 1;
+                }
+            }
+            if let (Some(p), Some(history)) = (hit(&r.verdict, h.property), r.history) {
+                progress(run, corpus.len(), seen.len());
+                return HuntOutcome {
+                    runs: run,
+                    found: Some(Find {
+                        scenario: c.scenario,
+                        property: p,
+                        verdict: r.verdict,
+                        history,
+                        run,
+                        origin: c.origin,
+                    }),
+                    corpus: corpus.len(),
+                    features: seen.len(),
+                    runs_without_grants: no_grants,
+                    errors,
+                    first_error,
+                    path_digest: path.digest(),
+                };
+            }
+            if h.search == Search::Guided {
+                let new = r
+                    .feedback
+                    .features
+                    .iter()
+                    .filter(|f| seen.insert(**f))
+                    .count();
+                let closeness = r.feedback.closeness();
+                let nearer = closeness.is_some_and(|c| {
+                    corpus
+                        .iter()
+                        .filter_map(|e| e.closeness)
+                        .min()
+                        .is_none_or(|best| c < best)
+                });
+                if new > 0 || nearer {
+                    corpus.push(Entry {
+                        scenario: c.scenario,
+                        run,
+                        closeness,
+                        picked: 0,
+                    });
+                }
+            }
+        }
+        runs += n as u64;
+        progress(runs, corpus.len(), seen.len());
+    }
+    HuntOutcome {
+        runs,
+        found: None,
+        corpus: corpus.len(),
+        features: seen.len(),
+        runs_without_grants: no_grants,
+        errors,
+        first_error,
+        path_digest: path.digest(),
+    }
+}
+
+/// A corpus entry to mutate: half the time one of the nearest misses, otherwise the entry
+/// picked least often so far (newer entries first among equals), so every new state gets
+/// explored.
+fn pick(corpus: &mut [Entry], rng: &mut ChaCha8Rng) -> usize {
+    let i = if rng.gen_bool(0.5) {
+        let mut near: Vec<usize> = (0..corpus.len())
+            .filter(|&i| corpus[i].closeness.is_some())
+            .collect();
+        near.sort_by_key(|&i| (corpus[i].closeness, std::cmp::Reverse(i)));
+        near.truncate(4);
+        if near.is_empty() {
+            rng.gen_range(0..corpus.len())
+        } else {
+            near[rng.gen_range(0..near.len())]
+        }
+    } else {
+        (0..corpus.len())
+            .min_by_key(|&i| (corpus[i].picked, std::cmp::Reverse(i)))
+            .expect("the corpus is not empty")
+    };
+    corpus[i].picked += 1;
+    i
+}
+
+/// Runs a batch on `h.jobs` threads; results in the batch's order.
+fn run_batch(batch: &[Candidate], h: &Hunt) -> Vec<Ran> {
+    let slots: Vec<Mutex<Option<Ran>>> = batch.iter().map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..h.jobs.clamp(1, batch.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(c) = batch.get(i) else { return };
+                let out = check_scenario(&c.scenario, h.setup.algo.clone());
+                let fb = match (&out.history, h.search) {
+                    (Some(hist), Search::Guided) => feedback::feedback(hist),
+                    _ => Feedback::default(),
+                };
+                *slots[i].lock().expect("no worker panics holding it") = Some(Ran {
+                    verdict: out.verdict,
+                    history: out.history,
+                    error: out.error,
+                    feedback: fb,
+                });
+            });
+        }
+    });
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .expect("no worker panics holding it")
+                .expect("every slot is filled")
+        })
+        .collect()
+}

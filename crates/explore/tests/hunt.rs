@@ -1,0 +1,85 @@
+//! `locksim hunt`'s search (issue #28): deterministic from its first seed whatever the number
+//! of threads, the random search is the campaign's seed order, and a find is a scenario that
+//! replays its violation.
+
+use locksim_core::{FaultKind, Property};
+use locksim_explore::hunt::{feedback::feedback, hunt, Hunt, Search};
+use locksim_explore::{check_scenario, Setup};
+
+fn spec(search: Search, first_seed: u64, jobs: usize) -> Hunt {
+    Hunt {
+        setup: Setup::registered("redlock", &[]).expect("redlock"),
+        kinds: vec![FaultKind::CrashRestart],
+        property: Some(Property::S1),
+        budget: 200,
+        search,
+        first_seed,
+        jobs,
+    }
+}
+
+#[test]
+fn the_same_first_seed_gives_the_same_search_path_and_find() {
+    let a = hunt(&spec(Search::Guided, 7, 1), &|_, _, _| {});
+    let b = hunt(&spec(Search::Guided, 7, 2), &|_, _, _| {});
+    assert_eq!(a.path_digest, b.path_digest);
+    assert_eq!(a.runs, b.runs);
+    let (fa, fb) = (a.found.expect("a find"), b.found.expect("a find"));
+    assert_eq!(fa.scenario, fb.scenario);
+    assert_eq!(fa.history.digest(), fb.history.digest());
+    let c = hunt(&spec(Search::Guided, 8, 2), &|_, _, _| {});
+    assert_ne!(
+        a.path_digest, c.path_digest,
+        "another first seed, another path"
+    );
+}
+
+#[test]
+fn the_random_search_runs_seeds_in_order_and_stops_at_the_first_violation() {
+    let setup = Setup::registered("redlock", &[]).expect("redlock");
+    let first = 1000;
+    let expected = (first..first + 200)
+        .position(|seed| {
+            let s = setup.scenario(seed, &[FaultKind::CrashRestart]);
+            check_scenario(&s, setup.algo.clone())
+                .verdict
+                .violates(Property::S1)
+        })
+        .expect("some seed of 200 violates S1") as u64;
+    let out = hunt(&spec(Search::Random, first, 2), &|_, _, _| {});
+    let f = out.found.expect("a find");
+    assert_eq!(out.runs, expected + 1);
+    assert_eq!(f.scenario.seed, first + expected);
+}
+
+#[test]
+fn a_guided_find_replays_its_violation_and_its_feedback_saw_two_holders() {
+    let out = hunt(&spec(Search::Guided, 3, 2), &|_, _, _| {});
+    let f = out.found.expect("a find");
+    let again = check_scenario(
+        &f.scenario,
+        Setup::registered("redlock", &[]).expect("redlock").algo,
+    );
+    assert!(again.verdict.violates(Property::S1));
+    assert_eq!(again.history.expect("ran").digest(), f.history.digest());
+    // Two clients believed they held at once: the nearest miss is a hit.
+    assert_eq!(feedback(&f.history).hold_gap, Some(0));
+}
+
+#[test]
+fn a_budget_without_a_violation_says_so() {
+    let h = Hunt {
+        setup: Setup::registered("central", &[]).expect("central"),
+        kinds: vec![FaultKind::None],
+        property: Some(Property::S1),
+        budget: 24,
+        search: Search::Guided,
+        first_seed: 0,
+        jobs: 2,
+    };
+    let out = hunt(&h, &|_, _, _| {});
+    assert!(out.found.is_none());
+    assert_eq!(out.runs, 24);
+    assert!(out.corpus > 0 && out.features > 0);
+    assert_eq!(out.runs_without_grants, 0);
+}
