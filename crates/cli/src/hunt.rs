@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use locksim_core::text::plural;
-use locksim_core::Property;
+use locksim_core::{Property, Trace};
 use locksim_explore::hunt::{hunt, Hunt, Origin, Search};
 use locksim_explore::shrink::{shrink, trace_file_name};
 
@@ -26,11 +26,15 @@ seed); one in four, and the first 16, are the fresh seeds `--search random` runs
 Candidates are made 8 at a time and judged in order, so `--first-seed` alone fixes the search
 path and the find, whatever --jobs.
 
-A find is an ordinary scenario (a seed and an explicit plan): it is shrunk as `locksim shrink`
-does and written to --out-dir, and replays, renders and shrinks like any trace.
+A find is an ordinary scenario (a seed and an explicit plan; a mutant's plan is its own, so
+its seed alone does not rerun it): it is shrunk as `locksim shrink` does (the shrinker may
+change the seed too) and written to --out-dir, and replays, renders and shrinks like any
+trace. A property the algorithm does not judge (L1 of a lock that never expires) is refused
+before any run.
 
 Exit code: 1 when a run violated the property (found), 0 when the budget ran out without one,
-2 on bad input, 3 when the budget ran out and some runs granted nothing or failed to run.
+2 on bad input, 3 when the budget ran out and some runs granted nothing or failed to run, or
+no fault took effect in any run.
 
 Examples:
   locksim hunt sims/k3-raft-lease-unlock-by-name.toml --faults delay --property S4 --budget 2000
@@ -53,7 +57,8 @@ pub struct HuntArgs {
     /// Algorithm to hunt in (see `locksim list`).
     #[arg(long, value_name = "NAME")]
     algo: Option<String>,
-    /// Fault kinds fresh seeds draw their plans from [default: mixed; for a file, its own kind].
+    /// Fault kinds fresh seeds draw their plans from [default: mixed; for a file with one
+    /// kind, that kind; a file with several needs one chosen].
     #[arg(long, value_name = "KIND[,KIND]")]
     faults: Option<String>,
     /// Add the explicit faults of this file (`[[fault]]` entries) to every run's plan.
@@ -80,12 +85,14 @@ pub struct HuntArgs {
     /// Where to write the shrunk trace of a find.
     #[arg(long, value_name = "DIR", default_value = "traces")]
     out_dir: PathBuf,
-    /// Report the find without shrinking it or writing a trace.
+    /// Write the find's trace as it ran, without shrinking it.
     #[arg(long)]
     no_shrink: bool,
     /// Print one JSON object on stdout: `{"found", "runs", "budget", "search", "first_seed",
-    /// "property", "seed", "origin", "trace", "corpus", "features", "runs_without_grants",
-    /// "errors", "path_digest"}`; progress still goes to stderr.
+    /// "property", "seed" (the find's), "origin" ({"kind": "fresh"} or {"kind": "mutant",
+    /// "parent": RUN, "mutations": [...]}), "trace", "trace_seed" (the trace's, after
+    /// shrinking), "corpus", "features", "runs_without_grants", "runs_with_faults", "errors",
+    /// "path_digest"}`; progress still goes to stderr.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -108,8 +115,21 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
         &a.set,
         a.plan.as_ref(),
     )?;
-    a.memory.check(&chosen.scenario(a.first_seed))?;
-    if !a.no_shrink && a.out_dir.exists() && !a.out_dir.is_dir() {
+    let first = chosen.scenario(a.first_seed);
+    a.memory.check(&first)?;
+    if let Some(p) = property {
+        let judged =
+            locksim_explore::outcome::check_options_for(&first, &*chosen.setup.algo).properties();
+        if !judged.contains(&p) {
+            let names: Vec<String> = judged.iter().map(|p| p.to_string()).collect();
+            return Err(format!(
+                "--property {p}: {p} is not judged for {} (it judges {}): a hunt for it could only come back empty",
+                chosen.setup.algorithm,
+                names.join(", ")
+            ));
+        }
+    }
+    if a.out_dir.exists() && !a.out_dir.is_dir() {
         return Err(format!(
             "--out-dir {}: exists and is not a directory",
             a.out_dir.display()
@@ -139,21 +159,29 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
     );
     let started = Instant::now();
     let progress = Progress::new("runs", a.budget);
-    let out = hunt(&h, &|runs, _, _| progress.set(runs));
+    let out = quiet_seed_panics(|| hunt(&h, &|runs, _, _| progress.set(runs)));
     progress.finish();
     let secs = started.elapsed().as_secs_f64();
     let mut trace_path = None;
+    let mut trace_seed = None;
     if let Some(f) = &out.found {
-        if !a.no_shrink {
+        let trace = if a.no_shrink {
+            Trace::new(
+                f.scenario.clone(),
+                f.history.digest(),
+                f.verdict.clone(),
+                Some(f.history.events.clone()),
+            )
+        } else {
             let sp = Progress::spinner();
             let shrunk = shrink(&f.scenario, f.property, &|line| sp.note(line));
             sp.finish();
-            let shrunk = shrunk?;
-            let trace = shrunk.trace(true);
-            let path = a.out_dir.join(trace_file_name(&trace, f.property));
-            trace.write_new(&path)?;
-            trace_path = Some(path);
-        }
+            shrunk?.trace(true)
+        };
+        let path = a.out_dir.join(trace_file_name(&trace, f.property));
+        trace.write_new(&path)?;
+        trace_seed = Some(trace.scenario.seed);
+        trace_path = Some(path);
     }
     let origin = |o: &Origin| match o {
         Origin::Fresh => "a fresh seed".to_string(),
@@ -176,11 +204,20 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
             "first_seed": a.first_seed,
             "property": out.found.as_ref().map(|f| f.property.to_string()).or(a.property.clone()),
             "seed": out.found.as_ref().map(|f| f.scenario.seed),
-            "origin": out.found.as_ref().map(|f| origin(&f.origin)),
+            "origin": out.found.as_ref().map(|f| match &f.origin {
+                Origin::Fresh => serde_json::json!({"kind": "fresh"}),
+                Origin::Mutant { parent, mutations } => serde_json::json!({
+                    "kind": "mutant",
+                    "parent": parent,
+                    "mutations": mutations.iter().map(|m| m.name()).collect::<Vec<_>>(),
+                }),
+            }),
             "trace": trace_path.as_ref().map(|p| p.display().to_string()),
+            "trace_seed": trace_seed,
             "corpus": out.corpus,
             "features": out.features,
             "runs_without_grants": out.runs_without_grants,
+            "runs_with_faults": out.runs_with_faults,
             "errors": out.errors,
             "path_digest": format!("{:016x}", out.path_digest),
         });
@@ -199,7 +236,12 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
                     origin(&f.origin)
                 );
                 if let Some(p) = &trace_path {
-                    println!("shrunk trace: {}", p.display());
+                    let how = if a.no_shrink { "trace" } else { "shrunk trace" };
+                    println!(
+                        "{how}: {} (seed {})",
+                        p.display(),
+                        trace_seed.unwrap_or(f.scenario.seed)
+                    );
                     println!(
                         "replay it with: {} replay {}",
                         crate::program(),
@@ -215,7 +257,7 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
                 a.first_seed
             ),
         }
-        if search == Search::Guided {
+        if search == Search::Guided && out.corpus > 0 {
             println!(
                 "corpus: {} kept, {} distinct lock states and event pairs seen",
                 plural(out.corpus as u64, "run"),
@@ -236,9 +278,42 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
             plural(out.errors, "run")
         );
     }
-    Ok(ExitCode::from(match (&out.found, idle) {
-        (Some(_), _) => 1,
-        (None, 0) => 0,
-        (None, _) => 3,
+    let faultless = chosen
+        .kinds
+        .iter()
+        .any(|k| *k != locksim_core::FaultKind::None)
+        && out.runs_with_faults == 0
+        && out.runs > out.errors;
+    if faultless {
+        eprintln!(
+            "warning: no fault took effect in any of the {} (e.g. leader-change where no server leads): the search ran fault-free",
+            plural(out.runs, "run")
+        );
+    }
+    Ok(ExitCode::from(match (&out.found, idle, faultless) {
+        (Some(_), _, _) => 1,
+        (None, 0, false) => 0,
+        (None, _, _) => 3,
     }))
+}
+
+/// Runs `f` with the panics of simulation threads (`locksim-seed-…`) kept quiet: a seed that
+/// fails to run is counted and its first error reported once, not printed per run.
+fn quiet_seed_panics<T>(f: impl FnOnce() -> T) -> T {
+    let previous = std::sync::Arc::new(std::panic::take_hook());
+    let inner = previous.clone();
+    std::panic::set_hook(Box::new(move |info| {
+        let seed_thread = std::thread::current()
+            .name()
+            .is_some_and(|n| n.starts_with("locksim-seed-"));
+        if !seed_thread {
+            inner(info);
+        }
+    }));
+    let out = f();
+    let _ = std::panic::take_hook();
+    if let Ok(hook) = std::sync::Arc::try_unwrap(previous) {
+        std::panic::set_hook(hook);
+    }
+    out
 }

@@ -928,5 +928,35 @@ fn hunt_finds_shrinks_and_reports_as_json() {
         &["hunt", "--algo", "central", "--property", "S9"],
         &["S9", "S1"],
     );
+    // A property the algorithm never judges is refused before any run, not "not found".
+    rejects(
+        &[
+            "hunt",
+            "--algo",
+            "pg-advisory",
+            "--property",
+            "L1",
+            "--budget",
+            "5",
+        ],
+        &["L1 is not judged for pg-advisory"],
+    );
+    // Faults that never take effect: nothing found proves nothing (exit 3).
+    let o = locksim(&[
+        "hunt",
+        "--algo",
+        "redlock",
+        "--faults",
+        "leader-change",
+        "--budget",
+        "8",
+        "--no-shrink",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no fault took effect"),
+        "{}",
+        stderr(&o)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -118,6 +118,9 @@ pub struct HuntOutcome {
     pub features: usize,
     /// Runs that granted nothing: a search over them explored no lock.
     pub runs_without_grants: u64,
+    /// Runs in which some fault took effect (see [`crate::applied`]): with none, the search
+    /// ran fault-free.
+    pub runs_with_faults: u64,
     /// Runs that failed to run (an algorithm panicked), with the first error.
     pub errors: u64,
     /// The first such error.
@@ -162,6 +165,7 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
     let mut seen: BTreeSet<u64> = BTreeSet::new();
     let mut runs = 0u64;
     let mut no_grants = 0u64;
+    let mut with_faults = 0u64;
     let mut errors = 0u64;
     let mut first_error = None;
     let mut path = xxhash_rust::xxh3::Xxh3::new();
@@ -223,6 +227,9 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
                 if crate::outcome::grants(hist) == 0 {
                     no_grants += 1;
                 }
+                if crate::applied::faults_applied(hist) > 0 {
+                    with_faults += 1;
+                }
             }
             if let (Some(p), Some(history)) = (hit(&r.verdict, h.property), r.history) {
                 progress(run, corpus.len(), seen.len());
@@ -239,6 +246,7 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
                     corpus: corpus.len(),
                     features: seen.len(),
                     runs_without_grants: no_grants,
+                    runs_with_faults: with_faults,
                     errors,
                     first_error,
                     path_digest: path.digest(),
@@ -278,6 +286,7 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
         corpus: corpus.len(),
         features: seen.len(),
         runs_without_grants: no_grants,
+        runs_with_faults: with_faults,
         errors,
         first_error,
         path_digest: path.digest(),
