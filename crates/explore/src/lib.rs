@@ -3,7 +3,8 @@
 //! Exploring many runs: [`setup`] turns an algorithm and settings into scenarios,
 //! [`faultgen`] draws a fault plan from each seed, [`outcome`] runs one scenario through the
 //! simulation and the checkers, and [`campaign`] runs an algorithm × fault-kind matrix over a
-//! seed range on every core; [`shrink`] makes a failing scenario small, [`replay`] re-runs a
+//! seed range on every core; [`hunt`] searches fault plans for a rare violation (guided by
+//! what each run did to the lock, or seed by seed); [`shrink`] makes a failing scenario small, [`replay`] re-runs a
 //! trace and compares (your own algorithm's too), [`page`] draws it; [`tla`] exports a trace for validation against the TLA+ specifications;
 //! [`budget`] refuses scenarios whose estimated memory is over a limit; [`compare`] sets two
 //! sets of runs side by side per property (rates, intervals, Fisher's exact test).

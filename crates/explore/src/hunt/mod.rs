@@ -169,7 +169,8 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
     let mut errors = 0u64;
     let mut first_error = None;
     let mut path = xxhash_rust::xxh3::Xxh3::new();
-    while runs < h.budget {
+    let mut found = None;
+    while runs < h.budget && found.is_none() {
         let n = (h.budget - runs).min(BATCH as u64) as usize;
         let batch: Vec<Candidate> = (0..n)
             .map(|i| {
@@ -232,25 +233,16 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
                 }
             }
             if let (Some(p), Some(history)) = (hit(&r.verdict, h.property), r.history) {
-                progress(run, corpus.len(), seen.len());
-                return HuntOutcome {
-                    runs: run,
-                    found: Some(Find {
-                        scenario: c.scenario,
-                        property: p,
-                        verdict: r.verdict,
-                        history,
-                        run,
-                        origin: c.origin,
-                    }),
-                    corpus: corpus.len(),
-                    features: seen.len(),
-                    runs_without_grants: no_grants,
-                    runs_with_faults: with_faults,
-                    errors,
-                    first_error,
-                    path_digest: path.digest(),
-                };
+                runs = run;
+                found = Some(Find {
+                    scenario: c.scenario,
+                    property: p,
+                    verdict: r.verdict,
+                    history,
+                    run,
+                    origin: c.origin,
+                });
+                break;
             }
             if h.search == Search::Guided {
                 let new = r
@@ -277,12 +269,14 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
                 }
             }
         }
-        runs += n as u64;
+        if found.is_none() {
+            runs += n as u64;
+        }
         progress(runs, corpus.len(), seen.len());
     }
     HuntOutcome {
         runs,
-        found: None,
+        found,
         corpus: corpus.len(),
         features: seen.len(),
         runs_without_grants: no_grants,
