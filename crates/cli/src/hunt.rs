@@ -33,8 +33,8 @@ trace. A property the algorithm does not judge (L1 of a lock that never expires)
 before any run.
 
 Exit code: 1 when a run violated the property (found), 0 when the budget ran out without one,
-2 on bad input, 3 when the budget ran out and some runs granted nothing or failed to run, or
-no fault took effect in any run.
+2 on bad input, 3 when the budget ran out and some runs granted nothing or failed to run, no
+fault took effect in any run, or (for S2) no write reached the resource.
 
 Examples:
   locksim hunt sims/k3-raft-lease-unlock-by-name.toml --faults delay --property S4 --budget 2000
@@ -91,7 +91,8 @@ pub struct HuntArgs {
     /// Print one JSON object on stdout: `{"found", "runs", "budget", "search", "first_seed",
     /// "property", "seed" (the find's), "origin" ({"kind": "fresh"} or {"kind": "mutant",
     /// "parent": RUN, "mutations": [...]}), "trace", "trace_seed" (the trace's, after
-    /// shrinking), "corpus", "features", "runs_without_grants", "runs_with_faults", "errors",
+    /// shrinking), "corpus", "features", "runs_without_grants", "runs_with_faults",
+    /// "runs_with_writes", "errors",
     /// "path_digest"}`; progress still goes to stderr.
     #[arg(long)]
     json: bool,
@@ -102,6 +103,9 @@ pub struct HuntArgs {
 pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
     if a.budget == 0 {
         return Err("--budget 0: give at least one run".into());
+    }
+    if a.first_seed.checked_add(a.budget).is_none() {
+        return Err("--first-seed + --budget does not fit in 64 bits".into());
     }
     let property = a
         .property
@@ -129,11 +133,15 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
             ));
         }
     }
-    if a.out_dir.exists() && !a.out_dir.is_dir() {
-        return Err(format!(
-            "--out-dir {}: exists and is not a directory",
-            a.out_dir.display()
-        ));
+    // Say so now, not after the whole hunt: the nearest existing folder on the way must be one.
+    if let Some(existing) = a.out_dir.ancestors().find(|p| p.exists()) {
+        if !existing.is_dir() {
+            return Err(format!(
+                "--out-dir {}: {} exists and is not a directory",
+                a.out_dir.display(),
+                existing.display()
+            ));
+        }
     }
     let search = match a.search {
         SearchArg::Guided => Search::Guided,
@@ -218,6 +226,7 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
             "features": out.features,
             "runs_without_grants": out.runs_without_grants,
             "runs_with_faults": out.runs_with_faults,
+            "runs_with_writes": out.runs_with_writes,
             "errors": out.errors,
             "path_digest": format!("{:016x}", out.path_digest),
         });
@@ -290,11 +299,21 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
             plural(out.runs, "run")
         );
     }
-    Ok(ExitCode::from(match (&out.found, idle, faultless) {
-        (Some(_), _, _) => 1,
-        (None, 0, false) => 0,
-        (None, _, _) => 3,
-    }))
+    let writeless =
+        property == Some(Property::S2) && out.runs_with_writes == 0 && out.runs > out.errors;
+    if writeless {
+        eprintln!(
+            "warning: S2: no write reached the resource in any of the {}: stale writes were never possible",
+            plural(out.runs, "run")
+        );
+    }
+    Ok(ExitCode::from(
+        match (&out.found, idle, faultless || writeless) {
+            (Some(_), _, _) => 1,
+            (None, 0, false) => 0,
+            (None, _, _) => 3,
+        },
+    ))
 }
 
 /// Runs `f` with the panics of simulation threads (`locksim-seed-…`) kept quiet: a seed that

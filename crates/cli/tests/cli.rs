@@ -928,6 +928,34 @@ fn hunt_finds_shrinks_and_reports_as_json() {
         &["hunt", "--algo", "central", "--property", "S9"],
         &["S9", "S1"],
     );
+    rejects(
+        &[
+            "hunt",
+            "--algo",
+            "central",
+            "--first-seed",
+            "18446744073709551610",
+            "--budget",
+            "20",
+        ],
+        &["64 bits"],
+    );
+    let file = dir.join("a-file");
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(&file, "x").expect("temp file");
+    let under = file.join("sub").to_string_lossy().to_string();
+    rejects(
+        &[
+            "hunt",
+            "--algo",
+            "central",
+            "--budget",
+            "2",
+            "--out-dir",
+            &under,
+        ],
+        &["is not a directory"],
+    );
     // A property the algorithm never judges is refused before any run, not "not found".
     rejects(
         &[

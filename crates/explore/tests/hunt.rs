@@ -83,3 +83,53 @@ fn a_budget_without_a_violation_says_so() {
     assert!(out.corpus > 0 && out.features > 0);
     assert_eq!(out.runs_without_grants, 0);
 }
+
+#[test]
+fn mutants_keep_the_explicit_plan_and_always_change_the_scenario() {
+    use locksim_core::{Fault, FaultPlan, TimedFault};
+    use rand::SeedableRng;
+    let pause = TimedFault::at(
+        2_000_000_000,
+        Fault::Pause {
+            node: 5,
+            duration: 1_500_000_000,
+            task: Default::default(),
+        },
+    );
+    let setup = Setup::registered("central", &[])
+        .expect("central")
+        .with_plan(FaultPlan::new(vec![pause.clone()]));
+    let kinds = [FaultKind::Partition];
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+    let mut parent = setup.scenario(0, &kinds);
+    let mut same = 0;
+    for _ in 0..300 {
+        let (m, done) = locksim_explore::hunt::mutate::mutate(&parent, &setup, &kinds, &mut rng);
+        assert!(
+            m.faults.faults.contains(&pause),
+            "the explicit pause is gone"
+        );
+        // One mutation always changes the scenario; two may cancel out (an add, then a drop
+        // of what was added), which the hunt then skips as already run.
+        if m == parent {
+            assert_eq!(done.len(), 2, "{done:?} left the scenario as it was");
+            same += 1;
+        }
+        parent = m;
+    }
+    assert!(same < 10, "{same} of 300 mutants were their parent");
+}
+
+#[test]
+fn a_lease_taken_over_after_its_deadline_is_a_near_miss_not_a_hit() {
+    // central under pauses, seed 107: c1 is paused past its lease's deadline and c2 is
+    // granted 43 ms after it; the run is safe.
+    let setup = Setup::registered("central", &[]).expect("central");
+    let out = check_scenario(
+        &setup.scenario(107, &[FaultKind::Pause]),
+        setup.algo.clone(),
+    );
+    assert!(out.verdict.is_safe());
+    let gap = feedback(&out.history.expect("ran")).hold_gap;
+    assert!(gap.is_some_and(|g| g > 0), "hold gap {gap:?}");
+}

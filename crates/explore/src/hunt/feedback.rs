@@ -17,9 +17,9 @@
 //!
 //! Its *near misses* are two margins in true time, the smaller the closer:
 //!
-//! - **hold gap**: the shortest time between one client ceasing to believe it holds a key (its
-//!   release, giving the lease up, or its crash) and another client's grant of that key: 0 or
-//!   less is S1;
+//! - **hold gap**: the shortest time between one client's hold of a key ending (its release,
+//!   giving the lease up, its crash, or its lease's validity deadline, whichever comes first)
+//!   and another client's grant of that key: 0 when the two overlap;
 //! - **stale-write gap**: the shortest time between a write the resource accepted from one
 //!   grant and the service's next grant of that key to another client: a write that lands just
 //!   after that grant (in a run whose timing moved a little) is a stale write, S2.
@@ -168,9 +168,11 @@ pub fn feedback(history: &History) -> Feedback {
             | EventKind::WriteRejected { key, .. } => Some(*key),
             _ => None,
         };
+        // A hold ends at its end event or at its validity deadline, whichever comes first
+        // (as the S1 checker ends it).
         let mut end_hold = |holds: &mut BTreeMap<u32, BTreeMap<u64, Hold>>, k: u32, h: u64| {
             if let Some(hold) = holds.get_mut(&k).and_then(|m| m.remove(&h)) {
-                last_end.insert(k, (hold.client, t));
+                last_end.insert(k, (hold.client, hold.until.map_or(t, |u| u.min(t))));
             }
         };
         match &e.kind {
@@ -187,11 +189,13 @@ pub fn feedback(history: &History) -> Feedback {
                         closer(&mut fb.hold_gap, t.saturating_sub(at));
                     }
                 }
-                if holds
-                    .get(key)
-                    .is_some_and(|m| m.values().any(|o| o.client != e.node))
-                {
-                    closer(&mut fb.hold_gap, 0);
+                // Another client still believes it holds: the gap is from its deadline (0
+                // while its lease is still valid: both hold at once).
+                for o in holds.get(key).into_iter().flat_map(|m| m.values()) {
+                    if o.client != e.node {
+                        let gap = o.until.map_or(0, |u| t.saturating_sub(u));
+                        closer(&mut fb.hold_gap, gap);
+                    }
                 }
                 holds.entry(*key).or_default().insert(
                     *h,

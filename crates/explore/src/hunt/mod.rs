@@ -37,6 +37,17 @@ pub const BATCH: usize = 8;
 const WARMUP: u64 = 16;
 /// Share of the guided search's runs that are fresh seeds, in percent.
 const FRESH_PCT: u32 = 25;
+/// Mutants drawn for one candidate before a fresh seed takes its place.
+const MUTANT_TRIES: usize = 8;
+
+/// A scenario's digest (its JSON's xxh3), to recognise a candidate already run.
+fn digest(s: &Scenario) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(
+        serde_json::to_string(s)
+            .expect("scenarios serialize")
+            .as_bytes(),
+    )
+}
 
 /// How candidates are chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +81,8 @@ pub struct Hunt {
     pub budget: u64,
     /// The search.
     pub search: Search,
-    /// The first fresh seed, and the seed of the guided search's own choices.
+    /// The first fresh seed, and the seed of the guided search's own choices (fresh seeds are
+    /// `first_seed ..`, at most `budget` of them; past `u64::MAX` they wrap).
     pub first_seed: u64,
     /// Worker threads.
     pub jobs: usize,
@@ -121,9 +133,11 @@ pub struct HuntOutcome {
     /// Runs in which some fault took effect (see [`crate::applied`]): with none, the search
     /// ran fault-free.
     pub runs_with_faults: u64,
+    /// Runs in which the resource accepted a write: with none, S2 was never exercised.
+    pub runs_with_writes: u64,
     /// Runs that failed to run (an algorithm panicked), with the first error.
     pub errors: u64,
-    /// The first such error.
+    /// The first such error, with its run and seed.
     pub first_error: Option<String>,
     /// A digest of the search path (every candidate's scenario, in order): the same
     /// `first_seed` gives the same digest.
@@ -166,50 +180,53 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
     let mut runs = 0u64;
     let mut no_grants = 0u64;
     let mut with_faults = 0u64;
+    let mut with_writes = 0u64;
     let mut errors = 0u64;
     let mut first_error = None;
     let mut path = xxhash_rust::xxh3::Xxh3::new();
     let mut found = None;
+    // Digests of every candidate so far.
+    let mut tried: BTreeSet<u64> = BTreeSet::new();
     while runs < h.budget && found.is_none() {
         let n = (h.budget - runs).min(BATCH as u64) as usize;
-        let batch: Vec<Candidate> = (0..n)
-            .map(|i| {
-                let fresh = h.search == Search::Random
-                    || corpus.is_empty()
-                    || runs + (i as u64) < WARMUP
-                    || rng.gen_range(0..100) < FRESH_PCT;
-                if fresh {
-                    let s = h.setup.scenario(next_fresh, &h.kinds);
-                    next_fresh += 1;
-                    Candidate {
-                        scenario: s,
-                        origin: Origin::Fresh,
-                    }
-                } else {
+        let mut batch: Vec<Candidate> = Vec::with_capacity(n);
+        for i in 0..n {
+            let fresh = h.search == Search::Random
+                || corpus.is_empty()
+                || runs + (i as u64) < WARMUP
+                || rng.gen_range(0..100) < FRESH_PCT;
+            let mutant = (!fresh)
+                .then(|| {
                     let p = pick(&mut corpus, &mut rng);
                     let parent = &corpus[p];
-                    let mut tries = 0;
-                    loop {
+                    // A deterministic simulation run twice finds nothing new: a mutant that
+                    // repeats an earlier candidate (or is invalid) is drawn again, then given up
+                    // for a fresh seed.
+                    (0..MUTANT_TRIES).find_map(|_| {
                         let (s, mutations) =
                             mutate::mutate(&parent.scenario, &h.setup, &h.kinds, &mut rng);
-                        tries += 1;
-                        if s.faults.validate(&s.cluster).is_ok() || tries >= 4 {
-                            break Candidate {
-                                scenario: if s.faults.validate(&s.cluster).is_ok() {
-                                    s
-                                } else {
-                                    parent.scenario.clone()
-                                },
+                        (s.faults.validate(&s.cluster).is_ok() && !tried.contains(&digest(&s)))
+                            .then_some(Candidate {
+                                scenario: s,
                                 origin: Origin::Mutant {
                                     parent: parent.run,
                                     mutations,
                                 },
-                            };
-                        }
-                    }
+                            })
+                    })
+                })
+                .flatten();
+            let c = mutant.unwrap_or_else(|| {
+                let s = h.setup.scenario(next_fresh, &h.kinds);
+                next_fresh = next_fresh.wrapping_add(1);
+                Candidate {
+                    scenario: s,
+                    origin: Origin::Fresh,
                 }
-            })
-            .collect();
+            });
+            tried.insert(digest(&c.scenario));
+            batch.push(c);
+        }
         for c in &batch {
             path.update(
                 serde_json::to_string(&c.scenario)
@@ -222,7 +239,8 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
             let run = runs + i as u64 + 1;
             if let Some(e) = &r.error {
                 errors += 1;
-                first_error.get_or_insert_with(|| e.clone());
+                first_error
+                    .get_or_insert_with(|| format!("run {run} (seed {}): {e}", c.scenario.seed));
             }
             if let Some(hist) = &r.history {
                 if crate::outcome::grants(hist) == 0 {
@@ -230,6 +248,14 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
                 }
                 if crate::applied::faults_applied(hist) > 0 {
                     with_faults += 1;
+                }
+                if hist.events.iter().any(|e| {
+                    matches!(
+                        e.kind,
+                        locksim_core::history::EventKind::WriteAccepted { .. }
+                    )
+                }) {
+                    with_writes += 1;
                 }
             }
             if let (Some(p), Some(history)) = (hit(&r.verdict, h.property), r.history) {
@@ -281,6 +307,7 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
         features: seen.len(),
         runs_without_grants: no_grants,
         runs_with_faults: with_faults,
+        runs_with_writes: with_writes,
         errors,
         first_error,
         path_digest: path.digest(),
