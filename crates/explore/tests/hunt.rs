@@ -133,3 +133,36 @@ fn a_lease_taken_over_after_its_deadline_is_a_near_miss_not_a_hit() {
     let gap = feedback(&out.history.expect("ran")).hold_gap;
     assert!(gap.is_some_and(|g| g > 0), "hold gap {gap:?}");
 }
+
+#[test]
+fn the_guided_search_needs_at_most_twice_the_random_searchs_runs() {
+    // Half its runs after the warm-up are the random search's seeds in order.
+    // Redlock's S1 under crash-restart: run 12 from seed 1000 (in the warm-up), run 287 from
+    // seed 2000.
+    for first in [1000, 2000] {
+        let random = hunt(
+            &Hunt {
+                budget: 400,
+                ..spec(Search::Random, first, 2)
+            },
+            &|_, _, _| {},
+        );
+        let guided = hunt(
+            &Hunt {
+                budget: 2 * random.runs,
+                ..spec(Search::Guided, first, 2)
+            },
+            &|_, _, _| {},
+        );
+        assert!(
+            random.found.is_some(),
+            "first seed {first}: random found nothing"
+        );
+        assert!(
+            guided.found.is_some(),
+            "first seed {first}: guided found nothing in {} runs (random: {})",
+            guided.runs,
+            random.runs
+        );
+    }
+}

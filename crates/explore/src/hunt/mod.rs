@@ -5,8 +5,9 @@
 //! - [`Search::Random`] runs seeds `first_seed`, `first_seed + 1`, … as a campaign does;
 //! - [`Search::Guided`] keeps a corpus of runs that did something new for the lock (see
 //!   [`feedback`]: abstract lock states and event pairs no earlier run showed, or a nearer
-//!   miss) and spends most runs on mutants of those runs' fault plans (see [`mutate`]),
-//!   interleaved with the same fresh seeds the random search runs.
+//!   miss) and spends every second run, after the first [`WARMUP`] fresh seeds, on mutants of
+//!   those runs' fault plans (see [`mutate`]); the other runs are the fresh seeds the random
+//!   search runs, in the same order, so it is never worse than twice the random search.
 //!
 //! Candidates are made in batches of [`BATCH`] from the state the previous batches left, run
 //! on `jobs` threads, and judged in the order they were made, so the search path — and the
@@ -34,9 +35,10 @@ use mutate::Mutation;
 /// number of threads).
 pub const BATCH: usize = 8;
 /// Fresh seeds the guided search runs before it mutates anything.
-const WARMUP: u64 = 16;
-/// Share of the guided search's runs that are fresh seeds, in percent.
-const FRESH_PCT: u32 = 25;
+pub const WARMUP: u64 = 16;
+// After the warm-up every second run of the guided search is the next fresh seed, so it
+// reaches the random search's find at run 2r - WARMUP at the latest (r: the random search's
+// runs): never more than twice the runs, whatever its mutants are worth.
 /// Mutants drawn for one candidate before a fresh seed takes its place.
 const MUTANT_TRIES: usize = 8;
 
@@ -191,10 +193,11 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
         let n = (h.budget - runs).min(BATCH as u64) as usize;
         let mut batch: Vec<Candidate> = Vec::with_capacity(n);
         for i in 0..n {
+            let index = runs + i as u64;
             let fresh = h.search == Search::Random
                 || corpus.is_empty()
-                || runs + (i as u64) < WARMUP
-                || rng.gen_range(0..100) < FRESH_PCT;
+                || index < WARMUP
+                || (index - WARMUP).is_multiple_of(2);
             let mutant = (!fresh)
                 .then(|| {
                     let p = pick(&mut corpus, &mut rng);
