@@ -214,8 +214,9 @@ struct Server {
     /// with the leader since it started (a restarted follower serves nobody until then).
     epoch: u32,
     serving: bool,
-    /// Leader: after it was out of touch with its quorum, the last zxid it had proposed by
-    /// then. Until that is committed it serves no client, and a `sync` waits for it: a Zab
+    /// Leader: after it was last out of touch with its quorum, the last zxid it had proposed
+    /// by then (kept afterwards: once committed it no longer holds anything back). Until that
+    /// is committed it serves no client, and a `sync` waits for it: a Zab
     /// leader re-establishing its epoch first brings a quorum up to its whole history,
     /// proposals the quorum never acknowledged included, and serves only then (ZooKeeper's
     /// Zab, phase 2 "synchronization"; Junqueira, Reed and Serafini, DSN 2011). Without it a
@@ -332,16 +333,9 @@ impl Server {
     }
 
     /// Leader: proposals made before it lost its quorum are not all committed yet (see
-    /// `resync`); clears the mark once they are.
-    fn resyncing(&mut self) -> bool {
-        match self.resync {
-            Some(z) if self.committed < z => true,
-            Some(_) => {
-                self.resync = None;
-                false
-            }
-            None => false,
-        }
+    /// `resync`).
+    fn resyncing(&self) -> bool {
+        self.resync.is_some_and(|z| self.committed < z)
     }
 
     /// ZooKeeper's `syncLimit`: five ticks without hearing the other side.
