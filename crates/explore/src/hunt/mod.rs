@@ -42,13 +42,10 @@ pub const WARMUP: u64 = 16;
 /// Mutants drawn for one candidate before a fresh seed takes its place.
 const MUTANT_TRIES: usize = 8;
 
-/// A scenario's digest (its JSON's xxh3), to recognise a candidate already run.
-fn digest(s: &Scenario) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(
-        serde_json::to_string(s)
-            .expect("scenarios serialize")
-            .as_bytes(),
-    )
+/// A scenario as JSON: what the search path's digest reads, and what recognises a candidate
+/// already run (by its xxh3).
+fn json(s: &Scenario) -> String {
+    serde_json::to_string(s).expect("scenarios serialize")
 }
 
 /// How candidates are chosen.
@@ -208,34 +205,35 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
                     (0..MUTANT_TRIES).find_map(|_| {
                         let (s, mutations) =
                             mutate::mutate(&parent.scenario, &h.setup, &h.kinds, &mut rng);
-                        (s.faults.validate(&s.cluster).is_ok() && !tried.contains(&digest(&s)))
-                            .then_some(Candidate {
-                                scenario: s,
-                                origin: Origin::Mutant {
-                                    parent: parent.run,
-                                    mutations,
-                                },
-                            })
+                        if s.faults.validate(&s.cluster).is_err() {
+                            return None;
+                        }
+                        let text = json(&s);
+                        let c = Candidate {
+                            scenario: s,
+                            origin: Origin::Mutant {
+                                parent: parent.run,
+                                mutations,
+                            },
+                        };
+                        (!tried.contains(&xxhash_rust::xxh3::xxh3_64(text.as_bytes())))
+                            .then_some((c, text))
                     })
                 })
                 .flatten();
-            let c = mutant.unwrap_or_else(|| {
+            let (c, text) = mutant.unwrap_or_else(|| {
                 let s = h.setup.scenario(next_fresh, &h.kinds);
                 next_fresh = next_fresh.wrapping_add(1);
-                Candidate {
+                let text = json(&s);
+                let c = Candidate {
                     scenario: s,
                     origin: Origin::Fresh,
-                }
+                };
+                (c, text)
             });
-            tried.insert(digest(&c.scenario));
+            tried.insert(xxhash_rust::xxh3::xxh3_64(text.as_bytes()));
+            path.update(text.as_bytes());
             batch.push(c);
-        }
-        for c in &batch {
-            path.update(
-                serde_json::to_string(&c.scenario)
-                    .expect("scenarios serialize")
-                    .as_bytes(),
-            );
         }
         let results = run_batch(&batch, h);
         for (i, (c, r)) in batch.into_iter().zip(results).enumerate() {
@@ -252,12 +250,7 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
                 if crate::applied::faults_applied(hist) > 0 {
                     with_faults += 1;
                 }
-                if hist.events.iter().any(|e| {
-                    matches!(
-                        e.kind,
-                        locksim_core::history::EventKind::WriteAccepted { .. }
-                    )
-                }) {
+                if crate::outcome::writes_accepted(hist) > 0 {
                     with_writes += 1;
                 }
             }
