@@ -17,9 +17,11 @@
 //!
 //! Its *near misses* are two margins in true time, the smaller the closer:
 //!
-//! - **hold gap**: the shortest time between one client's hold of a key ending (its release,
-//!   giving the lease up, its crash, or its lease's validity deadline, whichever comes first)
-//!   and another client's grant of that key: 0 when the two overlap;
+//! - **hold gap**: the shortest time between one client's hold of a key ending and another
+//!   client's later hold of that key starting, with holds as S1 derives them
+//!   ([`locksim_check::holds::derive_holds`]: to the release, the lease's deadline, giving the
+//!   lease up or the crash, whichever comes first, or a later write): 0 when two overlap,
+//!   which is S1;
 //! - **stale-write gap**: the shortest time between a write the resource accepted from one
 //!   grant and the service's next grant of that key to another client: a write that lands just
 //!   after that grant (in a run whose timing moved a little) is a stale write, S2.
@@ -38,8 +40,9 @@ use locksim_core::{Fault, History, Nanos, NodeId};
 pub struct Feedback {
     /// Hashes of the abstract states and event pairs the run visited (sorted, no repeats).
     pub features: Vec<u64>,
-    /// Shortest gap, ns, between a client's hold ending and another client's grant of the
-    /// same key (`None`: no such pair).
+    /// Shortest gap, ns, between a client's hold ending and another client's later hold of
+    /// the same key starting, holds as S1 derives them; 0 when two overlap (`None`: no such
+    /// pair).
     pub hold_gap: Option<Nanos>,
     /// Shortest gap, ns, between an accepted write and the service's next grant of the same
     /// key to another client (`None`: no such pair).
@@ -131,7 +134,8 @@ fn mix(parts: &[u64]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(&bytes)
 }
 
-/// One believed hold: the client, and the true time its validity deadline passes.
+/// One believed hold (from the acquire `ok` to the release invoke, giving the lease up or
+/// the crash): the client, and the true time its validity deadline passes.
 #[derive(Clone, Copy)]
 struct Hold {
     client: NodeId,
@@ -142,12 +146,10 @@ struct Hold {
 pub fn feedback(history: &History) -> Feedback {
     // key → handle → hold
     let mut holds: BTreeMap<u32, BTreeMap<u64, Hold>> = BTreeMap::new();
-    // key → (client, time) of the last end of a hold
-    let mut last_end: BTreeMap<u32, (NodeId, Nanos)> = BTreeMap::new();
     // key → (client, time) of the last accepted write
     let mut last_write: BTreeMap<u32, (NodeId, Nanos)> = BTreeMap::new();
-    // handle → (key, client), to find the client of a write
-    let mut owner: BTreeMap<u64, (u32, NodeId)> = BTreeMap::new();
+    // handle → client, to find the client of a write
+    let mut owner: BTreeMap<u64, NodeId> = BTreeMap::new();
     // fault end times by type, for the mask of faults in force
     let mut in_force: Vec<(u64, Option<Nanos>)> = Vec::new();
     let mut features: Vec<u64> = Vec::with_capacity(history.events.len() * 2);
@@ -168,11 +170,9 @@ pub fn feedback(history: &History) -> Feedback {
             | EventKind::WriteRejected { key, .. } => Some(*key),
             _ => None,
         };
-        // A hold ends at its end event or at its validity deadline, whichever comes first
-        // (as the S1 checker ends it).
-        let mut end_hold = |holds: &mut BTreeMap<u32, BTreeMap<u64, Hold>>, k: u32, h: u64| {
-            if let Some(hold) = holds.get_mut(&k).and_then(|m| m.remove(&h)) {
-                last_end.insert(k, (hold.client, hold.until.map_or(t, |u| u.min(t))));
+        let end_hold = |holds: &mut BTreeMap<u32, BTreeMap<u64, Hold>>, k: u32, h: u64| {
+            if let Some(m) = holds.get_mut(&k) {
+                m.remove(&h);
             }
         };
         match &e.kind {
@@ -184,19 +184,6 @@ pub fn feedback(history: &History) -> Feedback {
                 deadline,
                 ..
             } => {
-                if let Some(&(c, at)) = last_end.get(key) {
-                    if c != e.node {
-                        closer(&mut fb.hold_gap, t.saturating_sub(at));
-                    }
-                }
-                // Another client still believes it holds: the gap is from its deadline (0
-                // while its lease is still valid: both hold at once).
-                for o in holds.get(key).into_iter().flat_map(|m| m.values()) {
-                    if o.client != e.node {
-                        let gap = o.until.map_or(0, |u| t.saturating_sub(u));
-                        closer(&mut fb.hold_gap, gap);
-                    }
-                }
                 holds.entry(*key).or_default().insert(
                     *h,
                     Hold {
@@ -204,7 +191,7 @@ pub fn feedback(history: &History) -> Feedback {
                         until: deadline.map(|d| d.at),
                     },
                 );
-                owner.insert(*h, (*key, e.node));
+                owner.insert(*h, e.node);
             }
             EventKind::Op {
                 f: OpF::Extend,
@@ -234,7 +221,7 @@ pub fn feedback(history: &History) -> Feedback {
                 }
             }
             EventKind::WriteAccepted { key, handle, .. } => {
-                if let Some(&(_, c)) = owner.get(handle) {
+                if let Some(&c) = owner.get(handle) {
                     last_write.insert(*key, (c, t));
                 }
             }
@@ -276,5 +263,22 @@ pub fn feedback(history: &History) -> Feedback {
     features.sort_unstable();
     features.dedup();
     fb.features = features;
+    fb.hold_gap = hold_gap(&locksim_check::holds::derive_holds(history));
     fb
+}
+
+/// The shortest gap, ns, from the end of one client's hold to the start of another client's
+/// later hold of the same key; 0 when two overlap. `holds` sorted by (key, start), as
+/// [`locksim_check::holds::derive_holds`] gives them.
+fn hold_gap(holds: &[locksim_check::holds::Hold]) -> Option<Nanos> {
+    let mut best: Option<Nanos> = None;
+    for (i, later) in holds.iter().enumerate() {
+        for earlier in holds[..i].iter().rev().take_while(|h| h.key == later.key) {
+            if earlier.client != later.client {
+                let gap = later.start.saturating_sub(earlier.end);
+                best = Some(best.map_or(gap, |b| b.min(gap)));
+            }
+        }
+    }
+    best
 }
