@@ -1,4 +1,4 @@
-//! `locksim real`: a scenario file against real redis-server or etcd processes on loopback, with real
+//! `locksim real`: a scenario file against real redis-server, etcd or PostgreSQL processes on loopback, with real
 //! faults, judged by the same checkers; `--compare` sets K real runs beside K simulated seeds.
 
 use std::path::PathBuf;
@@ -18,7 +18,8 @@ Starts the lock service as real processes, each on its own loopback address 127.
 temporary data directory: redis-server for central, central-fencing (one) and redlock (five
 masters), persistence from the `fsync` setting; a 3-member etcd (3.4) cluster for raft-lease,
 whose client speaks etcd's v3 API (needs a locksim built with --features etcd; its build needs
-protoc). The resource is a small server of ours and every client its own process (this
+protoc); one PostgreSQL server for db-lease (ShedLock's row; Debian's postgresql package, or
+--postgres PATH), started as the postgres user when this runs as root. The resource is a small server of ours and every client its own process (this
 binary, in a hidden mode). The file's explicit [[fault]] plan runs in real time: partition /
 isolate / isolate_leader / loss are nftables rules on those addresses (needs root), pause is
 SIGSTOP/SIGCONT, crash is SIGKILL and a restart on the same data directory, client clock
@@ -28,8 +29,8 @@ locksim-clockshim`, or LOCKSIM_CLOCKSHIM=PATH). True time is the host's CLOCK_MO
 processes' events merge into one history for the same S1-S4 checks.
 
 Refused with exit 2: algorithms without a real backend, delay and duplicate (no netem),
-drop_replies, task pauses, renewal, clock faults on Redis servers when the shim is not found
-and on etcd members always (Go ignores LD_PRELOAD; etcd times leases monotonically), and
+drop_replies, task pauses, renewal, clock faults on Redis servers when the shim is not found,
+on the PostgreSQL server (not yet) and on etcd members always (Go ignores LD_PRELOAD; etcd times leases monotonically), and
 raft-lease settings etcd cannot take (TTLs that are not whole seconds, fsync = never, the
 simulator's bug knobs), and network settings the host's TCP does not have (crash = host,
 tcp_rto_min / tcp_retries2 / tcp_orphan_retries other than Linux's defaults, network =
@@ -54,7 +55,8 @@ Examples:
   locksim real sims/real/redlock-pause.toml
   locksim real sims/real/redlock-pause.toml --trace real.json && locksim render real.json
   locksim real --compare sims/real/central-fencing-pause.toml --runs 3
-  locksim real sims/real/raft-lease-leader-isolation.toml      (built with --features etcd)";
+  locksim real sims/real/raft-lease-leader-isolation.toml      (built with --features etcd)
+  locksim real --compare sims/real/db-lease-client-clock-ahead.toml --runs 10 --liveness";
 
 #[derive(Args)]
 pub struct RealArgs {
@@ -96,6 +98,10 @@ pub struct RealArgs {
     /// The etcd executable (raft-lease).
     #[arg(long, value_name = "PATH", default_value = "etcd")]
     etcd: String,
+    /// The PostgreSQL server executable, with initdb beside it (db-lease) [default: the newest
+    /// /usr/lib/postgresql/N/bin/postgres, else postgres on PATH].
+    #[arg(long, value_name = "PATH")]
+    postgres: Option<String>,
 }
 
 /// `locksim real-node SPEC.json`: a client or the resource of a real run (hidden).
@@ -109,7 +115,7 @@ pub fn node_main(a: NodeArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn options(redis: &str, etcd: &str) -> Result<RealOptions, String> {
+fn options(redis: &str, etcd: &str, postgres: Option<&str>) -> Result<RealOptions, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
     Ok(RealOptions {
         clockshim: locksim_real::clockfile::find_shim(&exe),
@@ -117,6 +123,7 @@ fn options(redis: &str, etcd: &str) -> Result<RealOptions, String> {
         node_args: vec!["real-node".into()],
         redis: redis.to_string(),
         etcd: etcd.to_string(),
+        postgres: postgres.map(str::to_string),
     })
 }
 
@@ -180,7 +187,7 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
     let file = locksim_explore::campaign_file::CampaignFile::read(&a.file)?;
     let seed = a.seed.unwrap_or(file.first_seed);
     let scenario = chosen.scenario(seed);
-    let opts = options(&a.redis, &a.etcd)?;
+    let opts = options(&a.redis, &a.etcd, a.postgres.as_deref())?;
     if a.compare && a.trace.is_some() {
         return Err(
             "--trace records one real run; with --compare, run `locksim real FILE --seed N --trace F` for the run to keep"

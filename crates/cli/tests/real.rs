@@ -76,6 +76,18 @@ fn what_real_mode_cannot_run_is_one_line_and_exit_2() {
             "[[fault]]\nat = \"0s\"\ntype = \"clock_step\"\nnode = \"n1\"\ndelta = \"20s\"\n",
             "clock shim",
         ),
+        (
+            "db-step.toml",
+            "algorithm = \"db-lease\"\n",
+            "[[fault]]\nat = \"0s\"\ntype = \"clock_step\"\nnode = \"n1\"\ndelta = \"20s\"\n",
+            "PostgreSQL server",
+        ),
+        (
+            "db-knob.toml",
+            "algorithm = \"db-lease\"\nfaults = [\"none\"]\n",
+            "time_source = \"sundial\"\n",
+            "time_source",
+        ),
     ];
     let f = temp(
         "cmp.toml",
@@ -208,6 +220,55 @@ fn agree(file: &str, both: &[&str], neither: &[&str]) {
                 "{file}: {p} should hold on both sides: {v}"
             );
         }
+    }
+}
+
+/// PostgreSQL's server as `locksim real` finds it: Debian's `/usr/lib/postgresql/N/bin` (not on
+/// `PATH`), else `postgres` on `PATH`.
+fn have_postgres() -> bool {
+    let debian = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|e| e.path().join("bin/postgres").is_file() && e.path().join("bin/initdb").is_file());
+    debian || have("postgres", "db-lease on real PostgreSQL")
+}
+
+/// `db-lease` (ShedLock's row) on a real PostgreSQL server: the skewed client clock's double
+/// grants on both sides at seed 0 (same draws: c3 takes the held row), none with the database's
+/// clock, and none across a database crash and restart (the committed row survives; the
+/// service's records are read back from the restarted server).
+#[test]
+fn shipped_postgres_scenarios_agree_with_the_simulator() {
+    let _g = serial();
+    if !have_postgres() {
+        return;
+    }
+    agree("db-lease-client-clock-ahead.toml", &["S1", "S3"], &["S4"]);
+    agree("db-lease-db-time.toml", &[], &["S1", "S2", "S3", "S4"]);
+    agree("db-lease-db-crash.toml", &[], &["S1", "S2", "S3", "S4"]);
+}
+
+/// Ctrl-C during a PostgreSQL run: exit 130, no server (nor any of its backends), client or
+/// resource left, no folder (its data directory belongs to the server's user).
+#[test]
+fn interrupting_a_postgres_run_leaves_no_server_behind() {
+    let _g = serial();
+    if !have_postgres() {
+        return;
+    }
+    let before = real_dirs();
+    // The server, the resource and three clients.
+    let (status, kids, dirs) = interrupt(2, &before, "db-lease-db-time.toml", 5);
+    assert_eq!(status.code(), Some(130), "{status}");
+    // Five processes, and the server's own (its checkpointer, writer, a backend per client).
+    assert!(
+        kids.len() > 5,
+        "the server had no child processes: {kids:?}"
+    );
+    assert_eq!(settle(&kids), Vec::<u32>::new(), "processes left");
+    for d in dirs {
+        assert!(!d.exists(), "{} left", d.display());
     }
 }
 
@@ -443,6 +504,9 @@ fn interrupt(
         "the run never started its processes: {kids:?}"
     );
     std::thread::sleep(Duration::from_millis(300));
+    // And their children (a PostgreSQL server's backends), as they are at the signal.
+    let grandchildren: Vec<u32> = kids.iter().flat_map(|&k| children(k)).collect();
+    kids.extend(grandchildren);
     let new_dirs: Vec<PathBuf> = real_dirs()
         .into_iter()
         .filter(|d| !dirs_before.contains(d))

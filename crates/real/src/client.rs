@@ -190,6 +190,19 @@ fn hold(
         if stopped(lost_at) {
             break;
         }
+        // The service's word, if the client asks for it: the write below still comes a round
+        // trip after the answer.
+        if lost_at.is_none() {
+            if let Some(Err(why)) = lock.check_held(c, key) {
+                lose(
+                    &mut lost_at,
+                    format!("{}: {why}", LostCause::HeldCheck.prefix()),
+                );
+                if stopped(lost_at) {
+                    break;
+                }
+            }
+        }
         let value = (handle << 16) | (i as u64 + 1);
         let op = c.fresh();
         c.op(
@@ -293,7 +306,7 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
     // A client's own `client_clock` setting overrides the algorithm's, as in the simulator.
     let mut backend = spec.backend;
     backend.client_clock = me.client_clock.unwrap_or(backend.client_clock);
-    let mut lock = LockClient::new(backend, spec.me, &spec.servers)?;
+    let mut lock = LockClient::new(backend, spec.node, spec.me, &spec.servers)?;
     let mut res = Conn::new(spec.me, spec.resource);
     // The simulator's derivation (locksim_core::draw): seed N draws the same think times,
     // keys, work lengths and retry delays as simulated seed N. Owner values come from the

@@ -429,6 +429,7 @@ impl EtcdLock {
             token: Some(rev as u64),
             deadline: (self.backend.client_clock, s.deadline),
             etcd: Some((s.lease, rev)),
+            row: None,
         })
     }
 

@@ -130,6 +130,8 @@ struct Run<'a> {
     clocks: BTreeMap<NodeId, locksim_core::clock::Clock>,
     /// The clock files of servers whose clocks the plan faults.
     server_clocks: BTreeMap<NodeId, crate::clockfile::ClockFile>,
+    /// PostgreSQL's programs and the user its server runs as (`db-lease`).
+    pg: Option<(crate::postgres::PgBin, Option<(u32, u32)>)>,
 }
 
 /// The first line `SERVER --version` prints (`Redis server v=7.0.15 …`, `etcd Version: 3.4.23`).
@@ -152,7 +154,7 @@ pub fn server_version(server: &str, needs: &str) -> Result<String, String> {
 /// `; its log ends: LINE` with the last line of lock server `name`'s log in the run folder
 /// `dir` (quoted now: the folder goes with the run), or nothing.
 fn log_tail(dir: &Path, name: &str) -> String {
-    ["redis.log", "etcd.log"]
+    ["redis.log", "etcd.log", "postgres.log"]
         .iter()
         .filter_map(|f| std::fs::read_to_string(dir.join(name).join(f)).ok())
         .find_map(|t| {
@@ -372,9 +374,88 @@ impl Run<'_> {
         Ok(c)
     }
 
+    /// A PostgreSQL server on its own data directory (made by [`Run::init_postgres`]).
+    fn postgres_cmd(&self, n: NodeId) -> Result<Command, RealError> {
+        let (bin, user) = self.pg.as_ref().ok_or_else(|| {
+            RealError::Setup("PostgreSQL was not found before the run started".into())
+        })?;
+        let data = self.dir.join(self.name(n));
+        Ok(crate::postgres::server_cmd(
+            bin,
+            &data,
+            self.servers[n as usize],
+            *user,
+        ))
+    }
+
+    /// A new database cluster for each server, once per run (a restart reuses it).
+    fn init_postgres(&self) -> Result<(), RealError> {
+        let (bin, user) = self.pg.as_ref().expect("postgres found");
+        for n in self.s.cluster.server_ids() {
+            let data = self.dir.join(self.name(n));
+            crate::postgres::prepare_dir(&self.dir, &data, *user).map_err(RealError::Setup)?;
+            crate::postgres::initdb(bin, &data, *user).map_err(RealError::Setup)?;
+        }
+        Ok(())
+    }
+
+    /// Waits until PostgreSQL server `n` answers a query.
+    fn wait_postgres(&mut self, n: NodeId) -> Result<(), RealError> {
+        for _ in 0..200 {
+            if interrupted() {
+                return Err(RealError::Interrupted);
+            }
+            self.exited_early(n)?;
+            if crate::postgres::ready(self.servers[n as usize]) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        Err(RealError::Failed(format!(
+            "{} (PostgreSQL) did not answer within 10 s{}",
+            self.name(n),
+            log_tail(&self.dir, &self.name(n))
+        )))
+    }
+
+    /// The database's own grant and release records, dated in true time (its
+    /// `clock_timestamp()` is the host's `CLOCK_REALTIME`). A server the plan left crashed is
+    /// started again to read them: its committed rows survived.
+    fn postgres_events(&mut self) -> Result<Vec<Event>, RealError> {
+        let n = 0;
+        if self.down.get(&n) == Some(&true) {
+            *self.incarnation.entry(n).or_default() += 1;
+            self.start(n)?;
+        }
+        self.wait_postgres(n)?;
+        let read =
+            crate::postgres::service_events(self.servers[n as usize], self.backend.fencing())
+                .map_err(|e| RealError::Failed(format!("reading the database's records: {e}")))?;
+        let offset = crate::clockfile::host_realtime() - host_mono() as i64;
+        let clock = self.clocks.get(&n).cloned();
+        Ok(read
+            .into_iter()
+            .map(|e| {
+                let t = (e.at - offset - self.t0 as i64).max(0) as Nanos;
+                let (wall, mono) = clock
+                    .as_ref()
+                    .map_or((t as i64, t), |c| (c.wall(t), c.mono(t)));
+                Event {
+                    id: 0,
+                    time: t,
+                    node: n,
+                    wall,
+                    mono,
+                    kind: e.kind,
+                }
+            })
+            .collect())
+    }
+
     fn start(&mut self, n: NodeId) -> Result<(), RealError> {
         let cmd = match self.s.cluster.role(n) {
             Role::Server if self.backend.etcd() => self.etcd_cmd(n)?,
+            Role::Server if self.backend.postgres() => self.postgres_cmd(n)?,
             Role::Server => self.redis_cmd(n)?,
             _ => self.node_cmd(n)?,
         };
@@ -735,7 +816,15 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
             scenario.cluster.servers, scenario.algorithm, backend.servers
         )));
     }
-    let version = if backend.etcd() {
+    let pg = if backend.postgres() {
+        let bin = crate::postgres::find(opts.postgres.as_deref()).map_err(RealError::Setup)?;
+        Some((bin, crate::postgres::server_user()))
+    } else {
+        None
+    };
+    let version = if let Some((bin, _)) = &pg {
+        crate::postgres::version(bin)
+    } else if backend.etcd() {
         server_version(
             &opts.etcd,
             "real mode of raft-lease needs etcd 3.4 (Debian: apt-get install etcd-server)",
@@ -820,6 +909,7 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
             .map(|n| (n, crate::vclock::of(scenario, n)))
             .collect(),
         server_clocks: BTreeMap::new(),
+        pg,
     };
     for tf in &scenario.faults.faults {
         if let Fault::ClockStep { node, .. } | Fault::ClockDrift { node, .. } = tf.fault {
@@ -831,11 +921,21 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         }
     }
     let result = (|| {
+        if backend.postgres() {
+            run.init_postgres()?;
+        }
         for n in c.server_ids() {
             run.start(n)?;
         }
         if backend.etcd() {
             run.wait_etcd()?;
+        } else if backend.postgres() {
+            for n in c.server_ids() {
+                run.wait_postgres(n)?;
+                crate::postgres::create_schema(run.servers[n as usize]).map_err(|e| {
+                    RealError::Failed(format!("{}: creating the lock table: {e}", run.name(n)))
+                })?;
+            }
         } else {
             for n in c.server_ids() {
                 run.wait_up(n, run.servers[n as usize], true)?;
@@ -866,6 +966,17 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         }
         if interrupted() {
             return Err(RealError::Interrupted);
+        }
+        if backend.postgres() {
+            // The clients are gone (their statements committed or not); the server stays.
+            let clients: Vec<NodeId> = c.client_ids().collect();
+            for n in clients {
+                if let Some(mut p) = run.procs.by_node.remove(&n) {
+                    p.kill();
+                }
+            }
+            let service = run.postgres_events()?;
+            run.events.extend(service);
         }
         Ok(())
     })();

@@ -7,7 +7,8 @@
 //! - the lock service is real `redis-server` processes (`central`, `central-fencing`: one;
 //!   `redlock`: five masters), each with a temporary data directory and its persistence set
 //!   from the scenario's `fsync`; for `raft-lease`, `etcd` members (3.4, three by default;
-//!   with the crate's `etcd` feature) ([`support`] says what runs and refuses the rest);
+//!   with the crate's `etcd` feature); for `db-lease`, one PostgreSQL server ([`postgres`])
+//!   ([`support`] says what runs and refuses the rest);
 //! - the clients are separate OS processes (the `locksim` binary in a hidden mode, see
 //!   [`client`]) running the simulator's workload and client algorithms over RESP
 //!   ([`lock`]) or etcd's lock recipe over its v3 gRPC API (`etcd`); the protected resource
@@ -36,6 +37,7 @@ pub mod lock;
 pub mod merge;
 pub mod nft;
 pub mod node;
+pub mod postgres;
 pub mod procs;
 pub mod resource;
 pub mod resp;
@@ -57,6 +59,9 @@ pub struct RealOptions {
     pub redis: String,
     /// The etcd server to start for `raft-lease` (`etcd` from `PATH` by default).
     pub etcd: String,
+    /// The PostgreSQL server for `db-lease` (`initdb` beside it); `None`: found by
+    /// [`postgres::find`].
+    pub postgres: Option<String>,
     /// The clock shim (`liblocksim_clockshim.so`) for clock faults on lock servers; `None`:
     /// such faults are refused.
     pub clockshim: Option<PathBuf>,
@@ -109,8 +114,8 @@ pub fn node_main(spec: &std::path::Path) -> Result<(), String> {
     match spec.scenario.cluster.role(spec.node) {
         locksim_core::Role::Client => client::main(spec),
         locksim_core::Role::Resource => resource::main(spec),
-        locksim_core::Role::Server => {
-            Err("lock servers are redis-server or etcd processes, not nodes of ours".into())
-        }
+        locksim_core::Role::Server => Err(
+            "lock servers are redis-server, etcd or PostgreSQL processes, not nodes of ours".into(),
+        ),
     }
 }

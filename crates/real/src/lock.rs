@@ -50,6 +50,8 @@ pub struct Grant {
     pub deadline: (LocalClock, i64),
     /// With etcd: the session's lease and the lock key's creation revision.
     pub etcd: Option<(i64, i64)>,
+    /// With PostgreSQL: the lock row's `version` the grant set.
+    pub row: Option<u64>,
 }
 
 /// What the client library needs from its host: its clock, and a place to record a lock
@@ -70,6 +72,8 @@ pub enum LockClient {
     /// `raft-lease`.
     #[cfg(feature = "etcd")]
     Etcd(crate::etcd::EtcdLock),
+    /// `db-lease`.
+    Postgres(crate::postgres::PgLock),
 }
 
 impl LockClient {
@@ -79,9 +83,14 @@ impl LockClient {
     /// When the client cannot start (etcd's runtime).
     pub fn new(
         backend: Backend,
+        node: locksim_core::NodeId,
         me: std::net::Ipv4Addr,
         servers: &[std::net::SocketAddrV4],
     ) -> Result<Self, String> {
+        if backend.postgres() {
+            return crate::postgres::PgLock::new(backend, node, me, servers[0])
+                .map(LockClient::Postgres);
+        }
         #[cfg(feature = "etcd")]
         if backend.etcd() {
             return crate::etcd::EtcdLock::new(backend, me, servers).map(LockClient::Etcd);
@@ -95,16 +104,26 @@ impl LockClient {
             LockClient::Redis(r) => r.acquire(host, key, owner, ttl),
             #[cfg(feature = "etcd")]
             LockClient::Etcd(e) => e.acquire(host, key, ttl),
+            LockClient::Postgres(p) => p.acquire(host, key, ttl),
         }
     }
 
     /// Releases `grant` of `key`.
-    #[cfg_attr(not(feature = "etcd"), allow(unused_variables))]
     pub fn release(&mut self, host: &dyn Host, key: u32, grant: &Grant) -> Outcome<()> {
         match self {
             LockClient::Redis(r) => r.release(key, grant),
             #[cfg(feature = "etcd")]
             LockClient::Etcd(e) => e.release(host, key, grant),
+            LockClient::Postgres(p) => p.release(host, key, grant),
+        }
+    }
+
+    /// The service's word on whether this client still holds `key`, for clients that ask it
+    /// before each write (`check_held`); `None`: this client does not ask.
+    pub fn check_held(&mut self, host: &dyn Host, key: u32) -> Option<Result<(), String>> {
+        match self {
+            LockClient::Postgres(p) => p.check_held(host, key),
+            _ => None,
         }
     }
 }
@@ -238,6 +257,7 @@ impl RedisLock {
                     token,
                     deadline,
                     etcd: None,
+                    row: None,
                 }),
                 (_, 1) => Outcome::Unknown(last_err),
                 _ if last_err.is_empty() => Outcome::Fail("held by another client".into()),
@@ -250,6 +270,7 @@ impl RedisLock {
                 token: None,
                 deadline,
                 etcd: None,
+                row: None,
             });
         }
         for m in 0..self.conns.len() {

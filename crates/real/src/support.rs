@@ -23,6 +23,9 @@ pub enum Service {
     /// `raft-lease` on an etcd cluster (3.4, v3 API): a session lease kept alive, the lock
     /// recipe of etcd's `concurrency.Mutex`, the key's creation revision as fencing token.
     RaftLease,
+    /// `db-lease` on one PostgreSQL server: ShedLock's row (`UPDATE … WHERE lock_until <=
+    /// :now`), `now` from the client's clock or the database's ([`crate::postgres`]).
+    DbLease,
 }
 
 /// The backend of a real run: the service and the client library's knobs, read from the
@@ -48,12 +51,37 @@ pub struct Backend {
     pub election_ticks: u32,
     /// How long an acquire waits in etcd's lock queue before giving up, ns (0 for Redis).
     pub lock_wait: Nanos,
+    /// `db-lease`'s knobs (all off for the other services).
+    pub db: DbKnobs,
 }
+
+/// The knobs of `db-lease` (the simulator's, `crates/algos/src/dblease.rs`), as the real
+/// client takes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DbKnobs {
+    /// `time_source = db`: the database's clock computes and compares `lock_until`
+    /// (ShedLock's `usingDbTime()`); `false`: the client's wall clock, sent with each statement.
+    pub db_time: bool,
+    /// ShedLock's `lockAtLeastFor`, ns: a release keeps the row locked until `locked_at + this`.
+    pub lock_at_least: Nanos,
+    /// The row's `version` column, bumped by each acquire, is the grant's fencing token.
+    pub fencing: bool,
+    /// Before each write the holder reads its row and gives up unless it still holds it.
+    pub check_held: bool,
+}
+
+/// A per-request timeout of `none`: wait as long as TCP does.
+pub const NO_TIMEOUT: Nanos = Nanos::MAX;
 
 impl Backend {
     /// `true` when the service issues fencing tokens.
     pub fn fencing(&self) -> bool {
         matches!(self.service, Service::CentralFencing | Service::RaftLease)
+            || (self.service == Service::DbLease && self.db.fencing)
+    }
+    /// `true` for the PostgreSQL backend.
+    pub fn postgres(&self) -> bool {
+        self.service == Service::DbLease
     }
     /// `true` for the etcd backend.
     pub fn etcd(&self) -> bool {
@@ -109,6 +137,7 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
         "central-fencing" => Service::CentralFencing,
         "redlock" => Service::Redlock,
         "raft-lease" if cfg!(feature = "etcd") => Service::RaftLease,
+        "db-lease" => return db_backend(scenario),
         "raft-lease" => {
             return Err(
                 "algorithm `raft-lease` runs against real etcd only in a locksim built with \
@@ -120,7 +149,7 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
         other => {
             return Err(format!(
                 "algorithm `{other}` has no real backend (real mode runs central, \
-                 central-fencing, redlock, raft-lease)"
+                 central-fencing, redlock, raft-lease, db-lease)"
             ))
         }
     };
@@ -202,6 +231,78 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
         tick: 0,
         election_ticks: 0,
         lock_wait: 0,
+        db: DbKnobs::default(),
+    })
+}
+
+/// The simulator's `db-lease` knobs, as a PostgreSQL server and our ShedLock-style client
+/// take them.
+fn db_backend(scenario: &Scenario) -> Result<Backend, String> {
+    let algo = "db-lease";
+    let cfg: &BTreeMap<String, String> = &scenario.config;
+    let get = |k: &str, d: &'static str| cfg.get(k).map_or(d, |s| s.as_str());
+    let known = [
+        "time_source",
+        "lock_at_least",
+        "fencing",
+        "check_held",
+        "timeout",
+        "client_clock",
+        "drift_factor",
+    ];
+    if let Some(k) = cfg.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(format!("{algo}: setting `{k}` is unknown in real mode"));
+    }
+    let flag = |k: &str| match get(k, "false") {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        other => Err(format!(
+            "{algo}: `{k}`: {other:?} is neither true nor false"
+        )),
+    };
+    let db_time = match get("time_source", "client") {
+        "client" => false,
+        "db" => true,
+        other => {
+            return Err(format!(
+                "{algo}: `time_source`: {other:?} is neither client nor db"
+            ))
+        }
+    };
+    let lock_at_least = match get("lock_at_least", "0") {
+        "0" => 0,
+        v => knob_duration("lock_at_least", v).map_err(|e| format!("{algo}: {e}"))?,
+    };
+    let timeout = match get("timeout", "none") {
+        "none" => NO_TIMEOUT,
+        v => knob_duration("timeout", v).map_err(|e| format!("{algo}: {e} (or none)"))?,
+    };
+    let client_clock = match get("client_clock", "wall") {
+        "wall" => LocalClock::Wall,
+        "mono" => LocalClock::Mono,
+        other => {
+            return Err(format!(
+                "{algo}: `client_clock`: {other:?} is neither wall nor mono"
+            ))
+        }
+    };
+    Ok(Backend {
+        service: Service::DbLease,
+        servers: 1,
+        timeout,
+        drift_ppm: fraction_ppm("drift_factor", get("drift_factor", "0.01"))
+            .map_err(|e| format!("{algo}: {e}"))?,
+        client_clock,
+        fsync_always: true,
+        tick: 0,
+        election_ticks: 0,
+        lock_wait: 0,
+        db: DbKnobs {
+            db_time,
+            lock_at_least,
+            fencing: flag("fencing")?,
+            check_held: flag("check_held")?,
+        },
     })
 }
 
@@ -311,6 +412,7 @@ fn etcd_backend(scenario: &Scenario) -> Result<Backend, String> {
         election_ticks,
         lock_wait: knob_duration("lock_wait", get("lock_wait", "3s"))
             .map_err(|e| format!("{algo}: {e}"))?,
+        db: DbKnobs::default(),
     })
 }
 
@@ -409,6 +511,13 @@ pub fn check_plan(
                         "{} is an etcd member: etcd is Go (it ignores LD_PRELOAD) and times \
                          leases with its monotonic clock, so its clock cannot be faulted; \
                          client clocks can",
+                        c.name(*node)
+                    ));
+                }
+                if c.role(*node) == Role::Server && backend.postgres() {
+                    return refuse(&format!(
+                        "{} is the PostgreSQL server: faulting its clock is not in real mode \
+                         yet; client clocks can be faulted (they are virtual)",
                         c.name(*node)
                     ));
                 }
