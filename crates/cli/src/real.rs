@@ -19,7 +19,8 @@ temporary data directory: redis-server for central, central-fencing (one) and re
 masters), persistence from the `fsync` setting; a 3-member etcd (3.4) cluster for raft-lease,
 whose client speaks etcd's v3 API (needs a locksim built with --features etcd; its build needs
 protoc); one PostgreSQL server for db-lease (ShedLock's row; Debian's postgresql package, or
---postgres PATH), started as the postgres user when this runs as root. The resource is a small server of ours and every client its own process (this
+--postgres PATH), and for pg-advisory the same behind a PgBouncer (pool_mode session or
+transaction), both started as the postgres user when this runs as root. The resource is a small server of ours and every client its own process (this
 binary, in a hidden mode). The file's explicit [[fault]] plan runs in real time: partition /
 isolate / isolate_leader / loss are nftables rules on those addresses (needs root), pause is
 SIGSTOP/SIGCONT, crash is SIGKILL and a restart on the same data directory, client clock
@@ -102,6 +103,9 @@ pub struct RealArgs {
     /// /usr/lib/postgresql/N/bin/postgres, else postgres on PATH].
     #[arg(long, value_name = "PATH")]
     postgres: Option<String>,
+    /// The PgBouncer executable (pg-advisory's pooler).
+    #[arg(long, value_name = "PATH", default_value = "pgbouncer")]
+    pgbouncer: String,
 }
 
 /// `locksim real-node SPEC.json`: a client or the resource of a real run (hidden).
@@ -115,15 +119,16 @@ pub fn node_main(a: NodeArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn options(redis: &str, etcd: &str, postgres: Option<&str>) -> Result<RealOptions, String> {
+fn options(a: &RealArgs) -> Result<RealOptions, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
     Ok(RealOptions {
         clockshim: locksim_real::clockfile::find_shim(&exe),
         exe,
         node_args: vec!["real-node".into()],
-        redis: redis.to_string(),
-        etcd: etcd.to_string(),
-        postgres: postgres.map(str::to_string),
+        redis: a.redis.clone(),
+        etcd: a.etcd.clone(),
+        postgres: a.postgres.clone(),
+        pgbouncer: a.pgbouncer.clone(),
     })
 }
 
@@ -187,7 +192,7 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
     let file = locksim_explore::campaign_file::CampaignFile::read(&a.file)?;
     let seed = a.seed.unwrap_or(file.first_seed);
     let scenario = chosen.scenario(seed);
-    let opts = options(&a.redis, &a.etcd, a.postgres.as_deref())?;
+    let opts = options(&a)?;
     if a.compare && a.trace.is_some() {
         return Err(
             "--trace records one real run; with --compare, run `locksim real FILE --seed N --trace F` for the run to keep"

@@ -83,6 +83,12 @@ fn what_real_mode_cannot_run_is_one_line_and_exit_2() {
             "PostgreSQL server",
         ),
         (
+            "xact.toml",
+            "algorithm = \"pg-advisory\"\nfaults = [\"none\"]\n",
+            "xact = true\n",
+            "`xact = true` is not in real mode yet",
+        ),
+        (
             "db-knob.toml",
             "algorithm = \"db-lease\"\nfaults = [\"none\"]\n",
             "time_source = \"sundial\"\n",
@@ -247,6 +253,32 @@ fn shipped_postgres_scenarios_agree_with_the_simulator() {
     agree("db-lease-client-clock-ahead.toml", &["S1", "S3"], &["S4"]);
     agree("db-lease-db-time.toml", &[], &["S1", "S2", "S3", "S4"]);
     agree("db-lease-db-crash.toml", &[], &["S1", "S2", "S3", "S4"]);
+}
+
+/// `pg-advisory` through a real PgBouncer: transaction pooling grants session locks twice (by
+/// reentrancy on a shared backend); a pooler restart ends the holder's session under it, and
+/// a fencing token from a `lock_tokens` row refuses its late writes.
+#[test]
+fn shipped_pgbouncer_scenarios_agree_with_the_simulator() {
+    let _g = serial();
+    if !have_postgres() || !have("pgbouncer", "pg-advisory behind PgBouncer") {
+        return;
+    }
+    agree(
+        "pg-advisory-transaction-pooling.toml",
+        &["S1", "S2", "S3"],
+        &["S4"],
+    );
+    agree(
+        "pg-advisory-pooler-restart.toml",
+        &["S1", "S2", "S3"],
+        &["S4"],
+    );
+    agree(
+        "pg-advisory-pooler-restart-fencing.toml",
+        &["S1", "S3"],
+        &["S2", "S4"],
+    );
 }
 
 /// Ctrl-C during a PostgreSQL run: exit 130, no server (nor any of its backends), client or

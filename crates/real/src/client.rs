@@ -359,7 +359,7 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
                     key,
                     Some(handle),
                     grant.token,
-                    Some(grant.deadline),
+                    (grant.deadline.1 != crate::lock::NO_DEADLINE).then_some(grant.deadline),
                     None,
                     None,
                 );

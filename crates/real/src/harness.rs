@@ -154,7 +154,7 @@ pub fn server_version(server: &str, needs: &str) -> Result<String, String> {
 /// `; its log ends: LINE` with the last line of lock server `name`'s log in the run folder
 /// `dir` (quoted now: the folder goes with the run), or nothing.
 fn log_tail(dir: &Path, name: &str) -> String {
-    ["redis.log", "etcd.log", "postgres.log"]
+    ["redis.log", "etcd.log", "postgres.log", "pgbouncer.log"]
         .iter()
         .filter_map(|f| std::fs::read_to_string(dir.join(name).join(f)).ok())
         .find_map(|t| {
@@ -388,18 +388,36 @@ impl Run<'_> {
         ))
     }
 
-    /// A new database cluster for each server, once per run (a restart reuses it).
+    /// PgBouncer (`n2` of `pg-advisory`) in front of the server `n1`.
+    fn pgbouncer_cmd(&self, n: NodeId) -> Result<Command, RealError> {
+        let user = self.pg.as_ref().and_then(|p| p.1);
+        let dir = self.dir.join(self.name(n));
+        crate::advisory::pgbouncer_cmd(
+            &self.opts.pgbouncer,
+            &dir,
+            self.servers[n as usize],
+            self.servers[0],
+            &self.backend,
+            user,
+        )
+        .map_err(RealError::Setup)
+    }
+
+    /// A new database cluster for the server `n1`, once per run (a restart reuses it), and
+    /// the pooler's folder.
     fn init_postgres(&self) -> Result<(), RealError> {
         let (bin, user) = self.pg.as_ref().expect("postgres found");
         for n in self.s.cluster.server_ids() {
             let data = self.dir.join(self.name(n));
             crate::postgres::prepare_dir(&self.dir, &data, *user).map_err(RealError::Setup)?;
-            crate::postgres::initdb(bin, &data, *user).map_err(RealError::Setup)?;
+            if n == 0 {
+                crate::postgres::initdb(bin, &data, *user).map_err(RealError::Setup)?;
+            }
         }
         Ok(())
     }
 
-    /// Waits until PostgreSQL server `n` answers a query.
+    /// Waits until PostgreSQL server `n` (or the pooler) answers a query.
     fn wait_postgres(&mut self, n: NodeId) -> Result<(), RealError> {
         for _ in 0..200 {
             if interrupted() {
@@ -455,6 +473,7 @@ impl Run<'_> {
     fn start(&mut self, n: NodeId) -> Result<(), RealError> {
         let cmd = match self.s.cluster.role(n) {
             Role::Server if self.backend.etcd() => self.etcd_cmd(n)?,
+            Role::Server if self.backend.pooler() && n == 1 => self.pgbouncer_cmd(n)?,
             Role::Server if self.backend.postgres() => self.postgres_cmd(n)?,
             Role::Server => self.redis_cmd(n)?,
             _ => self.node_cmd(n)?,
@@ -823,7 +842,14 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         None
     };
     let version = if let Some((bin, _)) = &pg {
-        crate::postgres::version(bin)
+        crate::postgres::version(bin).and_then(|v| {
+            if backend.pooler() {
+                crate::advisory::pgbouncer_version(&opts.pgbouncer)
+                    .map(|p| format!("{v} behind {p}"))
+            } else {
+                Ok(v)
+            }
+        })
     } else if backend.etcd() {
         server_version(
             &opts.etcd,
@@ -889,6 +915,13 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
             // connections the table gives the member's address.
             let snat = if backend.etcd() {
                 c.server_ids().map(|n| (member_uid(n), ip(n))).collect()
+            } else if let Some((uid, _)) =
+                pg.as_ref().and_then(|p| p.1).filter(|_| backend.pooler())
+            {
+                // PgBouncer dials the server from 127.0.0.1 (it has no source-address
+                // setting): its connections get n2's address. It and the server run as one
+                // user, but the server opens no connections, so only the pooler's are rewritten.
+                vec![(uid, ip(1))]
             } else {
                 Vec::new()
             };
@@ -930,11 +963,12 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         if backend.etcd() {
             run.wait_etcd()?;
         } else if backend.postgres() {
-            for n in c.server_ids() {
-                run.wait_postgres(n)?;
-                crate::postgres::create_schema(run.servers[n as usize]).map_err(|e| {
-                    RealError::Failed(format!("{}: creating the lock table: {e}", run.name(n)))
-                })?;
+            run.wait_postgres(0)?;
+            crate::postgres::create_schema(run.servers[0], backend.pooler()).map_err(|e| {
+                RealError::Failed(format!("{}: creating the lock table: {e}", run.name(0)))
+            })?;
+            if backend.pooler() {
+                run.wait_postgres(1)?;
             }
         } else {
             for n in c.server_ids() {

@@ -27,6 +27,7 @@
 //! replayed, only re-run: the traces it writes say so.
 
 pub mod addr;
+pub mod advisory;
 pub mod client;
 pub mod clockfile;
 pub mod conn;
@@ -62,6 +63,8 @@ pub struct RealOptions {
     /// The PostgreSQL server for `db-lease` (`initdb` beside it); `None`: found by
     /// [`postgres::find`].
     pub postgres: Option<String>,
+    /// The PgBouncer executable for `pg-advisory` (`pgbouncer` from `PATH` by default).
+    pub pgbouncer: String,
     /// The clock shim (`liblocksim_clockshim.so`) for clock faults on lock servers; `None`:
     /// such faults are refused.
     pub clockshim: Option<PathBuf>,

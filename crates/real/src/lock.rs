@@ -28,6 +28,10 @@ const ACQUIRE_FENCED: &str = "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX',
 const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
      return redis.call('DEL', KEYS[1]) end return 0";
 
+/// The deadline of a grant that does not expire (an advisory lock): no validity check fires
+/// and none is recorded.
+pub const NO_DEADLINE: i64 = i64::MAX;
+
 /// An operation's outcome, in Jepsen's terms (ok / fail / info).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome<T> {
@@ -74,6 +78,8 @@ pub enum LockClient {
     Etcd(crate::etcd::EtcdLock),
     /// `db-lease`.
     Postgres(crate::postgres::PgLock),
+    /// `pg-advisory`.
+    Advisory(crate::advisory::AdvisoryLock),
 }
 
 impl LockClient {
@@ -87,6 +93,10 @@ impl LockClient {
         me: std::net::Ipv4Addr,
         servers: &[std::net::SocketAddrV4],
     ) -> Result<Self, String> {
+        if backend.pooler() {
+            return crate::advisory::AdvisoryLock::new(backend, node, me, servers[1])
+                .map(LockClient::Advisory);
+        }
         if backend.postgres() {
             return crate::postgres::PgLock::new(backend, node, me, servers[0])
                 .map(LockClient::Postgres);
@@ -105,6 +115,7 @@ impl LockClient {
             #[cfg(feature = "etcd")]
             LockClient::Etcd(e) => e.acquire(host, key, ttl),
             LockClient::Postgres(p) => p.acquire(host, key, ttl),
+            LockClient::Advisory(a) => a.acquire(key),
         }
     }
 
@@ -115,6 +126,7 @@ impl LockClient {
             #[cfg(feature = "etcd")]
             LockClient::Etcd(e) => e.release(host, key, grant),
             LockClient::Postgres(p) => p.release(host, key, grant),
+            LockClient::Advisory(a) => a.release(key),
         }
     }
 
@@ -123,6 +135,7 @@ impl LockClient {
     pub fn check_held(&mut self, host: &dyn Host, key: u32) -> Option<Result<(), String>> {
         match self {
             LockClient::Postgres(p) => p.check_held(host, key),
+            LockClient::Advisory(a) => a.check_held(key),
             _ => None,
         }
     }

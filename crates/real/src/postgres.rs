@@ -58,7 +58,7 @@ const SCHEMA: &str = "CREATE TABLE shedlock (name integer PRIMARY KEY, lock_unti
 const DB_NOW: &str = "(extract(epoch from current_timestamp) * 1000000000)::bigint";
 
 /// The database's wall clock now, ns since the epoch: the date of a service record.
-const DB_CLOCK: &str = "(extract(epoch from clock_timestamp()) * 1000000000)::bigint";
+pub(crate) const DB_CLOCK: &str = "(extract(epoch from clock_timestamp()) * 1000000000)::bigint";
 
 /// Where PostgreSQL's programs are: `postgres` and `initdb` side by side.
 #[derive(Debug, Clone)]
@@ -270,11 +270,13 @@ async fn connect(
     Ok((client, task))
 }
 
-/// The first column of each row the statements returned.
-fn first_column(msgs: &[SimpleQueryMessage]) -> Vec<Option<String>> {
+/// The columns of each row the statements returned.
+fn rows(msgs: &[SimpleQueryMessage]) -> Vec<Vec<Option<String>>> {
     msgs.iter()
         .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some(r.get(0).map(str::to_string)),
+            SimpleQueryMessage::Row(r) => {
+                Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
+            }
             _ => None,
         })
         .collect()
@@ -315,12 +317,17 @@ pub fn ready(to: SocketAddrV4) -> bool {
     harness_query(to, "SELECT 1", Duration::from_millis(500)).is_ok()
 }
 
-/// Creates the run's tables.
+/// Creates the run's tables (with `tokens`, `pg-advisory`'s fencing counters too).
 ///
 /// # Errors
 /// The server's error.
-pub fn create_schema(to: SocketAddrV4) -> Result<(), String> {
-    harness_query(to, SCHEMA, Duration::from_secs(10)).map(|_| ())
+pub fn create_schema(to: SocketAddrV4, tokens: bool) -> Result<(), String> {
+    let sql = if tokens {
+        format!("{SCHEMA}; {}", crate::advisory::SCHEMA)
+    } else {
+        SCHEMA.to_string()
+    };
+    harness_query(to, &sql, Duration::from_secs(10)).map(|_| ())
 }
 
 /// A service record read back from the database: when (the database's wall clock, ns since
@@ -428,7 +435,7 @@ pub mod sql {
 }
 
 /// Why a statement has no answer (the model's rules, see the module docs).
-enum StmtError {
+pub(crate) enum StmtError {
     /// Surely not executed: no connection, or the server refused it.
     Fail(String),
     /// May have been executed.
@@ -436,29 +443,17 @@ enum StmtError {
 }
 
 impl StmtError {
-    fn outcome<T>(self) -> Outcome<T> {
+    pub(crate) fn outcome<T>(self) -> Outcome<T> {
         match self {
             StmtError::Fail(e) => Outcome::Fail(e),
             StmtError::Unknown(e) => Outcome::Unknown(e),
         }
     }
-    fn text(self) -> String {
+    pub(crate) fn text(self) -> String {
         match self {
             StmtError::Fail(e) | StmtError::Unknown(e) => e,
         }
     }
-}
-
-/// The ShedLock-style client of one client process.
-pub struct PgLock {
-    rt: tokio::runtime::Runtime,
-    backend: Backend,
-    me: Ipv4Addr,
-    node: NodeId,
-    server: SocketAddrV4,
-    conn: Option<(Client, tokio::task::JoinHandle<()>)>,
-    /// When the connection last answered (host monotonic ns).
-    last_used: u64,
 }
 
 /// A connection idle this long is validated before use (ns): HikariCP's
@@ -466,22 +461,29 @@ pub struct PgLock {
 /// default), whose check is pgjdbc's `isValid()`: an empty query, one round trip.
 const VALIDATE_AFTER: u64 = 500_000_000;
 
-impl PgLock {
-    /// The client of node `node`, whose connection to `server` leaves from `me`.
+/// One client's connection to a PostgreSQL server (or a pooler in front of one), opened on
+/// first use and after a failure, with the model's outcome rules (module docs).
+pub struct PgConn {
+    rt: tokio::runtime::Runtime,
+    /// Per-statement timeout, ns, or [`NO_TIMEOUT`].
+    timeout: Nanos,
+    me: Ipv4Addr,
+    server: SocketAddrV4,
+    conn: Option<(Client, tokio::task::JoinHandle<()>)>,
+    /// When the connection last answered (host monotonic ns).
+    last_used: u64,
+}
+
+impl PgConn {
+    /// A connection from `me` to `server`, statements bounded by `timeout` ns.
     ///
     /// # Errors
     /// When its runtime cannot start.
-    pub fn new(
-        backend: Backend,
-        node: NodeId,
-        me: Ipv4Addr,
-        server: SocketAddrV4,
-    ) -> Result<Self, String> {
-        Ok(PgLock {
+    pub fn new(timeout: Nanos, me: Ipv4Addr, server: SocketAddrV4) -> Result<Self, String> {
+        Ok(PgConn {
             rt: runtime()?,
-            backend,
+            timeout,
             me,
-            node,
             server,
             conn: None,
             last_used: 0,
@@ -496,14 +498,15 @@ impl PgLock {
     }
 
     /// Drops a connection that idled past [`VALIDATE_AFTER`] and fails its validation (a
-    /// database restarted meanwhile ended it), as the connection pool does before handing it
-    /// out; the statement then opens a new one. The validation changes nothing on the server.
+    /// server or pooler restarted meanwhile ended it), as a connection pool does before
+    /// handing it out; the statement then opens a new one. The validation changes nothing on
+    /// the server.
     fn validate(&mut self) {
         let idle = crate::node::host_mono().saturating_sub(self.last_used);
         let Some((client, _)) = self.conn.as_ref().filter(|_| idle >= VALIDATE_AFTER) else {
             return;
         };
-        let limit = Duration::from_nanos(self.backend.timeout.min(VALIDATE_AFTER * 10));
+        let limit = Duration::from_nanos(self.timeout.min(VALIDATE_AFTER * 10));
         let alive = self.rt.block_on(async {
             tokio::time::timeout(limit, client.simple_query(""))
                 .await
@@ -514,11 +517,11 @@ impl PgLock {
         }
     }
 
-    /// One statement; the first column of each row it returned.
-    fn exec(&mut self, sql: &str) -> Result<Vec<Option<String>>, StmtError> {
+    /// One simple-query round trip (`sql` may hold several statements); the columns of each
+    /// row returned.
+    pub(crate) fn exec(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, StmtError> {
         self.validate();
-        let limit = (self.backend.timeout != NO_TIMEOUT)
-            .then(|| Duration::from_nanos(self.backend.timeout));
+        let limit = (self.timeout != NO_TIMEOUT).then(|| Duration::from_nanos(self.timeout));
         let (me, to) = (self.me, self.server);
         let mut conn = self.conn.take();
         let r = self.rt.block_on(async {
@@ -532,7 +535,7 @@ impl PgLock {
                 }
                 let client = &conn.as_ref().expect("connected").0;
                 match client.simple_query(sql).await {
-                    Ok(msgs) => Ok(first_column(&msgs)),
+                    Ok(msgs) => Ok(rows(&msgs)),
                     Err(e) if e.as_db_error().is_some() => Err(StmtError::Fail(describe(&e))),
                     Err(e) => Err(StmtError::Unknown(format!("no answer: {}", describe(&e)))),
                 }
@@ -559,6 +562,41 @@ impl PgLock {
         }
         r
     }
+}
+
+/// The first column of the first row, if any.
+pub(crate) fn first(rows: &[Vec<Option<String>>]) -> Option<&str> {
+    rows.first()?.first()?.as_deref()
+}
+
+/// The ShedLock-style client of one client process.
+pub struct PgLock {
+    conn: PgConn,
+    backend: Backend,
+    node: NodeId,
+}
+
+impl PgLock {
+    /// The client of node `node`, whose connection to `server` leaves from `me`.
+    ///
+    /// # Errors
+    /// When its runtime cannot start.
+    pub fn new(
+        backend: Backend,
+        node: NodeId,
+        me: Ipv4Addr,
+        server: SocketAddrV4,
+    ) -> Result<Self, String> {
+        Ok(PgLock {
+            conn: PgConn::new(backend.timeout, me, server)?,
+            backend,
+            node,
+        })
+    }
+
+    fn exec(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>, StmtError> {
+        self.conn.exec(sql)
+    }
 
     fn now(&self, host: &dyn Host) -> String {
         sql::now((!self.backend.db.db_time).then(|| host.now(LocalClock::Wall)))
@@ -570,12 +608,7 @@ impl PgLock {
         let start = host.now(clock);
         let stmt = sql::lock(key, self.node, &self.now(host), ttl);
         match self.exec(&stmt) {
-            Ok(rows) => match rows
-                .first()
-                .cloned()
-                .flatten()
-                .and_then(|v| v.parse::<u64>().ok())
-            {
+            Ok(rows) => match first(&rows).and_then(|v| v.parse::<u64>().ok()) {
                 Some(version) => {
                     let until = start
                         .saturating_add(ttl as i64)
@@ -604,7 +637,7 @@ impl PgLock {
             grant.row.unwrap_or(0),
         );
         match self.exec(&stmt) {
-            Ok(rows) if rows.first().cloned().flatten().as_deref() == Some("1") => Outcome::Ok(()),
+            Ok(rows) if first(&rows) == Some("1") => Outcome::Ok(()),
             Ok(_) => Outcome::Fail("0 rows updated: locked by another client".into()),
             Err(e) => e.outcome(),
         }
@@ -617,7 +650,7 @@ impl PgLock {
         }
         let stmt = sql::held(key, self.node, &self.now(host));
         Some(match self.exec(&stmt) {
-            Ok(rows) if rows.first().cloned().flatten().as_deref() == Some("1") => Ok(()),
+            Ok(rows) if first(&rows) == Some("1") => Ok(()),
             Ok(_) => Err("the row is locked by another host or its lock_until has passed".into()),
             Err(e) => Err(e.text()),
         })

@@ -26,6 +26,9 @@ pub enum Service {
     /// `db-lease` on one PostgreSQL server: ShedLock's row (`UPDATE … WHERE lock_until <=
     /// :now`), `now` from the client's clock or the database's ([`crate::postgres`]).
     DbLease,
+    /// `pg-advisory`: session advisory locks on one PostgreSQL server behind PgBouncer
+    /// ([`crate::advisory`]).
+    PgAdvisory,
 }
 
 /// The backend of a real run: the service and the client library's knobs, read from the
@@ -53,6 +56,26 @@ pub struct Backend {
     pub lock_wait: Nanos,
     /// `db-lease`'s knobs (all off for the other services).
     pub db: DbKnobs,
+    /// `pg-advisory`'s knobs (all off for the other services).
+    pub pg: PoolKnobs,
+}
+
+/// The knobs of `pg-advisory` (the simulator's, `crates/algos/src/pgadvisory.rs`), as
+/// PgBouncer and the real client take them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PoolKnobs {
+    /// `pool_mode = transaction` (else `session`).
+    pub transaction: bool,
+    /// PgBouncer's `default_pool_size`.
+    pub pool_size: u32,
+    /// PgBouncer's `server_lifetime`, ns (whole seconds).
+    pub server_lifetime: Nanos,
+    /// `pg_advisory_unlock` returning false is a failed release.
+    pub check_unlock_result: bool,
+    /// The lock statement bumps a `lock_tokens` row, the grant's fencing token.
+    pub fencing: bool,
+    /// Before each write, `pg_locks` says whether this backend still holds the lock.
+    pub check_held: bool,
 }
 
 /// The knobs of `db-lease` (the simulator's, `crates/algos/src/dblease.rs`), as the real
@@ -78,10 +101,15 @@ impl Backend {
     pub fn fencing(&self) -> bool {
         matches!(self.service, Service::CentralFencing | Service::RaftLease)
             || (self.service == Service::DbLease && self.db.fencing)
+            || (self.service == Service::PgAdvisory && self.pg.fencing)
     }
-    /// `true` for the PostgreSQL backend.
+    /// `true` for the PostgreSQL backends (`n1` is a PostgreSQL server).
     pub fn postgres(&self) -> bool {
-        self.service == Service::DbLease
+        matches!(self.service, Service::DbLease | Service::PgAdvisory)
+    }
+    /// `true` when `n2` is a PgBouncer in front of the server (`pg-advisory`).
+    pub fn pooler(&self) -> bool {
+        self.service == Service::PgAdvisory
     }
     /// `true` for the etcd backend.
     pub fn etcd(&self) -> bool {
@@ -138,6 +166,7 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
         "redlock" => Service::Redlock,
         "raft-lease" if cfg!(feature = "etcd") => Service::RaftLease,
         "db-lease" => return db_backend(scenario),
+        "pg-advisory" => return pool_backend(scenario),
         "raft-lease" => {
             return Err(
                 "algorithm `raft-lease` runs against real etcd only in a locksim built with \
@@ -149,7 +178,7 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
         other => {
             return Err(format!(
                 "algorithm `{other}` has no real backend (real mode runs central, \
-                 central-fencing, redlock, raft-lease, db-lease)"
+                 central-fencing, redlock, raft-lease, db-lease, pg-advisory)"
             ))
         }
     };
@@ -232,6 +261,7 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
         election_ticks: 0,
         lock_wait: 0,
         db: DbKnobs::default(),
+        pg: PoolKnobs::default(),
     })
 }
 
@@ -300,6 +330,91 @@ fn db_backend(scenario: &Scenario) -> Result<Backend, String> {
         db: DbKnobs {
             db_time,
             lock_at_least,
+            fencing: flag("fencing")?,
+            check_held: flag("check_held")?,
+        },
+        pg: PoolKnobs::default(),
+    })
+}
+
+/// The simulator's `pg-advisory` knobs, as PgBouncer and our client take them.
+fn pool_backend(scenario: &Scenario) -> Result<Backend, String> {
+    let algo = "pg-advisory";
+    let cfg: &BTreeMap<String, String> = &scenario.config;
+    let get = |k: &str, d: &'static str| cfg.get(k).map_or(d, |s| s.as_str());
+    let known = [
+        "pool_mode",
+        "pool_size",
+        "server_lifetime",
+        "check_unlock_result",
+        "xact",
+        "fencing",
+        "check_held",
+        "timeout",
+    ];
+    if let Some(k) = cfg.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(format!("{algo}: setting `{k}` is unknown in real mode"));
+    }
+    let flag = |k: &str| match get(k, "false") {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        other => Err(format!(
+            "{algo}: `{k}`: {other:?} is neither true nor false"
+        )),
+    };
+    if flag("xact")? {
+        return Err(format!(
+            "{algo}: `xact = true` is not in real mode yet (the statement's grant record would \
+             roll back with a transaction that never commits)"
+        ));
+    }
+    let transaction = match get("pool_mode", "session") {
+        "session" => false,
+        "transaction" => true,
+        other => {
+            return Err(format!(
+                "{algo}: `pool_mode`: {other:?} is neither session nor transaction"
+            ))
+        }
+    };
+    let pool_size = get("pool_size", "4")
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=64).contains(n))
+        .ok_or_else(|| {
+            format!(
+                "{algo}: `pool_size`: {:?} is not 1 to 64",
+                get("pool_size", "4")
+            )
+        })?;
+    let server_lifetime = knob_duration("server_lifetime", get("server_lifetime", "3600s"))
+        .map_err(|e| format!("{algo}: {e}"))?;
+    if server_lifetime % SEC != 0 {
+        return Err(format!(
+            "{algo}: `server_lifetime`: PgBouncer takes whole seconds, not {}",
+            get("server_lifetime", "3600s")
+        ));
+    }
+    let timeout = match get("timeout", "none") {
+        "none" => NO_TIMEOUT,
+        v => knob_duration("timeout", v).map_err(|e| format!("{algo}: {e} (or none)"))?,
+    };
+    Ok(Backend {
+        service: Service::PgAdvisory,
+        servers: 2,
+        timeout,
+        drift_ppm: 0,
+        client_clock: LocalClock::Mono,
+        fsync_always: true,
+        tick: 0,
+        election_ticks: 0,
+        lock_wait: 0,
+        db: DbKnobs::default(),
+        pg: PoolKnobs {
+            transaction,
+            pool_size,
+            server_lifetime,
+            check_unlock_result: flag("check_unlock_result")?,
             fencing: flag("fencing")?,
             check_held: flag("check_held")?,
         },
@@ -413,6 +528,7 @@ fn etcd_backend(scenario: &Scenario) -> Result<Backend, String> {
         lock_wait: knob_duration("lock_wait", get("lock_wait", "3s"))
             .map_err(|e| format!("{algo}: {e}"))?,
         db: DbKnobs::default(),
+        pg: PoolKnobs::default(),
     })
 }
 
@@ -516,7 +632,7 @@ pub fn check_plan(
                 }
                 if c.role(*node) == Role::Server && backend.postgres() {
                     return refuse(&format!(
-                        "{} is the PostgreSQL server: faulting its clock is not in real mode \
+                        "{} is a PostgreSQL server or its pooler: faulting its clock is not in real mode \
                          yet; client clocks can be faulted (they are virtual)",
                         c.name(*node)
                     ));
