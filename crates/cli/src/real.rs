@@ -1,4 +1,4 @@
-//! `locksim real`: a scenario file against real redis-server, etcd or PostgreSQL processes on loopback, with real
+//! `locksim real`: a scenario file against real redis-server (with Sentinel), etcd, PostgreSQL or PgBouncer processes on loopback, with real
 //! faults, judged by the same checkers; `--compare` sets K real runs beside K simulated seeds.
 
 use std::path::PathBuf;
@@ -20,7 +20,9 @@ masters), persistence from the `fsync` setting; a 3-member etcd (3.4) cluster fo
 whose client speaks etcd's v3 API (needs a locksim built with --features etcd; its build needs
 protoc); one PostgreSQL server for db-lease (ShedLock's row; Debian's postgresql package, or
 --postgres PATH), and for pg-advisory the same behind a PgBouncer (pool_mode session or
-transaction), both started as the postgres user when this runs as root. The resource is a small server of ours and every client its own process (this
+transaction), both started as the postgres user when this runs as root; for redis-failover,
+redis-server primary and replicas with one real Sentinel (quorum 1), whose promotion is its
+own. The resource is a small server of ours and every client its own process (this
 binary, in a hidden mode). The file's explicit [[fault]] plan runs in real time: partition /
 isolate / isolate_leader / loss are nftables rules on those addresses (needs root), pause is
 SIGSTOP/SIGCONT, crash is SIGKILL and a restart on the same data directory, client clock
@@ -31,7 +33,7 @@ processes' events merge into one history for the same S1-S4 checks.
 
 Refused with exit 2: algorithms without a real backend, delay and duplicate (no netem),
 drop_replies, task pauses, renewal, clock faults on Redis servers when the shim is not found,
-on the PostgreSQL server (not yet) and on etcd members always (Go ignores LD_PRELOAD; etcd times leases monotonically), and
+on the PostgreSQL server, its pooler or the Sentinel (not yet) and on etcd members always (Go ignores LD_PRELOAD; etcd times leases monotonically), and
 raft-lease settings etcd cannot take (TTLs that are not whole seconds, fsync = never, the
 simulator's bug knobs), and network settings the host's TCP does not have (crash = host,
 tcp_rto_min / tcp_retries2 / tcp_orphan_retries other than Linux's defaults, network =

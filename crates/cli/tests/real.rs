@@ -83,6 +83,12 @@ fn what_real_mode_cannot_run_is_one_line_and_exit_2() {
             "PostgreSQL server",
         ),
         (
+            "repl.toml",
+            "algorithm = \"redis-failover\"\nfaults = [\"none\"]\n",
+            "repl_delay = \"2s\"\n",
+            "`repl_delay` cannot run for real",
+        ),
+        (
             "xact.toml",
             "algorithm = \"pg-advisory\"\nfaults = [\"none\"]\n",
             "xact = true\n",
@@ -302,6 +308,23 @@ fn interrupting_a_postgres_run_leaves_no_server_behind() {
     for d in dirs {
         assert!(!d.exists(), "{} left", d.display());
     }
+}
+
+/// `redis-failover` on real Redis replicas and a real Sentinel: the cut-off primary's holder
+/// overlaps the holder the promoted replica grants (S1 on both sides), and `WAIT 1` prevents
+/// it. Sentinel's promotion is its own, so a run that shows S1 proves the failover happened.
+#[test]
+fn shipped_sentinel_scenarios_agree_with_the_simulator() {
+    let _g = serial();
+    if !have("redis-server", "Redis with Sentinel") || !have("nft", "nftables network faults") {
+        return;
+    }
+    agree("redis-failover-split-brain.toml", &["S1"], &["S4"]);
+    agree(
+        "redis-failover-split-brain-wait.toml",
+        &[],
+        &["S1", "S2", "S3", "S4"],
+    );
 }
 
 /// The etcd scenarios (`raft-lease`), in a locksim built with `--features etcd`.

@@ -220,6 +220,9 @@ impl Run<'_> {
         std::fs::create_dir_all(&data)
             .map_err(|e| RealError::Setup(format!("{}: {e}", data.display())))?;
         let a = self.servers[n as usize];
+        if self.backend.sentinel() {
+            return self.failover_cmd(n, &data);
+        }
         let mut c = Command::new(&self.opts.redis);
         c.arg("--bind")
             .arg(a.ip().to_string())
@@ -243,6 +246,72 @@ impl Run<'_> {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         Ok(c)
+    }
+
+    /// A node of `redis-failover` from its configuration file, written at its first start
+    /// only: a restart reads what Sentinel's `CONFIG REWRITE` left there (its role), as the
+    /// model keeps roles on disk. The last server is the Sentinel.
+    fn failover_cmd(&self, n: NodeId, data: &Path) -> Result<Command, RealError> {
+        let sentinel = n + 1 == self.s.cluster.servers;
+        let conf = data.join(if sentinel {
+            "sentinel.conf"
+        } else {
+            "redis.conf"
+        });
+        if !conf.exists() {
+            let me = self.servers[n as usize];
+            let text = if sentinel {
+                crate::sentinel::sentinel_conf(
+                    data,
+                    me,
+                    self.servers[0],
+                    self.backend.failover.down_after,
+                )
+            } else {
+                let primary = (n > 0).then_some(self.servers[0]);
+                crate::sentinel::node_conf(data, me, primary, self.backend.fsync_always)
+            };
+            std::fs::write(&conf, text)
+                .map_err(|e| RealError::Setup(format!("{}: {e}", conf.display())))?;
+        }
+        let mut c = Command::new(&self.opts.redis);
+        c.arg(&conf);
+        if sentinel {
+            c.arg("--sentinel");
+        }
+        if let (Some(file), Some(shim)) = (self.server_clocks.get(&n), &self.opts.clockshim) {
+            c.env("LD_PRELOAD", shim)
+                .env("LOCKSIM_CLOCK_FILE", &file.path);
+        }
+        c.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        Ok(c)
+    }
+
+    /// Waits until every replica is in sync with the primary and Sentinel knows every one (it
+    /// learns them from the primary's `INFO`).
+    fn wait_sentinel(&mut self) -> Result<(), RealError> {
+        let m = self.s.cluster.servers - 1;
+        let want = self.backend.failover.replicas as usize;
+        for _ in 0..400 {
+            if interrupted() {
+                return Err(RealError::Interrupted);
+            }
+            self.exited_early(m)?;
+            let t = Duration::from_millis(200);
+            let known = crate::sentinel::known_replicas(self.servers[m as usize], t);
+            let online = crate::sentinel::online_replicas(self.servers[0], t);
+            if known == Some(want) && online == Some(want) {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        Err(RealError::Failed(format!(
+            "the {want} replicas were not in sync, or the Sentinel ({}) did not know them, within 10 s{}",
+            self.name(m),
+            log_tail(&self.dir, &self.name(m))
+        )))
     }
 
     /// One etcd member: its own data directory, client and peer URLs on its own address, the
@@ -336,6 +405,21 @@ impl Run<'_> {
     }
 
     /// The etcd member that leads now.
+    /// The node that leads now: the etcd leader, or the primary Sentinel names.
+    fn leader(&self) -> Option<NodeId> {
+        if self.backend.sentinel() {
+            let m = *self.servers.last()?;
+            let p =
+                crate::sentinel::ask_primary(Ipv4Addr::LOCALHOST, m, Duration::from_millis(200))?;
+            return self
+                .servers
+                .iter()
+                .position(|&s| s == p)
+                .map(|i| i as NodeId);
+        }
+        self.etcd_leader()
+    }
+
     #[cfg(feature = "etcd")]
     fn etcd_leader(&self) -> Option<NodeId> {
         crate::etcd::leader(&self.servers, Duration::from_millis(100), &self.member_ids)
@@ -586,7 +670,7 @@ impl Run<'_> {
                 // The leader is known only now (as in the simulator): isolate that member, and
                 // record the isolation of that node.
                 if let Fault::IsolateLeader { duration, mode } = fault {
-                    match self.etcd_leader() {
+                    match self.leader() {
                         Some(node) => {
                             self.resolved.insert(i, node);
                             fault = Fault::Isolate {
@@ -974,6 +1058,9 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
             for n in c.server_ids() {
                 run.wait_up(n, run.servers[n as usize], true)?;
                 run.prove_shim(n)?;
+            }
+            if backend.sentinel() {
+                run.wait_sentinel()?;
             }
         }
         // True time 0 a little ahead, so every client process is up and waiting for it.

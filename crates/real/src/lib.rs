@@ -42,6 +42,7 @@ pub mod postgres;
 pub mod procs;
 pub mod resource;
 pub mod resp;
+pub mod sentinel;
 pub mod support;
 pub mod vclock;
 

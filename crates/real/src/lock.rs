@@ -21,11 +21,12 @@ use crate::support::Backend;
 
 /// Grant and fencing token in one step: 0 = held by another owner, -1 = granted without a
 /// token, otherwise the token.
-const ACQUIRE_FENCED: &str = "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then \
+pub(crate) const ACQUIRE_FENCED: &str =
+    "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then \
      if ARGV[3] == '1' then return redis.call('INCR', KEYS[2]) end return -1 end return 0";
 
 /// Compare-and-delete: frees the lock only for its owner (1), else 0.
-const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
+pub(crate) const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
      return redis.call('DEL', KEYS[1]) end return 0";
 
 /// The deadline of a grant that does not expire (an advisory lock): no validity check fires
@@ -80,6 +81,8 @@ pub enum LockClient {
     Postgres(crate::postgres::PgLock),
     /// `pg-advisory`.
     Advisory(crate::advisory::AdvisoryLock),
+    /// `redis-failover`.
+    Sentinel(crate::sentinel::SentinelLock),
 }
 
 impl LockClient {
@@ -93,6 +96,11 @@ impl LockClient {
         me: std::net::Ipv4Addr,
         servers: &[std::net::SocketAddrV4],
     ) -> Result<Self, String> {
+        if backend.sentinel() {
+            return Ok(LockClient::Sentinel(crate::sentinel::SentinelLock::new(
+                backend, me, servers,
+            )));
+        }
         if backend.pooler() {
             return crate::advisory::AdvisoryLock::new(backend, node, me, servers[1])
                 .map(LockClient::Advisory);
@@ -116,6 +124,7 @@ impl LockClient {
             LockClient::Etcd(e) => e.acquire(host, key, ttl),
             LockClient::Postgres(p) => p.acquire(host, key, ttl),
             LockClient::Advisory(a) => a.acquire(key),
+            LockClient::Sentinel(c) => c.acquire(host, key, owner, ttl),
         }
     }
 
@@ -127,6 +136,7 @@ impl LockClient {
             LockClient::Etcd(e) => e.release(host, key, grant),
             LockClient::Postgres(p) => p.release(host, key, grant),
             LockClient::Advisory(a) => a.release(key),
+            LockClient::Sentinel(c) => c.release(key, grant),
         }
     }
 

@@ -29,6 +29,9 @@ pub enum Service {
     /// `pg-advisory`: session advisory locks on one PostgreSQL server behind PgBouncer
     /// ([`crate::advisory`]).
     PgAdvisory,
+    /// `redis-failover`: a Redis primary, asynchronous replicas and one Sentinel
+    /// ([`crate::sentinel`]).
+    RedisFailover,
 }
 
 /// The backend of a real run: the service and the client library's knobs, read from the
@@ -58,6 +61,26 @@ pub struct Backend {
     pub db: DbKnobs,
     /// `pg-advisory`'s knobs (all off for the other services).
     pub pg: PoolKnobs,
+    /// `redis-failover`'s knobs (all off for the other services).
+    pub failover: FailoverKnobs,
+}
+
+/// The knobs of `redis-failover` (the simulator's, `crates/algos/src/redisfailover`), as
+/// Redis, Sentinel and the real client take them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct FailoverKnobs {
+    /// Replicas of the primary.
+    pub replicas: u32,
+    /// Sentinel's `down-after-milliseconds`, ns.
+    pub down_after: Nanos,
+    /// `WAIT n` after each `SET` (0: none).
+    pub wait_replicas: u32,
+    /// `WAIT`'s timeout, ns.
+    pub wait_timeout: Nanos,
+    /// The token counter's `INCR` beside the `SET`.
+    pub fencing: bool,
+    /// `release = delete`: a plain `DEL`, no owner check.
+    pub release_delete: bool,
 }
 
 /// The knobs of `pg-advisory` (the simulator's, `crates/algos/src/pgadvisory.rs`), as
@@ -102,6 +125,11 @@ impl Backend {
         matches!(self.service, Service::CentralFencing | Service::RaftLease)
             || (self.service == Service::DbLease && self.db.fencing)
             || (self.service == Service::PgAdvisory && self.pg.fencing)
+            || (self.service == Service::RedisFailover && self.failover.fencing)
+    }
+    /// `true` for Redis with Sentinel (the last server is the Sentinel).
+    pub fn sentinel(&self) -> bool {
+        self.service == Service::RedisFailover
     }
     /// `true` for the PostgreSQL backends (`n1` is a PostgreSQL server).
     pub fn postgres(&self) -> bool {
@@ -167,6 +195,7 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
         "raft-lease" if cfg!(feature = "etcd") => Service::RaftLease,
         "db-lease" => return db_backend(scenario),
         "pg-advisory" => return pool_backend(scenario),
+        "redis-failover" => return failover_backend(scenario),
         "raft-lease" => {
             return Err(
                 "algorithm `raft-lease` runs against real etcd only in a locksim built with \
@@ -178,7 +207,7 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
         other => {
             return Err(format!(
                 "algorithm `{other}` has no real backend (real mode runs central, \
-                 central-fencing, redlock, raft-lease, db-lease, pg-advisory)"
+                 central-fencing, redlock, raft-lease, db-lease, pg-advisory, redis-failover)"
             ))
         }
     };
@@ -262,6 +291,7 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
         lock_wait: 0,
         db: DbKnobs::default(),
         pg: PoolKnobs::default(),
+        failover: FailoverKnobs::default(),
     })
 }
 
@@ -334,6 +364,7 @@ fn db_backend(scenario: &Scenario) -> Result<Backend, String> {
             check_held: flag("check_held")?,
         },
         pg: PoolKnobs::default(),
+        failover: FailoverKnobs::default(),
     })
 }
 
@@ -417,6 +448,113 @@ fn pool_backend(scenario: &Scenario) -> Result<Backend, String> {
             check_unlock_result: flag("check_unlock_result")?,
             fencing: flag("fencing")?,
             check_held: flag("check_held")?,
+        },
+        failover: FailoverKnobs::default(),
+    })
+}
+
+/// The simulator's `redis-failover` knobs, as Redis, Sentinel and our client take them.
+fn failover_backend(scenario: &Scenario) -> Result<Backend, String> {
+    let algo = "redis-failover";
+    let cfg: &BTreeMap<String, String> = &scenario.config;
+    let get = |k: &str, d: &'static str| cfg.get(k).map_or(d, |s| s.as_str());
+    let known = [
+        "replicas",
+        "down_after",
+        "promote",
+        "wait_replicas",
+        "wait_timeout",
+        "fencing",
+        "fsync",
+        "timeout",
+        "release",
+        "client_clock",
+        "drift_factor",
+    ];
+    if cfg.contains_key("repl_delay") {
+        return Err(format!(
+            "{algo}: `repl_delay` cannot run for real: the replication lag is what real Redis \
+             on loopback gives (well under a millisecond)"
+        ));
+    }
+    if let Some(k) = cfg.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(format!("{algo}: setting `{k}` is unknown in real mode"));
+    }
+    if get("promote", "most-up-to-date") != "most-up-to-date" {
+        return Err(format!(
+            "{algo}: `promote = {}` cannot run for real: Sentinel promotes the replica with the \
+             best priority and largest replication offset",
+            get("promote", "")
+        ));
+    }
+    let flag = |k: &str| match get(k, "false") {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        other => Err(format!(
+            "{algo}: `{k}`: {other:?} is neither true nor false"
+        )),
+    };
+    let int = |k: &str, d: &'static str, max: u32| {
+        get(k, d)
+            .parse::<u32>()
+            .ok()
+            .filter(|n| *n <= max)
+            .ok_or_else(|| format!("{algo}: `{k}`: {:?} is not 0 to {max}", get(k, d)))
+    };
+    let replicas = int("replicas", "2", 6)?;
+    if replicas == 0 {
+        return Err(format!("{algo}: `replicas`: 0 is not 1 to 6"));
+    }
+    let wait_replicas = int("wait_replicas", "0", replicas)?;
+    let release_delete = match get("release", "owner") {
+        "owner" => false,
+        "delete" => true,
+        other => {
+            return Err(format!(
+                "{algo}: `release`: {other:?} is neither owner nor delete"
+            ))
+        }
+    };
+    let fsync_always = match get("fsync", "never") {
+        "never" => false,
+        "always" => true,
+        other => {
+            return Err(format!(
+                "{algo}: `fsync`: {other:?} is neither never nor always"
+            ))
+        }
+    };
+    let client_clock = match get("client_clock", "wall") {
+        "wall" => LocalClock::Wall,
+        "mono" => LocalClock::Mono,
+        other => {
+            return Err(format!(
+                "{algo}: `client_clock`: {other:?} is neither wall nor mono"
+            ))
+        }
+    };
+    let dur =
+        |k: &str, d: &'static str| knob_duration(k, get(k, d)).map_err(|e| format!("{algo}: {e}"));
+    Ok(Backend {
+        service: Service::RedisFailover,
+        servers: replicas + 2,
+        timeout: dur("timeout", "100ms")?,
+        drift_ppm: fraction_ppm("drift_factor", get("drift_factor", "0.01"))
+            .map_err(|e| format!("{algo}: {e}"))?,
+        client_clock,
+        fsync_always,
+        tick: 0,
+        election_ticks: 0,
+        lock_wait: 0,
+        db: DbKnobs::default(),
+        pg: PoolKnobs::default(),
+        failover: FailoverKnobs {
+            replicas,
+            down_after: dur("down_after", "5s")?,
+            wait_replicas,
+            wait_timeout: dur("wait_timeout", "100ms")?,
+            fencing: flag("fencing")?,
+            release_delete,
         },
     })
 }
@@ -529,6 +667,7 @@ fn etcd_backend(scenario: &Scenario) -> Result<Backend, String> {
             .map_err(|e| format!("{algo}: {e}"))?,
         db: DbKnobs::default(),
         pg: PoolKnobs::default(),
+        failover: FailoverKnobs::default(),
     })
 }
 
@@ -605,7 +744,7 @@ pub fn check_plan(
             Fault::DropReplies { .. } => {
                 return refuse("real mode cannot drop only the replies of a TCP connection")
             }
-            Fault::IsolateLeader { .. } if !backend.etcd() => {
+            Fault::IsolateLeader { .. } if !backend.etcd() && !backend.sentinel() => {
                 return refuse("real mode has no leader to isolate for this algorithm")
             }
             Fault::IsolateLeader { .. } => {}
@@ -627,6 +766,13 @@ pub fn check_plan(
                         "{} is an etcd member: etcd is Go (it ignores LD_PRELOAD) and times \
                          leases with its monotonic clock, so its clock cannot be faulted; \
                          client clocks can",
+                        c.name(*node)
+                    ));
+                }
+                if backend.sentinel() && *node + 1 == c.servers {
+                    return refuse(&format!(
+                        "{} is the Sentinel: faulting its clock is not in real mode yet; the \
+                         data nodes' clocks can be (with the clock shim)",
                         c.name(*node)
                     ));
                 }

@@ -1,0 +1,319 @@
+//! `redis-failover` on real Redis: a primary (`n1`), `replicas` asynchronous replicas
+//! (`n2…`) and one Sentinel (the last server) with quorum 1, as the simulator's model
+//! (`crates/algos/src/redisfailover`) has one monitor, said plainly: one Sentinel is its own
+//! majority, so it alone decides a failover (redis.io, "High availability with Redis
+//! Sentinel", recommends at least three).
+//!
+//! - **The servers** are `redis-server`s started from configuration files of ours (so that
+//!   Sentinel's `CONFIG REWRITE` of a node's role survives its restart, as the model keeps roles
+//!   on disk); each binds its own `127.0.0.N` and makes its own connections from it
+//!   (`bind-source-addr`: a replica's to its primary, Sentinel's to every node), so nftables
+//!   cuts replication and monitoring like any link, and a replica announces that address
+//!   (`replica-announce-ip`), which Sentinel learns from the primary's `INFO`. Replication, promotion and the
+//!   reconfiguration of the other nodes are Redis's and Sentinel's own, with the scenario's
+//!   `down_after` as `down-after-milliseconds`. A run starts once every replica is in sync
+//!   (`repl-diskless-sync-delay 0`: Redis 7 otherwise waits 5 s before a first full sync, for
+//!   more replicas to join it) and Sentinel knows every replica.
+//! - **The client** asks Sentinel for the primary (`SENTINEL get-master-addr-by-name`), keeps
+//!   using the answer until a request fails or a replica answers `READONLY`, and runs the
+//!   single-instance lock against it: `SET key owner NX PX ttl` (with `fencing = true`, the
+//!   `INCR` of a token counter in the same script), then `WAIT n timeout` with
+//!   `wait_replicas = n` (a shortfall is a failed acquire); release is the compare-and-delete
+//!   script, or a plain `DEL` with `release = delete`.
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::Path;
+use std::time::Duration;
+
+use locksim_core::Nanos;
+
+use crate::conn::{CallError, Conn};
+use crate::lock::{Grant, Host, Outcome, ACQUIRE_FENCED, RELEASE};
+use crate::resp::{read_reply, request, Reply};
+use crate::support::Backend;
+
+/// The name Sentinel monitors the primary under.
+pub const MASTER: &str = "locksim";
+
+/// A data node's configuration: its address, folder, persistence, and (for a replica) its
+/// primary. `fsync_always`: `appendonly yes` with `appendfsync always`; else no AOF and no
+/// snapshots (a restarted node is empty).
+pub fn node_conf(
+    dir: &Path,
+    me: SocketAddrV4,
+    primary: Option<SocketAddrV4>,
+    fsync_always: bool,
+) -> String {
+    let mut c = format!(
+        "bind {ip}\nbind-source-addr {ip}\nreplica-announce-ip {ip}\nport {port}\ndir {dir}\n\
+         logfile {dir}/redis.log\nprotected-mode no\ndaemonize no\nsave \"\"\n\
+         repl-diskless-sync-delay 0\n",
+        ip = me.ip(),
+        port = me.port(),
+        dir = dir.display()
+    );
+    c += if fsync_always {
+        "appendonly yes\nappendfsync always\n"
+    } else {
+        "appendonly no\n"
+    };
+    if let Some(p) = primary {
+        c += &format!("replicaof {} {}\n", p.ip(), p.port());
+    }
+    c
+}
+
+/// Sentinel's configuration: it monitors `primary` under [`MASTER`] with quorum 1 and
+/// `down-after-milliseconds` of `down_after` ns.
+pub fn sentinel_conf(
+    dir: &Path,
+    me: SocketAddrV4,
+    primary: SocketAddrV4,
+    down_after: Nanos,
+) -> String {
+    format!(
+        "bind {ip}\nbind-source-addr {ip}\nport {port}\ndir {dir}\nlogfile {dir}/redis.log\n\
+         protected-mode no\ndaemonize no\nsentinel monitor {MASTER} {pip} {pport} 1\n\
+         sentinel down-after-milliseconds {MASTER} {ms}\n\
+         sentinel parallel-syncs {MASTER} 1\n",
+        ip = me.ip(),
+        port = me.port(),
+        dir = dir.display(),
+        pip = primary.ip(),
+        pport = primary.port(),
+        ms = (down_after / 1_000_000).max(1),
+    )
+}
+
+/// Asks Sentinel at `sentinel` (from `from`) which address the primary has.
+pub fn ask_primary(
+    from: Ipv4Addr,
+    sentinel: SocketAddrV4,
+    timeout: Duration,
+) -> Option<SocketAddrV4> {
+    let mut c = Conn::new(from, sentinel);
+    let r = c
+        .call(
+            &request(&[b"SENTINEL", b"get-master-addr-by-name", MASTER.as_bytes()]),
+            timeout,
+            read_reply,
+        )
+        .ok()?;
+    addr_of(&r)
+}
+
+fn addr_of(r: &Reply) -> Option<SocketAddrV4> {
+    let Reply::Array(v) = r else { return None };
+    let text = |r: &Reply| match r {
+        Reply::Bulk(b) => std::str::from_utf8(b).ok().map(str::to_string),
+        _ => None,
+    };
+    let ip: Ipv4Addr = text(v.first()?)?.parse().ok()?;
+    let port: u16 = text(v.get(1)?)?.parse().ok()?;
+    Some(SocketAddrV4::new(ip, port))
+}
+
+/// How many replicas the primary at `primary` has online (`INFO replication`), or `None`.
+pub fn online_replicas(primary: SocketAddrV4, timeout: Duration) -> Option<usize> {
+    let mut c = Conn::new(Ipv4Addr::LOCALHOST, primary);
+    match c
+        .call(&request(&[b"INFO", b"replication"]), timeout, read_reply)
+        .ok()?
+    {
+        Reply::Bulk(b) => Some(
+            String::from_utf8_lossy(&b)
+                .lines()
+                .filter(|l| l.starts_with("slave") && l.contains("state=online"))
+                .count(),
+        ),
+        _ => None,
+    }
+}
+
+/// How many replicas Sentinel at `sentinel` knows of (`SENTINEL replicas`), or `None`.
+pub fn known_replicas(sentinel: SocketAddrV4, timeout: Duration) -> Option<usize> {
+    let mut c = Conn::new(Ipv4Addr::LOCALHOST, sentinel);
+    match c
+        .call(
+            &request(&[b"SENTINEL", b"replicas", MASTER.as_bytes()]),
+            timeout,
+            read_reply,
+        )
+        .ok()?
+    {
+        Reply::Array(v) => Some(v.len()),
+        _ => None,
+    }
+}
+
+/// The lock client of one client process.
+pub struct SentinelLock {
+    backend: Backend,
+    me: Ipv4Addr,
+    /// Every server's address: the data nodes, then Sentinel.
+    servers: Vec<SocketAddrV4>,
+    conns: Vec<Conn>,
+    /// The primary as Sentinel last said (an index into `servers`); `None`: ask first.
+    primary: Option<usize>,
+}
+
+impl SentinelLock {
+    /// A client whose connections to `servers` (the last one Sentinel) leave from `me`.
+    pub fn new(backend: Backend, me: Ipv4Addr, servers: &[SocketAddrV4]) -> Self {
+        SentinelLock {
+            backend,
+            me,
+            servers: servers.to_vec(),
+            conns: servers.iter().map(|&s| Conn::new(me, s)).collect(),
+            primary: None,
+        }
+    }
+
+    /// The cached primary, else Sentinel's answer, else (Sentinel unreachable) `n1`.
+    fn primary(&mut self) -> usize {
+        if let Some(p) = self.primary {
+            return p;
+        }
+        let sentinel = *self.servers.last().expect("a sentinel");
+        let t = Duration::from_nanos(self.backend.timeout);
+        let p = ask_primary(self.me, sentinel, t)
+            .and_then(|a| self.servers.iter().position(|&s| s == a));
+        if p.is_some() {
+            self.primary = p;
+        }
+        p.unwrap_or(0)
+    }
+
+    /// One command on the primary; a failure or `READONLY` makes the next one ask Sentinel.
+    fn command(&mut self, args: &[&[u8]], timeout: Nanos) -> (usize, Result<Reply, CallError>) {
+        let p = self.primary();
+        let r = self.conns[p].call(&request(args), Duration::from_nanos(timeout), read_reply);
+        let readonly = matches!(&r, Ok(Reply::Error(e)) if e.starts_with("READONLY"));
+        if r.is_err() || readonly {
+            self.primary = None;
+        }
+        (p, r)
+    }
+
+    /// Takes `key` for `ttl` ns with `owner` as its value.
+    pub fn acquire(&mut self, host: &dyn Host, key: u32, owner: u64, ttl: Nanos) -> Outcome<Grant> {
+        let clock = self.backend.client_clock;
+        let start = host.now(clock);
+        let (k, o) = (format!("lock:{key}"), owner.to_string());
+        let ms = (ttl / 1_000_000).max(1).to_string();
+        let fence = format!("fence:{key}");
+        let fencing = if self.backend.fencing() { "1" } else { "0" };
+        let args: [&[u8]; 8] = [
+            b"EVAL",
+            ACQUIRE_FENCED.as_bytes(),
+            b"2",
+            k.as_bytes(),
+            fence.as_bytes(),
+            o.as_bytes(),
+            ms.as_bytes(),
+            fencing.as_bytes(),
+        ];
+        let (p, r) = self.command(&args, self.backend.timeout);
+        let token = match r {
+            Ok(Reply::Int(-1)) => None,
+            Ok(Reply::Int(t)) if t > 0 => Some(t as u64),
+            Ok(Reply::Int(0)) => return Outcome::Fail("held by another client".into()),
+            Ok(Reply::Error(e)) if e.starts_with("READONLY") => {
+                return Outcome::Fail("READONLY: asked a replica".into())
+            }
+            Ok(other) => return Outcome::Fail(format!("server answered {other:?}")),
+            Err(e @ CallError::Unknown(_)) => return Outcome::Unknown(e.to_string()),
+            Err(e) => return Outcome::Fail(e.to_string()),
+        };
+        host.granted(host.true_time(), p as u32, key, token);
+        let wait = self.backend.failover.wait_replicas;
+        if wait > 0 {
+            let (n, ms) = (
+                wait.to_string(),
+                (self.backend.failover.wait_timeout / 1_000_000)
+                    .max(1)
+                    .to_string(),
+            );
+            let t = self.backend.timeout + self.backend.failover.wait_timeout;
+            match self.command(&[b"WAIT", n.as_bytes(), ms.as_bytes()], t).1 {
+                Ok(Reply::Int(acked)) if acked >= wait as i64 => {}
+                Ok(Reply::Int(acked)) => {
+                    return Outcome::Fail(format!(
+                        "WAIT {wait}: only {acked} replicas acknowledged"
+                    ))
+                }
+                Ok(other) => return Outcome::Fail(format!("WAIT answered {other:?}")),
+                Err(e) => return Outcome::Fail(format!("WAIT: {e}")),
+            }
+        }
+        let until = start
+            .saturating_add(ttl as i64)
+            .saturating_sub(self.backend.drift(ttl));
+        Outcome::Ok(Grant {
+            owner,
+            token,
+            deadline: (clock, until),
+            etcd: None,
+            row: None,
+        })
+    }
+
+    /// Releases `grant` of `key`: compare-and-delete, or `DEL` with `release = delete`.
+    pub fn release(&mut self, key: u32, grant: &Grant) -> Outcome<()> {
+        let (k, o) = (format!("lock:{key}"), grant.owner.to_string());
+        let r = if self.backend.failover.release_delete {
+            self.command(&[b"DEL", k.as_bytes()], self.backend.timeout)
+                .1
+        } else {
+            let args: [&[u8]; 5] = [
+                b"EVAL",
+                RELEASE.as_bytes(),
+                b"1",
+                k.as_bytes(),
+                o.as_bytes(),
+            ];
+            self.command(&args, self.backend.timeout).1
+        };
+        match r {
+            Ok(Reply::Int(1)) => Outcome::Ok(()),
+            Ok(Reply::Int(0)) => Outcome::Fail("not the owner (lease expired)".into()),
+            Ok(Reply::Error(e)) if e.starts_with("READONLY") => {
+                Outcome::Fail("READONLY: asked a replica".into())
+            }
+            Ok(other) => Outcome::Fail(format!("server answered {other:?}")),
+            Err(e @ CallError::Unknown(_)) => Outcome::Unknown(e.to_string()),
+            Err(e) => Outcome::Fail(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn configurations_bind_their_node_and_name_the_primary() {
+        let a = SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 10), 7001);
+        let b = SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 11), 7002);
+        let n = node_conf(Path::new("/d"), b, Some(a), false);
+        assert!(
+            n.contains("bind 127.0.0.11\nbind-source-addr 127.0.0.11\n")
+                && n.contains("replica-announce-ip 127.0.0.11\nport 7002\n")
+                && n.contains("replicaof 127.0.0.10 7001"),
+            "{n}"
+        );
+        assert!(n.contains("appendonly no"), "{n}");
+        let s = sentinel_conf(Path::new("/d"), b, a, 1_500_000_000);
+        assert!(
+            s.contains("sentinel monitor locksim 127.0.0.10 7001 1"),
+            "{s}"
+        );
+        assert!(s.contains("down-after-milliseconds locksim 1500"), "{s}");
+        let r = Reply::Array(vec![
+            Reply::Bulk(b"127.0.0.10".to_vec()),
+            Reply::Bulk(b"7001".to_vec()),
+        ]);
+        assert_eq!(addr_of(&r), Some(a));
+        assert_eq!(addr_of(&Reply::Nil), None);
+    }
+}
