@@ -235,6 +235,15 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
                 t.display()
             ));
         }
+        // Said now, not after a run whose record would then be lost.
+        let parent = t.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(dir) = parent.filter(|p| !p.is_dir()) {
+            return Err(format!(
+                "{}: the folder {} does not exist (the record is written after the run)",
+                t.display(),
+                dir.display()
+            ));
+        }
     }
     if a.compare {
         return compare(&a, &chosen, seed, &opts);

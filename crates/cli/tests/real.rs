@@ -259,6 +259,52 @@ fn shipped_postgres_scenarios_agree_with_the_simulator() {
     agree("db-lease-client-clock-ahead.toml", &["S1", "S3"], &["S4"]);
     agree("db-lease-db-time.toml", &[], &["S1", "S2", "S3", "S4"]);
     agree("db-lease-db-crash.toml", &[], &["S1", "S2", "S3", "S4"]);
+    // A paused database grants nothing until it resumes. Its backends each call setsid(), so
+    // a pause that stopped only the postmaster's process group left them serving.
+    let trace = std::env::temp_dir().join(format!(
+        "locksim-real-test-pgpause-{}.json",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_file(&trace);
+    let f = sims().join("db-lease-db-pause.toml");
+    let o = locksim(&[
+        "real",
+        f.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = t["events"].as_array().unwrap();
+    let time_of = |ty: &str| {
+        events
+            .iter()
+            .find(|e| e["type"] == ty)
+            .and_then(|e| e["time"].as_u64())
+            .unwrap_or_else(|| panic!("no {ty} event: {t}"))
+    };
+    let (from, to) = (time_of("fault"), time_of("fault_end"));
+    let grants: Vec<u64> = events
+        .iter()
+        .filter(|e| e["type"] == "grant")
+        .map(|e| e["time"].as_u64().unwrap())
+        .collect();
+    assert!(
+        grants.iter().any(|&g| g < from) && grants.iter().any(|&g| g >= to),
+        "{grants:?}"
+    );
+    assert!(
+        grants.iter().all(|&g| g < from || g >= to),
+        "grants while the database was paused ({from}..{to} ns): {grants:?}"
+    );
+    let _ = std::fs::remove_file(&trace);
 }
 
 /// `pg-advisory` through a real PgBouncer: transaction pooling grants session locks twice (by

@@ -469,6 +469,7 @@ impl Run<'_> {
             &data,
             self.servers[n as usize],
             *user,
+            self.s.cluster.clients + self.backend.pg.pool_size + 20,
         ))
     }
 

@@ -120,7 +120,15 @@ pub fn version(bin: &PgBin) -> Result<String, String> {
         .arg("--version")
         .output()
         .map_err(|e| format!("cannot run {} ({e})", bin.postgres.display()))?;
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    let v = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !v.starts_with("postgres (PostgreSQL)") {
+        return Err(format!(
+            "{} is not PostgreSQL's server: its --version says {v:?}, not \"postgres \
+             (PostgreSQL) ...\"",
+            bin.postgres.display()
+        ));
+    }
+    Ok(v)
 }
 
 /// The user PostgreSQL runs as: itself refuses root, so a harness running as root (for
@@ -199,14 +207,17 @@ pub fn initdb(bin: &PgBin, data: &Path, user: Option<(u32, u32)>) -> Result<(), 
 }
 
 /// The server of `data/pgdata` on `addr` only (no Unix socket), logging to
-/// `data/postgres.log`. Every commit is fsynced (`fsync = on`, `synchronous_commit = on`,
-/// PostgreSQL's defaults, said here so that nothing else can change them): a crash loses no
-/// committed row, as the model's database loses none.
+/// `data/postgres.log`, taking `connections` connections (`max_connections`: the run's
+/// clients, a pooler's backends and the harness's own, so that no client meets PostgreSQL's
+/// "too many clients", which the simulator's database never says). Every commit is fsynced
+/// (`fsync = on`, `synchronous_commit = on`, PostgreSQL's defaults, said here so that nothing
+/// else can change them): a crash loses no committed row, as the model's database loses none.
 pub fn server_cmd(
     bin: &PgBin,
     data: &Path,
     addr: SocketAddrV4,
     user: Option<(u32, u32)>,
+    connections: u32,
 ) -> Command {
     let mut c = Command::new(&bin.postgres);
     c.arg("-D")
@@ -217,7 +228,9 @@ pub fn server_cmd(
         .arg(addr.port().to_string())
         .args(["-c", "unix_socket_directories="])
         .args(["-c", "fsync=on", "-c", "synchronous_commit=on"])
-        .args(["-c", "max_connections=60", "-c", "shared_buffers=16MB"])
+        .arg("-c")
+        .arg(format!("max_connections={connections}"))
+        .args(["-c", "shared_buffers=16MB"])
         .args(["-c", "log_min_messages=warning"]);
     as_user(&mut c, user);
     c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(

@@ -19,11 +19,28 @@ impl Proc {
         self.child.id() as i32
     }
 
-    /// Sends `sig` to its whole process group.
+    /// Sends `sig` to its whole process group and to every descendant that left it: a
+    /// PostgreSQL server's children (its backends, checkpointer, WAL writer) each call
+    /// `setsid()`, so a pause or a crash of the server must reach them one by one, or the
+    /// "paused" database would go on serving its open connections. The descendants are read
+    /// before the signal (a killed parent's children are handed to init at once) and after it
+    /// (a child forked meanwhile; a stopped parent forks no more).
     pub fn signal(&self, sig: i32) {
+        let mut kids = descendants(self.pid() as u32);
         // SAFETY: kill(2) with a negative pid signals that process group; no memory involved.
         unsafe {
             libc::kill(-self.pid(), sig);
+        }
+        for k in descendants(self.pid() as u32) {
+            if !kids.contains(&k) {
+                kids.push(k);
+            }
+        }
+        for pid in kids {
+            // SAFETY: kill(2) of a process id; a pid that has exited meanwhile is harmless.
+            unsafe {
+                libc::kill(pid as i32, sig);
+            }
         }
     }
 
@@ -32,12 +49,45 @@ impl Proc {
         self.child.try_wait().ok().flatten()
     }
 
-    /// Kills the group and reaps the process.
+    /// Kills the group (and every descendant) and reaps the process.
     pub fn kill(&mut self) {
         self.signal(libc::SIGKILL);
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The processes descended from `root` now (children, their children, …), from `/proc`.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let mut parent_of: Vec<(u32, u32)> = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/proc") {
+        for e in rd.flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+                // pid (comm) state ppid …: comm may hold spaces, so split after the last ')'.
+                let ppid = stat
+                    .rsplit_once(')')
+                    .and_then(|r| r.1.split_whitespace().nth(1))
+                    .and_then(|p| p.parse::<u32>().ok());
+                if let Some(ppid) = ppid {
+                    parent_of.push((pid, ppid));
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for &(child, _) in parent_of.iter().filter(|(_, pp)| *pp == p) {
+            if !out.contains(&child) {
+                out.push(child);
+                frontier.push(child);
+            }
+        }
+    }
+    out
 }
 
 /// Starts `cmd` as `name` in its own process group, to die with this process.

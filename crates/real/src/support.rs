@@ -154,6 +154,17 @@ impl Backend {
     }
 }
 
+/// A flag as the simulator's knobs spell it: true/false, on/off, yes/no, 1/0 (any case).
+fn flag_knob(algo: &str, k: &str, v: &str) -> Result<bool, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "true" | "on" | "yes" | "1" => Ok(true),
+        "false" | "off" | "no" | "0" => Ok(false),
+        _ => Err(format!(
+            "{algo}: `{k}`: {v:?} must be true or false (or on/off, yes/no, 1/0)"
+        )),
+    }
+}
+
 fn knob_duration(name: &str, v: &str) -> Result<Nanos, String> {
     match parse_duration(v) {
         Ok(n) if n > 0 && n <= u64::MAX as i128 => Ok(n as Nanos),
@@ -313,13 +324,7 @@ fn db_backend(scenario: &Scenario) -> Result<Backend, String> {
     if let Some(k) = cfg.keys().find(|k| !known.contains(&k.as_str())) {
         return Err(format!("{algo}: setting `{k}` is unknown in real mode"));
     }
-    let flag = |k: &str| match get(k, "false") {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        other => Err(format!(
-            "{algo}: `{k}`: {other:?} is neither true nor false"
-        )),
-    };
+    let flag = |k: &str| flag_knob(algo, k, get(k, "false"));
     let db_time = match get("time_source", "client") {
         "client" => false,
         "db" => true,
@@ -329,9 +334,15 @@ fn db_backend(scenario: &Scenario) -> Result<Backend, String> {
             ))
         }
     };
-    let lock_at_least = match get("lock_at_least", "0") {
-        "0" => 0,
-        v => knob_duration("lock_at_least", v).map_err(|e| format!("{algo}: {e}"))?,
+    let lock_at_least = match parse_duration(get("lock_at_least", "0")) {
+        Ok(d) if (0..=u64::MAX as i128).contains(&d) => d as Nanos,
+        Ok(_) => {
+            return Err(format!(
+                "{algo}: `lock_at_least`: {:?} must not be negative",
+                get("lock_at_least", "0")
+            ))
+        }
+        Err(e) => return Err(format!("{algo}: `lock_at_least`: {e}")),
     };
     let timeout = match get("timeout", "none") {
         "none" => NO_TIMEOUT,
@@ -386,13 +397,7 @@ fn pool_backend(scenario: &Scenario) -> Result<Backend, String> {
     if let Some(k) = cfg.keys().find(|k| !known.contains(&k.as_str())) {
         return Err(format!("{algo}: setting `{k}` is unknown in real mode"));
     }
-    let flag = |k: &str| match get(k, "false") {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        other => Err(format!(
-            "{algo}: `{k}`: {other:?} is neither true nor false"
-        )),
-    };
+    let flag = |k: &str| flag_knob(algo, k, get(k, "false"));
     if flag("xact")? {
         return Err(format!(
             "{algo}: `xact = true` is not in real mode yet (the statement's grant record would \
@@ -487,13 +492,7 @@ fn failover_backend(scenario: &Scenario) -> Result<Backend, String> {
             get("promote", "")
         ));
     }
-    let flag = |k: &str| match get(k, "false") {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        other => Err(format!(
-            "{algo}: `{k}`: {other:?} is neither true nor false"
-        )),
-    };
+    let flag = |k: &str| flag_knob(algo, k, get(k, "false"));
     let int = |k: &str, d: &'static str, max: u32| {
         get(k, d)
             .parse::<u32>()
@@ -894,6 +893,26 @@ mod tests {
         .unwrap();
         assert!(b.fencing() && b.fsync_always);
         assert_eq!((b.drift_ppm, b.timeout, b.servers), (50_000, SEC, 1));
+    }
+
+    #[test]
+    fn db_lease_takes_the_simulators_spellings() {
+        let b = backend(&scenario(
+            "db-lease",
+            &[
+                ("fencing", "yes"),
+                ("check_held", "On"),
+                ("lock_at_least", "0s"),
+            ],
+            vec![],
+        ))
+        .unwrap();
+        assert!(b.fencing() && b.db.check_held && b.postgres());
+        assert_eq!((b.db.lock_at_least, b.timeout), (0, NO_TIMEOUT));
+        let e = backend(&scenario("db-lease", &[("lock_at_least", "-1s")], vec![])).unwrap_err();
+        assert!(e.contains("must not be negative"), "{e}");
+        let e = backend(&scenario("db-lease", &[("fencing", "maybe")], vec![])).unwrap_err();
+        assert!(e.contains("on/off"), "{e}");
     }
 
     #[test]
