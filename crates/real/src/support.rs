@@ -306,256 +306,257 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
     })
 }
 
-/// The simulator's `db-lease` knobs, as a PostgreSQL server and our ShedLock-style client
-/// take them.
-fn db_backend(scenario: &Scenario) -> Result<Backend, String> {
-    let algo = "db-lease";
-    let cfg: &BTreeMap<String, String> = &scenario.config;
-    let get = |k: &str, d: &'static str| cfg.get(k).map_or(d, |s| s.as_str());
-    let known = [
-        "time_source",
-        "lock_at_least",
-        "fencing",
-        "check_held",
-        "timeout",
-        "client_clock",
-        "drift_factor",
-    ];
-    if let Some(k) = cfg.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(format!("{algo}: setting `{k}` is unknown in real mode"));
+/// One algorithm's settings as a real backend reads them: every key known, each value checked,
+/// errors naming the algorithm and the key.
+struct Settings<'a> {
+    algo: &'static str,
+    cfg: &'a BTreeMap<String, String>,
+}
+
+impl<'a> Settings<'a> {
+    /// # Errors
+    /// The first key not in `known`.
+    fn new(algo: &'static str, s: &'a Scenario, known: &[&str]) -> Result<Self, String> {
+        if let Some(k) = s.config.keys().find(|k| !known.contains(&k.as_str())) {
+            return Err(format!("{algo}: setting `{k}` is unknown in real mode"));
+        }
+        Ok(Settings {
+            algo,
+            cfg: &s.config,
+        })
     }
-    let flag = |k: &str| flag_knob(algo, k, get(k, "false"));
-    let db_time = match get("time_source", "client") {
-        "client" => false,
-        "db" => true,
-        other => {
-            return Err(format!(
-                "{algo}: `time_source`: {other:?} is neither client nor db"
+    fn get(&self, k: &str, d: &'static str) -> &'a str {
+        self.cfg.get(k).map_or(d, |s| s.as_str())
+    }
+    fn flag(&self, k: &str) -> Result<bool, String> {
+        flag_knob(self.algo, k, self.get(k, "false"))
+    }
+    /// The value of `k` (default `d`), which must be one of `choices`.
+    fn choice(&self, k: &str, d: &'static str, choices: &[&str]) -> Result<&'a str, String> {
+        let v = self.get(k, d);
+        if choices.contains(&v) {
+            Ok(v)
+        } else {
+            Err(format!(
+                "{}: `{k}`: {v:?} is not one of {}",
+                self.algo,
+                choices.join(", ")
             ))
         }
-    };
-    let lock_at_least = match parse_duration(get("lock_at_least", "0")) {
-        Ok(d) if (0..=u64::MAX as i128).contains(&d) => d as Nanos,
-        Ok(_) => {
-            return Err(format!(
-                "{algo}: `lock_at_least`: {:?} must not be negative",
-                get("lock_at_least", "0")
-            ))
+    }
+    fn duration(&self, k: &str, d: &'static str) -> Result<Nanos, String> {
+        knob_duration(k, self.get(k, d)).map_err(|e| format!("{}: {e}", self.algo))
+    }
+    /// A duration that may be zero.
+    fn duration_or_zero(&self, k: &str, d: &'static str) -> Result<Nanos, String> {
+        match parse_duration(self.get(k, d)) {
+            Ok(n) if (0..=u64::MAX as i128).contains(&n) => Ok(n as Nanos),
+            Ok(_) => Err(format!(
+                "{}: `{k}`: {:?} must not be negative",
+                self.algo,
+                self.get(k, d)
+            )),
+            Err(e) => Err(format!("{}: `{k}`: {e}", self.algo)),
         }
-        Err(e) => return Err(format!("{algo}: `lock_at_least`: {e}")),
-    };
-    let timeout = match get("timeout", "none") {
-        "none" => NO_TIMEOUT,
-        v => knob_duration("timeout", v).map_err(|e| format!("{algo}: {e} (or none)"))?,
-    };
-    let client_clock = match get("client_clock", "wall") {
-        "wall" => LocalClock::Wall,
-        "mono" => LocalClock::Mono,
-        other => {
-            return Err(format!(
-                "{algo}: `client_clock`: {other:?} is neither wall nor mono"
-            ))
+    }
+    /// A per-request timeout, or `none` ([`NO_TIMEOUT`]).
+    fn timeout(&self, d: &'static str) -> Result<Nanos, String> {
+        match self.get("timeout", d) {
+            "none" => Ok(NO_TIMEOUT),
+            _ => self
+                .duration("timeout", d)
+                .map_err(|e| format!("{e} (or none)")),
         }
-    };
-    Ok(Backend {
-        service: Service::DbLease,
-        servers: 1,
+    }
+    fn client_clock(&self, d: &'static str) -> Result<LocalClock, String> {
+        Ok(match self.choice("client_clock", d, &["wall", "mono"])? {
+            "wall" => LocalClock::Wall,
+            _ => LocalClock::Mono,
+        })
+    }
+    fn drift_ppm(&self) -> Result<u64, String> {
+        fraction_ppm("drift_factor", self.get("drift_factor", "0.01"))
+            .map_err(|e| format!("{}: {e}", self.algo))
+    }
+    /// An integer from `range`.
+    fn int(
+        &self,
+        k: &str,
+        d: &'static str,
+        range: std::ops::RangeInclusive<u32>,
+    ) -> Result<u32, String> {
+        self.get(k, d)
+            .parse::<u32>()
+            .ok()
+            .filter(|n| range.contains(n))
+            .ok_or_else(|| {
+                format!(
+                    "{}: `{k}`: {:?} is not {} to {}",
+                    self.algo,
+                    self.get(k, d),
+                    range.start(),
+                    range.end()
+                )
+            })
+    }
+}
+
+/// A backend of one server with no Raft and none of the other services' knobs.
+fn plain(
+    service: Service,
+    servers: u32,
+    timeout: Nanos,
+    drift_ppm: u64,
+    client_clock: LocalClock,
+) -> Backend {
+    Backend {
+        service,
+        servers,
         timeout,
-        drift_ppm: fraction_ppm("drift_factor", get("drift_factor", "0.01"))
-            .map_err(|e| format!("{algo}: {e}"))?,
+        drift_ppm,
         client_clock,
         fsync_always: true,
         tick: 0,
         election_ticks: 0,
         lock_wait: 0,
-        db: DbKnobs {
-            db_time,
-            lock_at_least,
-            fencing: flag("fencing")?,
-            check_held: flag("check_held")?,
-        },
+        db: DbKnobs::default(),
         pg: PoolKnobs::default(),
         failover: FailoverKnobs::default(),
-    })
+    }
+}
+
+/// The simulator's `db-lease` knobs, as a PostgreSQL server and our ShedLock-style client
+/// take them.
+fn db_backend(scenario: &Scenario) -> Result<Backend, String> {
+    let k = Settings::new(
+        "db-lease",
+        scenario,
+        &[
+            "time_source",
+            "lock_at_least",
+            "fencing",
+            "check_held",
+            "timeout",
+            "client_clock",
+            "drift_factor",
+        ],
+    )?;
+    let mut b = plain(
+        Service::DbLease,
+        1,
+        k.timeout("none")?,
+        k.drift_ppm()?,
+        k.client_clock("wall")?,
+    );
+    b.db = DbKnobs {
+        db_time: k.choice("time_source", "client", &["client", "db"])? == "db",
+        lock_at_least: k.duration_or_zero("lock_at_least", "0")?,
+        fencing: k.flag("fencing")?,
+        check_held: k.flag("check_held")?,
+    };
+    Ok(b)
 }
 
 /// The simulator's `pg-advisory` knobs, as PgBouncer and our client take them.
 fn pool_backend(scenario: &Scenario) -> Result<Backend, String> {
     let algo = "pg-advisory";
-    let cfg: &BTreeMap<String, String> = &scenario.config;
-    let get = |k: &str, d: &'static str| cfg.get(k).map_or(d, |s| s.as_str());
-    let known = [
-        "pool_mode",
-        "pool_size",
-        "server_lifetime",
-        "check_unlock_result",
-        "xact",
-        "fencing",
-        "check_held",
-        "timeout",
-    ];
-    if let Some(k) = cfg.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(format!("{algo}: setting `{k}` is unknown in real mode"));
-    }
-    let flag = |k: &str| flag_knob(algo, k, get(k, "false"));
-    if flag("xact")? {
+    let k = Settings::new(
+        algo,
+        scenario,
+        &[
+            "pool_mode",
+            "pool_size",
+            "server_lifetime",
+            "check_unlock_result",
+            "xact",
+            "fencing",
+            "check_held",
+            "timeout",
+        ],
+    )?;
+    if k.flag("xact")? {
         return Err(format!(
             "{algo}: `xact = true` is not in real mode yet (the statement's grant record would \
              roll back with a transaction that never commits)"
         ));
     }
-    let transaction = match get("pool_mode", "session") {
-        "session" => false,
-        "transaction" => true,
-        other => {
-            return Err(format!(
-                "{algo}: `pool_mode`: {other:?} is neither session nor transaction"
-            ))
-        }
-    };
-    let pool_size = get("pool_size", "4")
-        .parse::<u32>()
-        .ok()
-        .filter(|n| (1..=64).contains(n))
-        .ok_or_else(|| {
-            format!(
-                "{algo}: `pool_size`: {:?} is not 1 to 64",
-                get("pool_size", "4")
-            )
-        })?;
-    let server_lifetime = knob_duration("server_lifetime", get("server_lifetime", "3600s"))
-        .map_err(|e| format!("{algo}: {e}"))?;
+    let server_lifetime = k.duration("server_lifetime", "3600s")?;
     if server_lifetime % SEC != 0 {
         return Err(format!(
             "{algo}: `server_lifetime`: PgBouncer takes whole seconds, not {}",
-            get("server_lifetime", "3600s")
+            k.get("server_lifetime", "3600s")
         ));
     }
-    let timeout = match get("timeout", "none") {
-        "none" => NO_TIMEOUT,
-        v => knob_duration("timeout", v).map_err(|e| format!("{algo}: {e} (or none)"))?,
+    let mut b = plain(
+        Service::PgAdvisory,
+        2,
+        k.timeout("none")?,
+        0,
+        LocalClock::Mono,
+    );
+    b.pg = PoolKnobs {
+        transaction: k.choice("pool_mode", "session", &["session", "transaction"])?
+            == "transaction",
+        pool_size: k.int("pool_size", "4", 1..=64)?,
+        server_lifetime,
+        check_unlock_result: k.flag("check_unlock_result")?,
+        fencing: k.flag("fencing")?,
+        check_held: k.flag("check_held")?,
     };
-    Ok(Backend {
-        service: Service::PgAdvisory,
-        servers: 2,
-        timeout,
-        drift_ppm: 0,
-        client_clock: LocalClock::Mono,
-        fsync_always: true,
-        tick: 0,
-        election_ticks: 0,
-        lock_wait: 0,
-        db: DbKnobs::default(),
-        pg: PoolKnobs {
-            transaction,
-            pool_size,
-            server_lifetime,
-            check_unlock_result: flag("check_unlock_result")?,
-            fencing: flag("fencing")?,
-            check_held: flag("check_held")?,
-        },
-        failover: FailoverKnobs::default(),
-    })
+    Ok(b)
 }
 
 /// The simulator's `redis-failover` knobs, as Redis, Sentinel and our client take them.
 fn failover_backend(scenario: &Scenario) -> Result<Backend, String> {
     let algo = "redis-failover";
-    let cfg: &BTreeMap<String, String> = &scenario.config;
-    let get = |k: &str, d: &'static str| cfg.get(k).map_or(d, |s| s.as_str());
-    let known = [
-        "replicas",
-        "down_after",
-        "promote",
-        "wait_replicas",
-        "wait_timeout",
-        "fencing",
-        "fsync",
-        "timeout",
-        "release",
-        "client_clock",
-        "drift_factor",
-    ];
-    if cfg.contains_key("repl_delay") {
+    if scenario.config.contains_key("repl_delay") {
         return Err(format!(
             "{algo}: `repl_delay` cannot run for real: the replication lag is what real Redis \
              on loopback gives (well under a millisecond)"
         ));
     }
-    if let Some(k) = cfg.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(format!("{algo}: setting `{k}` is unknown in real mode"));
-    }
-    if get("promote", "most-up-to-date") != "most-up-to-date" {
+    let k = Settings::new(
+        algo,
+        scenario,
+        &[
+            "replicas",
+            "down_after",
+            "promote",
+            "wait_replicas",
+            "wait_timeout",
+            "fencing",
+            "fsync",
+            "timeout",
+            "release",
+            "client_clock",
+            "drift_factor",
+        ],
+    )?;
+    if k.get("promote", "most-up-to-date") != "most-up-to-date" {
         return Err(format!(
             "{algo}: `promote = {}` cannot run for real: Sentinel promotes the replica with the \
              best priority and largest replication offset",
-            get("promote", "")
+            k.get("promote", "")
         ));
     }
-    let flag = |k: &str| flag_knob(algo, k, get(k, "false"));
-    let int = |k: &str, d: &'static str, max: u32| {
-        get(k, d)
-            .parse::<u32>()
-            .ok()
-            .filter(|n| *n <= max)
-            .ok_or_else(|| format!("{algo}: `{k}`: {:?} is not 0 to {max}", get(k, d)))
+    let replicas = k.int("replicas", "2", 1..=6)?;
+    let mut b = plain(
+        Service::RedisFailover,
+        replicas + 2,
+        k.duration("timeout", "100ms")?,
+        k.drift_ppm()?,
+        k.client_clock("wall")?,
+    );
+    b.fsync_always = k.choice("fsync", "never", &["never", "always"])? == "always";
+    b.failover = FailoverKnobs {
+        replicas,
+        down_after: k.duration("down_after", "5s")?,
+        wait_replicas: k.int("wait_replicas", "0", 0..=replicas)?,
+        wait_timeout: k.duration("wait_timeout", "100ms")?,
+        fencing: k.flag("fencing")?,
+        release_delete: k.choice("release", "owner", &["owner", "delete"])? == "delete",
     };
-    let replicas = int("replicas", "2", 6)?;
-    if replicas == 0 {
-        return Err(format!("{algo}: `replicas`: 0 is not 1 to 6"));
-    }
-    let wait_replicas = int("wait_replicas", "0", replicas)?;
-    let release_delete = match get("release", "owner") {
-        "owner" => false,
-        "delete" => true,
-        other => {
-            return Err(format!(
-                "{algo}: `release`: {other:?} is neither owner nor delete"
-            ))
-        }
-    };
-    let fsync_always = match get("fsync", "never") {
-        "never" => false,
-        "always" => true,
-        other => {
-            return Err(format!(
-                "{algo}: `fsync`: {other:?} is neither never nor always"
-            ))
-        }
-    };
-    let client_clock = match get("client_clock", "wall") {
-        "wall" => LocalClock::Wall,
-        "mono" => LocalClock::Mono,
-        other => {
-            return Err(format!(
-                "{algo}: `client_clock`: {other:?} is neither wall nor mono"
-            ))
-        }
-    };
-    let dur =
-        |k: &str, d: &'static str| knob_duration(k, get(k, d)).map_err(|e| format!("{algo}: {e}"));
-    Ok(Backend {
-        service: Service::RedisFailover,
-        servers: replicas + 2,
-        timeout: dur("timeout", "100ms")?,
-        drift_ppm: fraction_ppm("drift_factor", get("drift_factor", "0.01"))
-            .map_err(|e| format!("{algo}: {e}"))?,
-        client_clock,
-        fsync_always,
-        tick: 0,
-        election_ticks: 0,
-        lock_wait: 0,
-        db: DbKnobs::default(),
-        pg: PoolKnobs::default(),
-        failover: FailoverKnobs {
-            replicas,
-            down_after: dur("down_after", "5s")?,
-            wait_replicas,
-            wait_timeout: dur("wait_timeout", "100ms")?,
-            fencing: flag("fencing")?,
-            release_delete,
-        },
-    })
+    Ok(b)
 }
 
 /// The simulator's `raft-lease` knobs, as an etcd cluster and its client take them.
