@@ -101,7 +101,7 @@ pub struct RealArgs {
     /// The etcd executable (raft-lease).
     #[arg(long, value_name = "PATH", default_value = "etcd")]
     etcd: String,
-    /// The PostgreSQL server executable, with initdb beside it (db-lease) [default: the newest
+    /// The PostgreSQL server executable, with initdb beside it (db-lease, pg-advisory) [default: the newest
     /// /usr/lib/postgresql/N/bin/postgres, else postgres on PATH].
     #[arg(long, value_name = "PATH")]
     postgres: Option<String>,
