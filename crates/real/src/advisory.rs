@@ -104,24 +104,6 @@ pub fn pgbouncer_cmd(
     Ok(c)
 }
 
-/// `PgBouncer 1.18.0`.
-///
-/// # Errors
-/// When it cannot be run.
-pub fn pgbouncer_version(exe: &str) -> Result<String, String> {
-    let out = Command::new(exe).arg("--version").output().map_err(|e| {
-        format!(
-            "cannot run {exe} ({e}): pg-advisory in real mode needs PgBouncer (Debian: apt-get install pgbouncer)"
-        )
-    })?;
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_string())
-}
-
 /// The lock statement: tries the advisory lock and, when granted, bumps the key's token
 /// (with `fencing`) and records the grant, all in one statement (one transaction, so one
 /// backend in either pool mode). Returns one row: the function's boolean and the token.

@@ -238,6 +238,12 @@ impl Run<'_> {
         } else {
             c.args(["--appendonly", "no"]);
         }
+        self.redis_io(n, &mut c);
+        Ok(c)
+    }
+
+    /// A Redis server's clock shim (when the plan faults its clock) and no terminal I/O.
+    fn redis_io(&self, n: NodeId, c: &mut Command) {
         if let (Some(file), Some(shim)) = (self.server_clocks.get(&n), &self.opts.clockshim) {
             c.env("LD_PRELOAD", shim)
                 .env("LOCKSIM_CLOCK_FILE", &file.path);
@@ -245,7 +251,6 @@ impl Run<'_> {
         c.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        Ok(c)
     }
 
     /// A node of `redis-failover` from its configuration file, written at its first start
@@ -279,13 +284,7 @@ impl Run<'_> {
         if sentinel {
             c.arg("--sentinel");
         }
-        if let (Some(file), Some(shim)) = (self.server_clocks.get(&n), &self.opts.clockshim) {
-            c.env("LD_PRELOAD", shim)
-                .env("LOCKSIM_CLOCK_FILE", &file.path);
-        }
-        c.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        self.redis_io(n, &mut c);
         Ok(c)
     }
 
@@ -929,8 +928,11 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
     let version = if let Some((bin, _)) = &pg {
         crate::postgres::version(bin).and_then(|v| {
             if backend.pooler() {
-                crate::advisory::pgbouncer_version(&opts.pgbouncer)
-                    .map(|p| format!("{v} behind {p}"))
+                server_version(
+                    &opts.pgbouncer,
+                    "pg-advisory in real mode needs PgBouncer (Debian: apt-get install pgbouncer)",
+                )
+                .map(|p| format!("{v} behind {p}"))
             } else {
                 Ok(v)
             }
