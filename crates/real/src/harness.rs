@@ -740,22 +740,26 @@ impl Run<'_> {
                         let n = self.paused.entry(node).or_default();
                         *n = n.saturating_sub(1);
                         if *n == 0 && self.down.get(&node) != Some(&true) {
+                            // Recorded before the fault stops being in force (the start is
+                            // recorded after it is): the history's interval of a fault lies
+                            // inside the real one. A resumed server's backends can answer
+                            // within the time it takes to signal every process it forked.
+                            let what = format!("{} resumed", self.name(node));
+                            self.record(node, EventKind::FaultEnd { what });
                             if let Some(p) = self.procs.by_node.get(&node) {
                                 p.signal(libc::SIGCONT);
                             }
-                            let what = format!("{} resumed", self.name(node));
-                            self.record(node, EventKind::FaultEnd { what });
                         }
                     }
                     _ => {
                         if self.net.remove(&i).is_some() {
-                            self.apply_net()?;
                             self.record(
                                 at,
                                 EventKind::FaultEnd {
                                     what: "links healed".into(),
                                 },
                             );
+                            self.apply_net()?;
                         }
                     }
                 }
@@ -763,9 +767,9 @@ impl Run<'_> {
             Action::Restart(n) => {
                 if self.down.get(&n) == Some(&true) {
                     *self.incarnation.entry(n).or_default() += 1;
-                    self.start(n)?;
                     let what = format!("{} restarted", self.name(n));
                     self.record(n, EventKind::FaultEnd { what });
+                    self.start(n)?;
                 }
             }
         }
