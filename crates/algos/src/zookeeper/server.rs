@@ -255,6 +255,7 @@ pub async fn serve(ctx: NodeCtx, cfg: Zookeeper) {
         Tree::default()
     };
     let (tx, mut rx) = mpsc::unbounded();
+    let servers = cfg.servers;
     let mut s = Server {
         ctx: ctx.clone(),
         cfg,
@@ -270,7 +271,22 @@ pub async fn serve(ctx: NodeCtx, cfg: Zookeeper) {
         serving: ctx.id() == LEADER || ctx.incarnation() == 0,
         resync: None,
         reported: BTreeMap::new(),
-        heard: BTreeMap::new(),
+        // A first start is an ensemble that has formed at time 0 (its leader elected, its
+        // followers synced), as a real one is before its clients come: every server is in
+        // touch with the others. Without this each server dropped client requests until the
+        // first tick's messages arrived, and a client's first request waited a read timeout
+        // (2/3 of the session timeout) for nothing; real ZooKeeper, formed before the run,
+        // answers at once (`sims/real/zookeeper-pause.toml`, seeds 1 and 3).
+        heard: if ctx.incarnation() == 0 {
+            let peers: Vec<NodeId> = if ctx.id() == LEADER {
+                (1..servers).collect()
+            } else {
+                vec![LEADER]
+            };
+            peers.into_iter().map(|n| (n, ctx.mono_now())).collect()
+        } else {
+            BTreeMap::new()
+        },
         waiting: BTreeMap::new(),
         next_req: 0,
         watches: Vec::new(),
