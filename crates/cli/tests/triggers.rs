@@ -120,8 +120,9 @@ fn the_shrinker_keeps_a_trigger() {
         "/../../sims/trigger-zookeeper-lost-create-reply.toml"
     );
     let out = dir.display().to_string();
-    // Seed 7: the first of the file's seeds with the S1.
-    let o = locksim(&["shrink", sims, "--seed", "7", "--out-dir", &out, "--json"]);
+    // Seed 5: the first of the file's seeds with the S1 (7 before the model's ensemble
+    // started formed).
+    let o = locksim(&["shrink", sims, "--seed", "5", "--out-dir", &out, "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let faults = v["faults"].as_array().unwrap();
