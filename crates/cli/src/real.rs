@@ -22,9 +22,14 @@ protoc); one PostgreSQL server for db-lease (ShedLock's row; Debian's postgresql
 --postgres PATH), and for pg-advisory the same behind a PgBouncer (pool_mode session or
 transaction), both started as the postgres user when this runs as root; for redis-failover,
 redis-server primary and replicas with one real Sentinel (quorum 1), whose promotion is its
-own. The resource is a small server of ours and every client its own process (this
+own (each announced on its +switch-master channel, shown as the new primary's `leads`); for
+zookeeper, a 3-member ZooKeeper (3.8) ensemble run by `java` (Debian's zookeeper package, or
+--zookeeper CLASSPATH) and Curator's lock recipe over our own client of ZooKeeper's protocol
+(protected ephemeral-sequential nodes, the sequence number as fencing token). The resource is a small server of ours and every client its own process (this
 binary, in a hidden mode). The file's explicit [[fault]] plan runs in real time: partition /
-isolate / isolate_leader / loss are nftables rules on those addresses (needs root), pause is
+isolate / isolate_leader / loss are nftables rules on those addresses (needs root; drop_replies
+drops the data segments from the servers to the clients and lets handshakes and bare ACKs
+through, so requests arrive and take effect and no answer comes back), pause is
 SIGSTOP/SIGCONT, crash is SIGKILL and a restart on the same data directory, client clock
 faults are virtualised in the clients, and a Redis server's wall clock is shifted by our
 LD_PRELOAD shim (liblocksim_clockshim.so beside this binary, from `cargo build -p
@@ -32,8 +37,8 @@ locksim-clockshim`, or LOCKSIM_CLOCKSHIM=PATH). True time is the host's CLOCK_MO
 processes' events merge into one history for the same S1-S4 checks.
 
 Refused with exit 2: algorithms without a real backend, delay and duplicate (no netem),
-drop_replies, task pauses, renewal, clock faults on Redis servers when the shim is not found,
-on the PostgreSQL server, its pooler or the Sentinel (not yet) and on etcd members always (Go ignores LD_PRELOAD; etcd times leases monotonically), and
+task pauses, renewal, clock faults on Redis servers when the shim is not found,
+on the PostgreSQL server, its pooler, the Sentinel or a ZooKeeper member (not yet) and on etcd members always (Go ignores LD_PRELOAD; etcd times leases monotonically), and
 raft-lease settings etcd cannot take (TTLs that are not whole seconds, fsync = never, the
 simulator's bug knobs), and network settings the host's TCP does not have (crash = host,
 tcp_rto_min / tcp_retries2 / tcp_orphan_retries other than Linux's defaults, network =
@@ -51,15 +56,17 @@ the simulator called safe what is not, a simulator bug by definition.
 
 Exit codes: 0 safe (with --compare: the sides agree), 1 violated (with --compare: a property
 is sim_optimistic or the sides differ), 2 bad input or missing tools (or not root, for
-network faults, or a clock shim that is not in force), 3 undecided or no client was granted
-the lock (the run proves nothing), 4 the real run failed, 130 interrupted.
+network faults, or a clock shim that is not in force), 3 undecided, no client was granted
+the lock, or (redis-failover) Sentinel promoted no replica though the plan cut the primary off
+for longer than down_after (the run proves nothing), 4 the real run failed, 130 interrupted.
 
 Examples:
   locksim real sims/real/redlock-pause.toml
   locksim real sims/real/redlock-pause.toml --trace real.json && locksim render real.json
   locksim real --compare sims/real/central-fencing-pause.toml --runs 3
   locksim real sims/real/raft-lease-leader-isolation.toml      (built with --features etcd)
-  locksim real --compare sims/real/db-lease-client-clock-ahead.toml --runs 10 --liveness";
+  locksim real --compare sims/real/db-lease-client-clock-ahead.toml --runs 10 --liveness
+  locksim real --compare sims/real/zookeeper-pause.toml --runs 10";
 
 #[derive(Args)]
 pub struct RealArgs {
@@ -108,6 +115,10 @@ pub struct RealArgs {
     /// The PgBouncer executable (pg-advisory's pooler).
     #[arg(long, value_name = "PATH", default_value = "pgbouncer")]
     pgbouncer: String,
+    /// ZooKeeper's Java classpath (zookeeper), run with `java` from PATH [default: Debian's,
+    /// /usr/share/java/zookeeper.jar and slf4j-simple.jar].
+    #[arg(long, value_name = "CLASSPATH")]
+    zookeeper: Option<String>,
 }
 
 /// `locksim real-node SPEC.json`: a client or the resource of a real run (hidden).
@@ -131,6 +142,10 @@ fn options(a: &RealArgs) -> Result<RealOptions, String> {
         etcd: a.etcd.clone(),
         postgres: a.postgres.clone(),
         pgbouncer: a.pgbouncer.clone(),
+        zookeeper: a
+            .zookeeper
+            .clone()
+            .unwrap_or_else(|| locksim_real::zookeeper::CLASSPATH.into()),
     })
 }
 
@@ -152,6 +167,21 @@ fn real_run(s: &Scenario, o: &RealOptions) -> Result<locksim_real::RealRun, (u8,
         };
         (code, e.to_string())
     })
+}
+
+/// Sentinel's promotions in a real run (`leads` events).
+fn failovers(h: &History) -> usize {
+    h.events
+        .iter()
+        .filter(|e| matches!(e.kind, locksim_core::history::EventKind::Leader { .. }))
+        .count()
+}
+
+/// A `redis-failover` run whose plan cuts the primary off for longer than `down_after` and in
+/// which Sentinel promoted nobody: it did not exercise the failover it is about.
+fn missed_failover(s: &Scenario, h: &History) -> bool {
+    locksim_real::support::backend(s).is_ok_and(|b| locksim_real::support::expects_failover(s, &b))
+        && failovers(h) == 0
 }
 
 fn grants(h: &History) -> usize {
@@ -311,6 +341,15 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
             return Ok(ExitCode::from(3));
         }
     }
+    if missed_failover(&scenario, &run.history) {
+        crate::error_line(&format!(
+            "{}: WARNING: Sentinel promoted no replica in this real run, though the plan cut the primary off for longer than down_after: it did not exercise failover, and its verdict proves nothing about it (exit 3)",
+            a.file.display()
+        ));
+        if v.is_safe() {
+            return Ok(ExitCode::from(3));
+        }
+    }
     Ok(ExitCode::from(verdict_code(&v)))
 }
 
@@ -432,6 +471,7 @@ fn compare(
     let mut sim = SideTally::new(props.len());
     // Each run's and seed's own result, for --json (stderr has the real ones as they end).
     let mut each: Vec<serde_json::Value> = Vec::new();
+    let mut missed = 0u64;
     let one = |side: &str, seed: u64, got: &[Property], granted: usize| {
         serde_json::json!({"side": side, "seed": seed, "grants": granted,
             "violated": got.iter().map(|p| p.to_string()).collect::<Vec<_>>()})
@@ -450,6 +490,9 @@ fn compare(
         each.push(one("real", first + i, &got, granted));
         let none = if granted == 0 {
             " (NO GRANT: proves nothing)"
+        } else if missed_failover(&s, &run.history) {
+            missed += 1;
+            " (NO FAILOVER: Sentinel promoted nobody; proves nothing about failover)"
         } else {
             ""
         };
@@ -513,6 +556,7 @@ fn compare(
                 "first_seed": first, "properties": rows_json, "real_grants": real.grants,
                 "sim_grants": sim.grants, "real_runs_without_grants": real_empty,
                 "sim_seeds_without_grants": sim_empty, "undecided": undecided,
+                "real_runs_without_failover": missed,
                 "alpha": ALPHA, "differs": differs, "sim_optimistic": optimistic,
                 "agree": differs.is_empty() && optimistic.is_empty(), "each": each})
         ));
@@ -549,6 +593,12 @@ fn compare(
                 plural(sim_empty, "simulated seed")
             );
         }
+        if missed > 0 {
+            t += &format!(
+                "WARNING: Sentinel promoted no replica in {} though the plan cut the primary off for longer than down_after: those did not exercise failover\n",
+                plural(missed, "real run")
+            );
+        }
         if undecided > 0 {
             t += &format!("UNDECIDED: {undecided} checks ran out of budget\n");
         }
@@ -557,7 +607,7 @@ fn compare(
     Ok(ExitCode::from(
         if !optimistic.is_empty() || !differs.is_empty() {
             1
-        } else if real_empty > 0 || sim_empty > 0 || undecided > 0 {
+        } else if real_empty > 0 || sim_empty > 0 || undecided > 0 || missed > 0 {
             3
         } else {
             0

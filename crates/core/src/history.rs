@@ -142,9 +142,11 @@ pub enum EventKind {
     /// A fault with a duration ended (pause resumed, node restarted, window closed).
     FaultEnd { what: String },
     /// Service side: this server began to lead in `term` (raft-lease: the Raft term;
-    /// redis-failover: the configuration epoch + 1 of its promotion; zookeeper: 1). Recorded
-    /// only in runs whose plan has a trigger waiting for `leader elected`, so that every other
-    /// run's event log (and digest) is what it was before the event existed.
+    /// redis-failover: the configuration epoch + 1 of its promotion; zookeeper: 1). In the
+    /// simulator recorded only in runs whose plan has a trigger waiting for `leader elected`,
+    /// so that every other run's event log (and digest) is what it was before the event
+    /// existed; real `redis-failover` runs record each promotion Sentinel announces (its
+    /// `+switch-master`, the n-th as term n).
     Leader { term: u64 },
     /// Service side: this replica took the leader's replication stream up to `offset`
     /// (raft-lease: the last log index a follower appended; redis-failover: the replication

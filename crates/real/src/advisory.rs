@@ -170,6 +170,7 @@ impl AdvisoryLock {
                     deadline: (LocalClock::Mono, crate::lock::NO_DEADLINE),
                     etcd: None,
                     row: None,
+                    zk: None,
                 })
             }
             Ok(_) => Outcome::Fail("pg_try_advisory_lock returned false".into()),

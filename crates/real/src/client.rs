@@ -306,7 +306,14 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
     // A client's own `client_clock` setting overrides the algorithm's, as in the simulator.
     let mut backend = spec.backend;
     backend.client_clock = me.client_clock.unwrap_or(backend.client_clock);
-    let mut lock = LockClient::new(backend, spec.node, spec.me, &spec.servers)?;
+    let mut lock = LockClient::new(
+        backend,
+        spec.node,
+        s.seed,
+        spec.me,
+        &spec.servers,
+        (&crate::vclock::of(s, spec.node), spec.t0),
+    )?;
     let mut res = Conn::new(spec.me, spec.resource);
     // The simulator's derivation (locksim_core::draw): seed N draws the same think times,
     // keys, work lengths and retry delays as simulated seed N. Owner values come from the

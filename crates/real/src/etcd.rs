@@ -430,6 +430,7 @@ impl EtcdLock {
             deadline: (self.backend.client_clock, s.deadline),
             etcd: Some((s.lease, rev)),
             row: None,
+            zk: None,
         })
     }
 

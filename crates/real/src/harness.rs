@@ -112,6 +112,8 @@ struct Run<'a> {
     servers: Vec<SocketAddrV4>,
     /// etcd members' peer (Raft) addresses; empty for Redis.
     peers: Vec<SocketAddrV4>,
+    /// ZooKeeper members' quorum and election ports (on their own addresses).
+    zk_ports: Vec<(u16, u16)>,
     /// etcd members run as their own user ids ([`member_uid`]), for the table's source NAT.
     member_uids: bool,
     /// Each etcd member's id, by node (learnt at start-up).
@@ -151,22 +153,47 @@ pub fn server_version(server: &str, needs: &str) -> Result<String, String> {
         .to_string())
 }
 
+/// `Apache ZooKeeper, version 3.8.0 …` from ZooKeeper's own version class on `classpath`.
+fn zookeeper_version(classpath: &str) -> Result<String, String> {
+    let needs = "zookeeper in real mode needs ZooKeeper and Java (Debian: apt-get install zookeeper; or --zookeeper CLASSPATH)";
+    let out = Command::new("java")
+        .args([
+            "-cp",
+            classpath,
+            "org.apache.zookeeper.version.VersionInfoMain",
+        ])
+        .output()
+        .map_err(|e| format!("cannot run java ({e}): {needs}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().next().unwrap_or("").trim().to_string();
+    if !out.status.success() || !line.contains("ZooKeeper") {
+        return Err(format!("{classpath} has no ZooKeeper server: {needs}"));
+    }
+    Ok(line)
+}
+
 /// `; its log ends: LINE` with the last line of lock server `name`'s log in the run folder
 /// `dir` (quoted now: the folder goes with the run), or nothing.
 fn log_tail(dir: &Path, name: &str) -> String {
-    ["redis.log", "etcd.log", "postgres.log", "pgbouncer.log"]
-        .iter()
-        .filter_map(|f| std::fs::read_to_string(dir.join(name).join(f)).ok())
-        .find_map(|t| {
-            t.lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .map(|l| format!("; its log ends: {}", l.trim()))
-        })
-        .unwrap_or_default()
+    [
+        "redis.log",
+        "etcd.log",
+        "postgres.log",
+        "pgbouncer.log",
+        "zookeeper.log",
+    ]
+    .iter()
+    .filter_map(|f| std::fs::read_to_string(dir.join(name).join(f)).ok())
+    .find_map(|t| {
+        t.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| format!("; its log ends: {}", l.trim()))
+    })
+    .unwrap_or_default()
 }
 
-/// The user id etcd member `n` runs as when the plan has network faults (see
+/// The user id etcd or ZooKeeper member `n` runs as when the plan has network faults (see
 /// [`nft::Table::with_snat`]): no process of this host should have it.
 fn member_uid(n: NodeId) -> u32 {
     61_000 + n
@@ -186,6 +213,7 @@ fn has_network_faults(s: &Scenario) -> bool {
         matches!(
             f.fault,
             Fault::Partition { .. }
+                | Fault::DropReplies { .. }
                 | Fault::PartitionOneway { .. }
                 | Fault::Isolate { .. }
                 | Fault::IsolateLeader { .. }
@@ -201,6 +229,10 @@ impl Run<'_> {
 
     fn record(&mut self, node: NodeId, kind: EventKind) {
         let t = true_now(self.t0);
+        self.record_at(node, t, kind);
+    }
+
+    fn record_at(&mut self, node: NodeId, t: Nanos, kind: EventKind) {
         let (wall, mono) = match self.clocks.get(&node) {
             Some(c) => (c.wall(t), c.mono(t)),
             None => (t as i64, t),
@@ -266,11 +298,13 @@ impl Run<'_> {
         if !conf.exists() {
             let me = self.servers[n as usize];
             let text = if sentinel {
+                // The run's own down-after is set once every replica is known
+                // (`wait_sentinel`); a restart reads it from the file Sentinel rewrote.
                 crate::sentinel::sentinel_conf(
                     data,
                     me,
                     self.servers[0],
-                    self.backend.failover.down_after,
+                    crate::sentinel::SETUP_DOWN_AFTER,
                 )
             } else {
                 let primary = (n > 0).then_some(self.servers[0]);
@@ -302,7 +336,21 @@ impl Run<'_> {
             let known = crate::sentinel::known_replicas(self.servers[m as usize], t);
             let online = crate::sentinel::online_replicas(self.servers[0], t);
             if known == Some(want) && online == Some(want) {
-                return Ok(());
+                let m_addr = self.servers[m as usize];
+                let down_after = self.backend.failover.down_after;
+                return match crate::sentinel::ready_with_down_after(m_addr, down_after, t) {
+                    Some(Ok(())) => Ok(()),
+                    Some(Err(e)) => Err(RealError::Failed(format!(
+                        "the Sentinel ({}) is not ready for the run: {e}{}",
+                        self.name(m),
+                        log_tail(&self.dir, &self.name(m))
+                    ))),
+                    None => Err(RealError::Failed(format!(
+                        "the Sentinel ({}) did not answer SENTINEL SET{}",
+                        self.name(m),
+                        log_tail(&self.dir, &self.name(m))
+                    ))),
+                };
             }
             std::thread::sleep(Duration::from_millis(25));
         }
@@ -370,6 +418,102 @@ impl Run<'_> {
         Ok(c)
     }
 
+    /// One ZooKeeper member: its own data directory, `myid` and `zoo.cfg`
+    /// ([`crate::zookeeper::member_conf`]), its log as `zookeeper.log`. A restart after a
+    /// crash reuses the data directory (its transaction log and snapshots).
+    fn zk_cmd(&self, n: NodeId) -> Result<Command, RealError> {
+        let data = self.dir.join(self.name(n));
+        let setup = |e: std::io::Error| RealError::Setup(format!("{}: {e}", data.display()));
+        std::fs::create_dir_all(&data).map_err(setup)?;
+        let peers: Vec<(SocketAddrV4, u16, u16)> = self
+            .s
+            .cluster
+            .server_ids()
+            .map(|m| {
+                let (q, e) = self.zk_ports[m as usize];
+                (self.servers[m as usize], q, e)
+            })
+            .collect();
+        let conf = data.join("zoo.cfg");
+        std::fs::write(data.join("myid"), format!("{}\n", n + 1)).map_err(setup)?;
+        std::fs::write(
+            &conf,
+            crate::zookeeper::member_conf(&data, n as usize, &peers, self.backend.tick),
+        )
+        .map_err(setup)?;
+        let mut c = Command::new("java");
+        if self.member_uids {
+            use std::os::unix::fs::PermissionsExt;
+            use std::os::unix::process::CommandExt;
+            let uid = member_uid(n);
+            for p in [data.clone(), data.join("myid"), conf.clone()] {
+                std::os::unix::fs::chown(&p, Some(uid), Some(uid)).map_err(setup)?;
+            }
+            if let Ok(rd) = std::fs::read_dir(&data) {
+                for e in rd.flatten() {
+                    let _ = std::os::unix::fs::chown(e.path(), Some(uid), Some(uid));
+                }
+            }
+            std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o711))
+                .map_err(setup)?;
+            c.uid(uid).gid(uid);
+        }
+        // A small heap and no perf-data file in /tmp; the simple logger writes to stderr.
+        c.args(["-Xmx256m", "-XX:+UseSerialGC", "-XX:-UsePerfData"])
+            .arg("-Dorg.slf4j.simpleLogger.showDateTime=true")
+            .arg("-Dzookeeper.jmx.log4j.disable=true")
+            .arg("-cp")
+            .arg(&self.opts.zookeeper)
+            .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+            .arg(&conf);
+        c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(data.join("zookeeper.log"))
+                .map(Stdio::from)
+                .unwrap_or_else(|_| Stdio::null()),
+        );
+        Ok(c)
+    }
+
+    /// Waits until every ZooKeeper member serves (one leader, the others following), then
+    /// makes the lock keys' parent nodes.
+    fn wait_zookeeper(&mut self) -> Result<(), RealError> {
+        for _ in 0..300 {
+            if interrupted() {
+                return Err(RealError::Interrupted);
+            }
+            for n in self.s.cluster.server_ids() {
+                self.exited_early(n)?;
+            }
+            let t = Duration::from_millis(300);
+            let modes: Vec<Option<String>> = self
+                .servers
+                .iter()
+                .map(|&a| crate::zookeeper::mode(Ipv4Addr::LOCALHOST, a, t))
+                .collect();
+            let leaders = modes
+                .iter()
+                .filter(|m| matches!(m.as_deref(), Some("leader" | "standalone")))
+                .count();
+            if leaders == 1 && modes.iter().all(Option::is_some) {
+                let keys = self.s.workload.keys;
+                return crate::zookeeper::create_parents(self.servers[0], keys).map_err(|e| {
+                    RealError::Failed(format!(
+                        "{}: making the lock nodes' parents: {e}",
+                        self.name(0)
+                    ))
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(RealError::Failed(format!(
+            "the ZooKeeper members did not elect a leader within 15 s{}",
+            log_tail(&self.dir, &self.name(0))
+        )))
+    }
+
     /// Waits until every etcd member answers and one of them leads.
     #[cfg(feature = "etcd")]
     fn wait_etcd(&mut self) -> Result<(), RealError> {
@@ -406,6 +550,16 @@ impl Run<'_> {
     /// The etcd member that leads now.
     /// The node that leads now: the etcd leader, or the primary Sentinel names.
     fn leader(&self) -> Option<NodeId> {
+        if self.backend.zookeeper() {
+            let t = Duration::from_millis(200);
+            return self
+                .servers
+                .iter()
+                .position(|&a| {
+                    crate::zookeeper::mode(Ipv4Addr::LOCALHOST, a, t).as_deref() == Some("leader")
+                })
+                .map(|i| i as NodeId);
+        }
         if self.backend.sentinel() {
             let m = *self.servers.last()?;
             let p =
@@ -557,6 +711,7 @@ impl Run<'_> {
     fn start(&mut self, n: NodeId) -> Result<(), RealError> {
         let cmd = match self.s.cluster.role(n) {
             Role::Server if self.backend.etcd() => self.etcd_cmd(n)?,
+            Role::Server if self.backend.zookeeper() => self.zk_cmd(n)?,
             Role::Server if self.backend.pooler() && n == 1 => self.pgbouncer_cmd(n)?,
             Role::Server if self.backend.postgres() => self.postgres_cmd(n)?,
             Role::Server => self.redis_cmd(n)?,
@@ -695,7 +850,8 @@ impl Run<'_> {
                     Fault::Partition { .. }
                     | Fault::PartitionOneway { .. }
                     | Fault::Isolate { .. }
-                    | Fault::Loss { .. } => {
+                    | Fault::Loss { .. }
+                    | Fault::DropReplies { .. } => {
                         self.net.insert(i, nft::rules(&fault, &self.s.cluster));
                         self.apply_net()?;
                     }
@@ -786,6 +942,7 @@ impl Run<'_> {
                 | Fault::Isolate { duration, .. }
                 | Fault::IsolateLeader { duration, .. }
                 | Fault::Loss { duration, .. }
+                | Fault::DropReplies { duration, .. }
                 | Fault::Pause { duration, .. } => {
                     v.push((tf.at.saturating_add(duration), Action::End(i)))
                 }
@@ -941,6 +1098,8 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
                 Ok(v)
             }
         })
+    } else if backend.zookeeper() {
+        zookeeper_version(&opts.zookeeper)
     } else if backend.etcd() {
         server_version(
             &opts.etcd,
@@ -980,6 +1139,24 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
     let servers = c.server_ids().map(port).collect::<Result<Vec<_>, _>>()?;
     let resource = port(c.resource_id())?;
     let mut peers = Vec::new();
+    let mut zk_ports = Vec::new();
+    if backend.zookeeper() {
+        for n in c.server_ids() {
+            // Two more free ports on the member's address: quorum and election.
+            let mut taken = vec![servers[n as usize].port()];
+            let mut pick = || -> Result<u16, RealError> {
+                let mut p = port(n)?.port();
+                while taken.contains(&p) {
+                    p = port(n)?.port();
+                }
+                taken.push(p);
+                Ok(p)
+            };
+            let q = pick()?;
+            let e = pick()?;
+            zk_ports.push((q, e));
+        }
+    }
     if backend.etcd() {
         for n in c.server_ids() {
             // A second free port on the member's address, not its client port.
@@ -998,13 +1175,14 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         t0: 0,
         servers,
         peers,
+        zk_ports,
         resource,
         procs: Procs::default(),
         table: if network_faults {
             // Made now: without root this fails before anything starts. etcd members dial
             // each other from 127.0.0.1: each runs as a user id of its own, whose
             // connections the table gives the member's address.
-            let snat = if backend.etcd() {
+            let snat = if backend.etcd() || backend.zookeeper() {
                 c.server_ids().map(|n| (member_uid(n), ip(n))).collect()
             } else if let Some((uid, _)) =
                 pg.as_ref().and_then(|p| p.1).filter(|_| backend.pooler())
@@ -1020,7 +1198,7 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         } else {
             nft::Table::new()
         },
-        member_uids: backend.etcd() && network_faults,
+        member_uids: (backend.etcd() || backend.zookeeper()) && network_faults,
         member_ids: Vec::new(),
         net: BTreeMap::new(),
         paused: BTreeMap::new(),
@@ -1044,6 +1222,7 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
             }
         }
     }
+    let stop_watch = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let result = (|| {
         if backend.postgres() {
             run.init_postgres()?;
@@ -1053,6 +1232,8 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         }
         if backend.etcd() {
             run.wait_etcd()?;
+        } else if backend.zookeeper() {
+            run.wait_zookeeper()?;
         } else if backend.postgres() {
             run.wait_postgres(0)?;
             crate::postgres::create_schema(run.servers[0], backend.pooler()).map_err(|e| {
@@ -1072,12 +1253,30 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         }
         // True time 0 a little ahead, so every client process is up and waiting for it.
         run.t0 = host_mono() + 200 * MS + 20 * MS * c.clients as u64;
+        // Sentinel's own word on each promotion, recorded as the promoted node beginning to
+        // lead: a run whose plan cuts the primary off and has none did not exercise failover.
+        let watch = backend.sentinel().then(|| {
+            let m = run.servers[run.servers.len() - 1];
+            crate::sentinel::watch_switches(m, run.t0, stop_watch.clone())
+        });
         run.start(c.resource_id())?;
         run.wait_up(c.resource_id(), run.resource, false)?;
         for n in c.client_ids() {
             run.start(n)?;
         }
-        run.main_loop()?;
+        let ran = run.main_loop();
+        stop_watch.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(w) = watch {
+            for (term, (at, addr)) in w.join().unwrap_or_default().into_iter().enumerate() {
+                if let Some(n) = run.servers.iter().position(|&a| a == addr) {
+                    let kind = EventKind::Leader {
+                        term: term as u64 + 1,
+                    };
+                    run.record_at(n as NodeId, at, kind);
+                }
+            }
+        }
+        ran?;
         // The end: resume what is paused, give clients a moment to finish their last line.
         for p in run.procs.by_node.values() {
             p.signal(libc::SIGCONT);
@@ -1108,6 +1307,7 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         }
         Ok(())
     })();
+    stop_watch.store(true, std::sync::atomic::Ordering::Relaxed);
     run.procs.kill_all();
     run.table = nft::Table::new(); // drops (deletes) the run's table now
     if let Err(e) = result {

@@ -45,6 +45,8 @@ pub mod resp;
 pub mod sentinel;
 pub mod support;
 pub mod vclock;
+pub mod zkwire;
+pub mod zookeeper;
 
 use std::path::PathBuf;
 
@@ -66,6 +68,9 @@ pub struct RealOptions {
     pub postgres: Option<String>,
     /// The PgBouncer executable for `pg-advisory` (`pgbouncer` from `PATH` by default).
     pub pgbouncer: String,
+    /// ZooKeeper's Java classpath for `zookeeper` (Debian's, [`zookeeper::CLASSPATH`], by
+    /// default), run by `java` from `PATH`.
+    pub zookeeper: String,
     /// The clock shim (`liblocksim_clockshim.so`) for clock faults on lock servers; `None`:
     /// such faults are refused.
     pub clockshim: Option<PathBuf>,
@@ -119,7 +124,7 @@ pub fn node_main(spec: &std::path::Path) -> Result<(), String> {
         locksim_core::Role::Client => client::main(spec),
         locksim_core::Role::Resource => resource::main(spec),
         locksim_core::Role::Server => Err(
-            "lock servers are redis-server, etcd or PostgreSQL processes, not nodes of ours".into(),
+            "lock servers are redis-server, etcd, PostgreSQL or ZooKeeper processes, not nodes of ours".into(),
         ),
     }
 }

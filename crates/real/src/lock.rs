@@ -57,6 +57,8 @@ pub struct Grant {
     pub etcd: Option<(i64, i64)>,
     /// With PostgreSQL: the lock row's `version` the grant set.
     pub row: Option<u64>,
+    /// With ZooKeeper: the lock node's sequence number and GUID (its name).
+    pub zk: Option<(u64, u64)>,
 }
 
 /// What the client library needs from its host: its clock, and a place to record a lock
@@ -83,19 +85,38 @@ pub enum LockClient {
     Advisory(crate::advisory::AdvisoryLock),
     /// `redis-failover`.
     Sentinel(crate::sentinel::SentinelLock),
+    /// `zookeeper`.
+    Zookeeper(Box<crate::zookeeper::ZkLock>),
 }
 
 impl LockClient {
-    /// A client of `backend` whose connections to `servers` leave from `me`.
+    /// A client of `backend` whose connections to `servers` leave from `me`; `seed` (the
+    /// scenario's) seeds the library's own random choices (ZooKeeper's first server);
+    /// `clocks`: the client's clocks and the run's start (ZooKeeper's pinger reads them).
     ///
     /// # Errors
     /// When the client cannot start (etcd's runtime).
     pub fn new(
         backend: Backend,
         node: locksim_core::NodeId,
+        seed: u64,
         me: std::net::Ipv4Addr,
         servers: &[std::net::SocketAddrV4],
+        clocks: (&locksim_core::clock::Clock, u64),
     ) -> Result<Self, String> {
+        if backend.zookeeper() {
+            return Ok(LockClient::Zookeeper(Box::new(
+                crate::zookeeper::ZkLock::new(
+                    backend,
+                    node,
+                    seed,
+                    me,
+                    servers,
+                    clocks.0.clone(),
+                    clocks.1,
+                ),
+            )));
+        }
         if backend.sentinel() {
             return Ok(LockClient::Sentinel(crate::sentinel::SentinelLock::new(
                 backend, me, servers,
@@ -125,6 +146,7 @@ impl LockClient {
             LockClient::Postgres(p) => p.acquire(host, key, ttl),
             LockClient::Advisory(a) => a.acquire(key),
             LockClient::Sentinel(c) => c.acquire(host, key, owner, ttl),
+            LockClient::Zookeeper(z) => z.acquire(host, key, ttl),
         }
     }
 
@@ -137,6 +159,7 @@ impl LockClient {
             LockClient::Postgres(p) => p.release(host, key, grant),
             LockClient::Advisory(a) => a.release(key),
             LockClient::Sentinel(c) => c.release(key, grant),
+            LockClient::Zookeeper(z) => z.release(host, key, grant),
         }
     }
 
@@ -281,6 +304,7 @@ impl RedisLock {
                     deadline,
                     etcd: None,
                     row: None,
+                    zk: None,
                 }),
                 (_, 1) => Outcome::Unknown(last_err),
                 _ if last_err.is_empty() => Outcome::Fail("held by another client".into()),
@@ -294,6 +318,7 @@ impl RedisLock {
                 deadline,
                 etcd: None,
                 row: None,
+                zk: None,
             });
         }
         for m in 0..self.conns.len() {

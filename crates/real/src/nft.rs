@@ -66,6 +66,25 @@ pub fn rules(fault: &Fault, cluster: &Cluster) -> Vec<String> {
                 }
             }
         }
+        // The replies' data is dropped, nothing else: the servers' handshake answers, bare
+        // ACKs and FINs pass, so the clients' requests are delivered, acknowledged and acted
+        // on, and no answer reaches them (the simulator's `drop_replies` on its TCP model).
+        // A data segment is one with PSH set (Linux sets it on the last segment of each
+        // write) or longer than a bare ACK with timestamps (52 bytes); SYNs and RSTs pass.
+        Fault::DropReplies {
+            clients, servers, ..
+        } => {
+            for &s in servers {
+                for &c in clients {
+                    links.push((s, c, "tcp flags & psh == psh drop".to_string()));
+                    links.push((
+                        s,
+                        c,
+                        "tcp flags & (syn | rst) == 0 ip length > 52 drop".to_string(),
+                    ));
+                }
+            }
+        }
         _ => {}
     }
     links
@@ -286,6 +305,34 @@ mod tests {
             duration: SEC,
         };
         assert!(rules(&none, &c).is_empty());
+    }
+
+    #[test]
+    fn dropped_replies_are_the_servers_data_segments_only() {
+        let c = Cluster {
+            servers: 2,
+            clients: 2,
+        };
+        let f = Fault::DropReplies {
+            clients: vec![2],
+            servers: vec![0, 1],
+            duration: SEC,
+        };
+        let r = rules(&f, &c);
+        assert_eq!(r.len(), 4, "{r:?}");
+        for s in ["127.0.0.10", "127.0.0.11"] {
+            let from = |rule: &str| format!("ip saddr {s} ip daddr 127.0.0.12 {rule}");
+            assert!(r.contains(&from("tcp flags & psh == psh drop")), "{r:?}");
+            assert!(
+                r.contains(&from("tcp flags & (syn | rst) == 0 ip length > 52 drop")),
+                "{r:?}"
+            );
+        }
+        // Nothing from the client, so its requests (and its handshakes) get through.
+        assert!(
+            r.iter().all(|x| !x.starts_with("ip saddr 127.0.0.12")),
+            "{r:?}"
+        );
     }
 
     #[test]

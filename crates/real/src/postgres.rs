@@ -632,6 +632,7 @@ impl PgLock {
                         deadline: (clock, until),
                         etcd: None,
                         row: Some(version),
+                        zk: None,
                     })
                 }
                 None => Outcome::Fail("0 rows updated: lock_until is in the future".into()),

@@ -63,6 +63,14 @@ pub fn node_conf(
     c
 }
 
+/// The `down-after-milliseconds` Sentinel starts with, before the run's own is set
+/// ([`ready_with_down_after`]): with a run's 1 s, a Sentinel just started sometimes called the
+/// primary down within its first second (no answer to its first PING yet), tried a failover
+/// that found no replica it knew well enough (`-failover-abort-no-good-slave`), and then
+/// refused any failover for twice its failover timeout (6 min): 2 of 10 real runs of
+/// `sims/real/redis-failover-split-brain.toml` had none.
+pub const SETUP_DOWN_AFTER: Nanos = 60_000_000_000;
+
 /// Sentinel's configuration: it monitors `primary` under [`MASTER`] with quorum 1 and
 /// `down-after-milliseconds` of `down_after` ns.
 pub fn sentinel_conf(
@@ -113,6 +121,68 @@ fn addr_of(r: &Reply) -> Option<SocketAddrV4> {
     Some(SocketAddrV4::new(ip, port))
 }
 
+/// Listens on Sentinel's `+switch-master` channel (redis.io, "Sentinel API": "the master new
+/// configuration is now the one specified") from the host's own address, which no fault of a
+/// run cuts, until `stop`: each announced promotion's true time (ns since `t0`'s run start, when
+/// the message arrived) and the new primary's address. A Sentinel that is paused, crashed or not
+/// yet up is retried every 50 ms.
+pub fn watch_switches(
+    sentinel: SocketAddrV4,
+    t0: u64,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Vec<(Nanos, SocketAddrV4)>> {
+    use std::io::{BufReader, Write};
+    use std::sync::atomic::Ordering;
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            let Ok(mut s) = std::net::TcpStream::connect_timeout(
+                &std::net::SocketAddr::V4(sentinel),
+                Duration::from_millis(200),
+            ) else {
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            };
+            let sub = request(&[b"SUBSCRIBE", b"+switch-master"]);
+            if s.write_all(&sub).is_err()
+                || s.set_read_timeout(Some(Duration::from_millis(100)))
+                    .is_err()
+            {
+                continue;
+            }
+            let mut r = BufReader::new(s);
+            while !stop.load(Ordering::Relaxed) {
+                match read_reply(&mut r) {
+                    Ok(Reply::Array(v)) if v.len() == 3 => {
+                        let at = crate::node::true_now(t0);
+                        if let Some(a) = switched_to(&v[2]) {
+                            seen.push((at, a));
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        ) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        seen
+    })
+}
+
+/// The new primary in a `+switch-master` message: `NAME OLD-IP OLD-PORT NEW-IP NEW-PORT`.
+fn switched_to(r: &Reply) -> Option<SocketAddrV4> {
+    let Reply::Bulk(b) = r else { return None };
+    let text = std::str::from_utf8(b).ok()?;
+    let f: Vec<&str> = text.split_whitespace().collect();
+    (f.len() == 5 && f[0] == MASTER)
+        .then(|| Some(SocketAddrV4::new(f[3].parse().ok()?, f[4].parse().ok()?)))
+        .flatten()
+}
+
 /// How many replicas the primary at `primary` has online (`INFO replication`), or `None`.
 pub fn online_replicas(primary: SocketAddrV4, timeout: Duration) -> Option<usize> {
     let mut c = Conn::new(Ipv4Addr::LOCALHOST, primary);
@@ -144,6 +214,63 @@ pub fn known_replicas(sentinel: SocketAddrV4, timeout: Duration) -> Option<usize
         Reply::Array(v) => Some(v.len()),
         _ => None,
     }
+}
+
+/// Sets Sentinel's `down-after-milliseconds` to `down_after` ns (`SENTINEL SET`, which it
+/// saves in its configuration file) and says whether it now monitors the primary with that
+/// value, sees it up (flags `master` only) and has attempted no failover (`failover-state`
+/// none). `None`: Sentinel did not answer.
+pub fn ready_with_down_after(
+    sentinel: SocketAddrV4,
+    down_after: Nanos,
+    timeout: Duration,
+) -> Option<Result<(), String>> {
+    let mut c = Conn::new(Ipv4Addr::LOCALHOST, sentinel);
+    let ms = (down_after / 1_000_000).max(1).to_string();
+    let set = request(&[
+        b"SENTINEL",
+        b"SET",
+        MASTER.as_bytes(),
+        b"down-after-milliseconds",
+        ms.as_bytes(),
+    ]);
+    match c.call(&set, timeout, read_reply).ok()? {
+        Reply::Status(_) => {}
+        other => return Some(Err(format!("SENTINEL SET answered {other:?}"))),
+    }
+    let r = c
+        .call(
+            &request(&[b"SENTINEL", b"MASTER", MASTER.as_bytes()]),
+            timeout,
+            read_reply,
+        )
+        .ok()?;
+    let Reply::Array(v) = r else {
+        return Some(Err(format!("SENTINEL MASTER answered {r:?}")));
+    };
+    let text = |r: &Reply| match r {
+        Reply::Bulk(b) => String::from_utf8_lossy(b).into_owned(),
+        _ => String::new(),
+    };
+    let field = |name: &str| {
+        v.chunks(2)
+            .find(|p| p.len() == 2 && text(&p[0]) == name)
+            .map(|p| text(&p[1]))
+    };
+    let (flags, after, state) = (
+        field("flags"),
+        field("down-after-milliseconds"),
+        field("failover-state"),
+    );
+    if flags.as_deref() != Some("master")
+        || after.as_deref() != Some(ms.as_str())
+        || state.as_deref().is_some_and(|s| s != "none")
+    {
+        return Some(Err(format!(
+            "Sentinel's view of the primary: flags {flags:?}, down-after-milliseconds {after:?}, failover-state {state:?}"
+        )));
+    }
+    Some(Ok(()))
 }
 
 /// The lock client of one client process.
@@ -255,6 +382,7 @@ impl SentinelLock {
             deadline: (clock, until),
             etcd: None,
             row: None,
+            zk: None,
         })
     }
 
@@ -290,6 +418,17 @@ impl SentinelLock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_switch_message_names_the_new_primary() {
+        let m = Reply::Bulk(b"locksim 127.0.0.10 6379 127.0.0.12 6380".to_vec());
+        assert_eq!(
+            switched_to(&m),
+            Some(SocketAddrV4::new(Ipv4Addr::new(127, 0, 0, 12), 6380))
+        );
+        assert_eq!(switched_to(&Reply::Bulk(b"other 1 2 3 4".to_vec())), None);
+        assert_eq!(switched_to(&Reply::Bulk(b"locksim 1 2".to_vec())), None);
+    }
 
     #[test]
     fn configurations_bind_their_node_and_name_the_primary() {

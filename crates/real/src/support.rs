@@ -32,6 +32,8 @@ pub enum Service {
     /// `redis-failover`: a Redis primary, asynchronous replicas and one Sentinel
     /// ([`crate::sentinel`]).
     RedisFailover,
+    /// `zookeeper`: a ZooKeeper ensemble and Curator's lock recipe ([`crate::zookeeper`]).
+    Zookeeper,
 }
 
 /// The backend of a real run: the service and the client library's knobs, read from the
@@ -63,6 +65,27 @@ pub struct Backend {
     pub pg: PoolKnobs,
     /// `redis-failover`'s knobs (all off for the other services).
     pub failover: FailoverKnobs,
+    /// `zookeeper`'s knobs (all off for the other services).
+    pub zk: ZkKnobs,
+}
+
+/// The knobs of `zookeeper` (the simulator's, `crates/algos/src/zookeeper`), as the real
+/// client takes them; the ensemble's `tickTime` is [`Backend::tick`], Curator's acquire wait
+/// [`Backend::lock_wait`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ZkKnobs {
+    /// `protected = guid+session`: a node found by its GUID is the client's only when its
+    /// session owns it (Curator 4.2.0); `false`: by GUID alone (CURATOR-498).
+    pub protected_session: bool,
+    /// `reconnect = any`: after a connection loss the client moves to another server.
+    pub reconnect_any: bool,
+    /// `sync` before each children listing.
+    pub sync_before_read: bool,
+    /// The lock node's sequence number is the fencing token.
+    pub fencing: bool,
+    /// How long a request waits for an answer, ns; 0: the read timeout, 2/3 of the session
+    /// timeout.
+    pub timeout: Nanos,
 }
 
 /// The knobs of `redis-failover` (the simulator's, `crates/algos/src/redisfailover`), as
@@ -126,6 +149,11 @@ impl Backend {
             || (self.service == Service::DbLease && self.db.fencing)
             || (self.service == Service::PgAdvisory && self.pg.fencing)
             || (self.service == Service::RedisFailover && self.failover.fencing)
+            || (self.service == Service::Zookeeper && self.zk.fencing)
+    }
+    /// `true` for the ZooKeeper backend.
+    pub fn zookeeper(&self) -> bool {
+        self.service == Service::Zookeeper
     }
     /// `true` for Redis with Sentinel (the last server is the Sentinel).
     pub fn sentinel(&self) -> bool {
@@ -207,6 +235,7 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
         "db-lease" => return db_backend(scenario),
         "pg-advisory" => return pool_backend(scenario),
         "redis-failover" => return failover_backend(scenario),
+        "zookeeper" => return zk_backend(scenario),
         "raft-lease" => {
             return Err(
                 "algorithm `raft-lease` runs against real etcd only in a locksim built with \
@@ -218,7 +247,8 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
         other => {
             return Err(format!(
                 "algorithm `{other}` has no real backend (real mode runs central, \
-                 central-fencing, redlock, raft-lease, db-lease, pg-advisory, redis-failover)"
+                 central-fencing, redlock, raft-lease, db-lease, pg-advisory, redis-failover, \
+                 zookeeper)"
             ))
         }
     };
@@ -303,6 +333,7 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
         db: DbKnobs::default(),
         pg: PoolKnobs::default(),
         failover: FailoverKnobs::default(),
+        zk: ZkKnobs::default(),
     })
 }
 
@@ -422,6 +453,7 @@ fn plain(
         db: DbKnobs::default(),
         pg: PoolKnobs::default(),
         failover: FailoverKnobs::default(),
+        zk: ZkKnobs::default(),
     }
 }
 
@@ -668,6 +700,105 @@ fn etcd_backend(scenario: &Scenario) -> Result<Backend, String> {
         db: DbKnobs::default(),
         pg: PoolKnobs::default(),
         failover: FailoverKnobs::default(),
+        zk: ZkKnobs::default(),
+    })
+}
+
+/// The simulator's `zookeeper` knobs, as a ZooKeeper ensemble and our Curator-style client
+/// take them.
+fn zk_backend(scenario: &Scenario) -> Result<Backend, String> {
+    let algo = "zookeeper";
+    if scenario.config.contains_key("follower_lag") {
+        return Err(format!(
+            "{algo}: `follower_lag` cannot run for real: a follower applies a commit when real \
+             ZooKeeper does (well under a millisecond on loopback)"
+        ));
+    }
+    let k = Settings::new(
+        algo,
+        scenario,
+        &[
+            "servers",
+            "protected",
+            "reconnect",
+            "sync_before_read",
+            "tick",
+            "fencing",
+            "timeout",
+            "lock_wait",
+            "client_clock",
+            "drift_factor",
+        ],
+    )?;
+    let servers = k.int("servers", "3", 1..=9)?;
+    let tick = k.duration("tick", "50ms")?;
+    if tick % MS != 0 {
+        return Err(format!(
+            "{algo}: `tick`: ZooKeeper's tickTime is whole milliseconds, not {}",
+            k.get("tick", "")
+        ));
+    }
+    let mut ttls = vec![scenario.workload.ttl];
+    ttls.extend(scenario.workload.per_client.values().filter_map(|p| p.ttl));
+    for ttl in ttls {
+        if ttl < 2 * tick || ttl > 60 * SEC || ttl % MS != 0 {
+            return Err(format!(
+                "{algo}: ttl {} cannot be a ZooKeeper session timeout here: whole milliseconds \
+                 from 2 ticks ({}) to 60 s",
+                fmt_nanos(ttl as i128),
+                fmt_nanos(2 * tick as i128)
+            ));
+        }
+    }
+    let mut b = plain(
+        Service::Zookeeper,
+        servers,
+        0,
+        k.drift_ppm()?,
+        k.client_clock("mono")?,
+    );
+    b.tick = tick;
+    b.lock_wait = k.duration("lock_wait", "3s")?;
+    b.zk = ZkKnobs {
+        protected_session: k.choice("protected", "guid", &["guid", "guid+session"])?
+            == "guid+session",
+        reconnect_any: k.choice("reconnect", "same", &["same", "any"])? == "any",
+        sync_before_read: k.flag("sync_before_read")?,
+        fencing: flag_knob(algo, "fencing", k.get("fencing", "true"))?,
+        timeout: match scenario.config.get("timeout") {
+            Some(_) => k.duration("timeout", "1s")?,
+            None => 0,
+        },
+    };
+    Ok(b)
+}
+
+/// `redis-failover`: whether the plan keeps the first primary (`n1`) from the Sentinel for
+/// longer than `down_after` (a partition between them, an isolation of either or of the
+/// leader, a pause or crash of the primary), so that a run without a promotion did not
+/// exercise the failover its scenario is about.
+pub fn expects_failover(scenario: &Scenario, backend: &Backend) -> bool {
+    if !backend.sentinel() {
+        return false;
+    }
+    let sentinel = scenario.cluster.servers - 1;
+    let long = |d: Nanos| d > backend.failover.down_after;
+    scenario.faults.faults.iter().any(|tf| match &tf.fault {
+        Fault::Partition { a, b, duration, .. } => {
+            long(*duration)
+                && ((a.contains(&0) && b.contains(&sentinel))
+                    || (b.contains(&0) && a.contains(&sentinel)))
+        }
+        Fault::Isolate { node, duration, .. } => {
+            long(*duration) && (*node == 0 || *node == sentinel)
+        }
+        Fault::IsolateLeader { duration, .. } => long(*duration),
+        Fault::Pause { node, duration, .. } => *node == 0 && long(*duration),
+        Fault::Crash {
+            node,
+            restart_after,
+        } => *node == 0 && restart_after.is_none_or(long),
+        _ => false,
     })
 }
 
@@ -741,10 +872,10 @@ pub fn check_plan(
                      netem); use partition, isolate or loss",
                 )
             }
-            Fault::DropReplies { .. } => {
-                return refuse("real mode cannot drop only the replies of a TCP connection")
-            }
-            Fault::IsolateLeader { .. } if !backend.etcd() && !backend.sentinel() => {
+            Fault::DropReplies { .. } => {}
+            Fault::IsolateLeader { .. }
+                if !backend.etcd() && !backend.sentinel() && !backend.zookeeper() =>
+            {
                 return refuse("real mode has no leader to isolate for this algorithm")
             }
             Fault::IsolateLeader { .. } => {}
@@ -766,6 +897,14 @@ pub fn check_plan(
                         "{} is an etcd member: etcd is Go (it ignores LD_PRELOAD) and times \
                          leases with its monotonic clock, so its clock cannot be faulted; \
                          client clocks can",
+                        c.name(*node)
+                    ));
+                }
+                if c.role(*node) == Role::Server && backend.zookeeper() {
+                    return refuse(&format!(
+                        "{} is a ZooKeeper server: the clock shim is made for redis-server \
+                         and not proven on a JVM, so faulting a member's clock is not in real \
+                         mode; client clocks can be faulted (they are virtual)",
                         c.name(*node)
                     ));
                 }
@@ -924,6 +1063,96 @@ mod tests {
         assert!(e.contains("wall clock"), "{e}");
         let e = backend(&scenario("central", &[("fsync", "sometimes")], vec![])).unwrap_err();
         assert!(e.contains("fsync"), "{e}");
+    }
+
+    #[test]
+    fn zookeeper_takes_the_simulators_knobs_and_refuses_the_rest() {
+        let b = backend(&scenario("zookeeper", &[], vec![])).unwrap();
+        assert_eq!((b.service, b.servers), (Service::Zookeeper, 3));
+        assert_eq!((b.tick, b.lock_wait), (50 * MS, 3 * SEC));
+        assert!(b.fencing() && !b.zk.protected_session && !b.zk.reconnect_any);
+        assert_eq!((b.zk.timeout, b.client_clock), (0, LocalClock::Mono));
+        let b = backend(&scenario(
+            "zookeeper",
+            &[
+                ("protected", "guid+session"),
+                ("reconnect", "any"),
+                ("fencing", "off"),
+                ("timeout", "300ms"),
+            ],
+            vec![],
+        ))
+        .unwrap();
+        assert!(b.zk.protected_session && b.zk.reconnect_any && !b.fencing());
+        assert_eq!(b.zk.timeout, 300 * MS);
+        for (k, v, says) in [
+            ("follower_lag", "5ms", "follower_lag"),
+            ("protected", "session", "protected"),
+            ("tick", "1500us", "whole milliseconds"),
+            ("servers", "10", "servers"),
+            ("bug", "1", "unknown in real mode"),
+        ] {
+            let e = backend(&scenario("zookeeper", &[(k, v)], vec![])).unwrap_err();
+            assert!(e.starts_with("zookeeper: ") && e.contains(says), "{e}");
+        }
+        let mut s = scenario("zookeeper", &[("tick", "2s")], vec![]);
+        s.workload.ttl = 3 * SEC;
+        let e = backend(&s).unwrap_err();
+        assert!(
+            e.contains("session timeout") && e.contains("2 ticks"),
+            "{e}"
+        );
+        // A member's clock cannot be faulted; a client's can; the leader can be isolated.
+        let mut s = scenario(
+            "zookeeper",
+            &[],
+            vec![
+                Fault::IsolateLeader {
+                    duration: SEC,
+                    mode: Default::default(),
+                },
+                Fault::ClockStep {
+                    node: 3,
+                    delta: 1_000_000,
+                },
+            ],
+        );
+        s.cluster.servers = 3;
+        assert_eq!(check_plan_of(&s, true), Ok(()));
+        s.faults.faults[1].fault = Fault::ClockStep {
+            node: 1,
+            delta: 1_000_000,
+        };
+        let e = check_plan_of(&s, true).unwrap_err();
+        assert!(e.contains("n2 is a ZooKeeper server"), "{e}");
+    }
+
+    #[test]
+    fn a_failover_is_expected_when_the_primary_is_cut_off_past_down_after() {
+        let cut = |d: Nanos| Fault::Partition {
+            a: [0].into_iter().collect(),
+            b: [3].into_iter().collect(),
+            duration: d,
+            mode: Default::default(),
+        };
+        let mut s = scenario(
+            "redis-failover",
+            &[("down_after", "1s")],
+            vec![cut(2 * SEC)],
+        );
+        s.cluster.servers = 4;
+        let b = backend(&s).unwrap();
+        assert!(expects_failover(&s, &b));
+        s.faults.faults[0].fault = cut(SEC / 2);
+        assert!(!expects_failover(&s, &b));
+        s.faults.faults[0].fault = Fault::Pause {
+            node: 1,
+            duration: 5 * SEC,
+            task: Default::default(),
+        };
+        assert!(!expects_failover(&s, &b), "a replica's pause moves nothing");
+        let z = scenario("zookeeper", &[], vec![cut(9 * SEC)]);
+        assert!(!expects_failover(&z, &backend(&z).unwrap()));
     }
 
     #[cfg(not(feature = "etcd"))]
