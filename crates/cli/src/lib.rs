@@ -183,7 +183,7 @@ enum Command {
     ExportTla(tla::ExportArgs),
     /// List the algorithms with their settings, the workload settings and the fault kinds.
     List(ListArgs),
-    /// Run a scenario file against real servers on loopback (Redis, Sentinel, etcd, PostgreSQL, PgBouncer), with real faults.
+    /// Run a scenario file against real servers on loopback (Redis, Sentinel, etcd, PostgreSQL, PgBouncer, ZooKeeper), with real faults.
     #[command(after_help = real::REAL_HELP)]
     Real(real::RealArgs),
     #[command(name = "real-node", hide = true)]

@@ -37,8 +37,8 @@ locksim-clockshim`, or LOCKSIM_CLOCKSHIM=PATH). True time is the host's CLOCK_MO
 processes' events merge into one history for the same S1-S4 checks.
 
 Refused with exit 2: algorithms without a real backend, delay and duplicate (no netem),
-task pauses, renewal, clock faults on Redis servers when the shim is not found,
-on the PostgreSQL server, its pooler, the Sentinel or a ZooKeeper member (not yet) and on etcd members always (Go ignores LD_PRELOAD; etcd times leases monotonically), and
+task pauses, renewal, clock faults on Redis servers when the shim is not found, clock faults
+on the PostgreSQL server, its pooler, the Sentinel or a ZooKeeper member (not yet), and on etcd members always (Go ignores LD_PRELOAD; etcd times leases monotonically), and
 raft-lease settings etcd cannot take (TTLs that are not whole seconds, fsync = never, the
 simulator's bug knobs), and network settings the host's TCP does not have (crash = host,
 tcp_rto_min / tcp_retries2 / tcp_orphan_retries other than Linux's defaults, network =

@@ -25,6 +25,26 @@ pub(crate) const ACQUIRE_FENCED: &str =
     "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then \
      if ARGV[3] == '1' then return redis.call('INCR', KEYS[2]) end return -1 end return 0";
 
+/// `EVAL ACQUIRE_FENCED 2 lock:KEY fence:KEY OWNER TTL-MS FLAG`: takes `key` for `owner` for
+/// `ttl` ns (whole ms, at least 1) and, with `fencing`, `INCR`s its token counter in the same
+/// script. The arguments of one request, for [`crate::resp::request`].
+pub(crate) fn acquire_fenced_args(key: u32, owner: u64, ttl: Nanos, fencing: bool) -> Vec<Vec<u8>> {
+    let ms = (ttl / 1_000_000).max(1);
+    [
+        "EVAL".to_string(),
+        ACQUIRE_FENCED.to_string(),
+        "2".into(),
+        key_name(key),
+        format!("fence:{key}"),
+        owner.to_string(),
+        ms.to_string(),
+        if fencing { "1" } else { "0" }.into(),
+    ]
+    .into_iter()
+    .map(String::into_bytes)
+    .collect()
+}
+
 /// Compare-and-delete: frees the lock only for its owner (1), else 0.
 pub(crate) const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
      return redis.call('DEL', KEYS[1]) end return 0";
@@ -222,20 +242,9 @@ impl RedisLock {
         let (k, o) = (key_name(key), owner.to_string());
         let ms = (ttl / 1_000_000).max(1).to_string();
         let reply = if self.backend.fencing() {
-            let fence = format!("fence:{key}");
-            self.call(
-                server,
-                &[
-                    b"EVAL",
-                    ACQUIRE_FENCED.as_bytes(),
-                    b"2",
-                    k.as_bytes(),
-                    fence.as_bytes(),
-                    o.as_bytes(),
-                    ms.as_bytes(),
-                    b"1",
-                ],
-            )?
+            let args = acquire_fenced_args(key, owner, ttl, true);
+            let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
+            self.call(server, &args)?
         } else {
             self.call(
                 server,
@@ -355,5 +364,20 @@ impl RedisLock {
         } else {
             Outcome::Fail("not the owner (lease expired)".into())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_fenced_acquire_names_the_key_its_counter_and_the_flag() {
+        let a = super::acquire_fenced_args(7, 42, 1_500_000_000, true);
+        let a: Vec<&str> = a.iter().map(|x| std::str::from_utf8(x).unwrap()).collect();
+        assert_eq!(a[0], "EVAL");
+        assert_eq!(a[1], super::ACQUIRE_FENCED);
+        assert_eq!(a[2..], ["2", "lock:7", "fence:7", "42", "1500", "1"]);
+        let b = super::acquire_fenced_args(7, 42, 10, false);
+        assert_eq!(b[6], b"1", "at least 1 ms");
+        assert_eq!(b[7], b"0");
     }
 }

@@ -28,7 +28,7 @@ use std::time::Duration;
 use locksim_core::Nanos;
 
 use crate::conn::{CallError, Conn};
-use crate::lock::{Grant, Host, Outcome, ACQUIRE_FENCED, RELEASE};
+use crate::lock::{Grant, Host, Outcome, RELEASE};
 use crate::resp::{read_reply, request, Reply};
 use crate::support::Backend;
 
@@ -326,20 +326,8 @@ impl SentinelLock {
     pub fn acquire(&mut self, host: &dyn Host, key: u32, owner: u64, ttl: Nanos) -> Outcome<Grant> {
         let clock = self.backend.client_clock;
         let start = host.now(clock);
-        let (k, o) = (format!("lock:{key}"), owner.to_string());
-        let ms = (ttl / 1_000_000).max(1).to_string();
-        let fence = format!("fence:{key}");
-        let fencing = if self.backend.fencing() { "1" } else { "0" };
-        let args: [&[u8]; 8] = [
-            b"EVAL",
-            ACQUIRE_FENCED.as_bytes(),
-            b"2",
-            k.as_bytes(),
-            fence.as_bytes(),
-            o.as_bytes(),
-            ms.as_bytes(),
-            fencing.as_bytes(),
-        ];
+        let args = crate::lock::acquire_fenced_args(key, owner, ttl, self.backend.fencing());
+        let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let (p, r) = self.command(&args, self.backend.timeout);
         let token = match r {
             Ok(Reply::Int(-1)) => None,
