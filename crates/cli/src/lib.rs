@@ -145,7 +145,8 @@ struct ListArgs {
     /// Print one JSON object: `{"algorithms":[{"name","what","settings":[{"key","help",
     /// "default"}]}],"workload":[{"key","help"}],"fault_shape":[{"key","help"}],
     /// "client":[{"key","help"}],"faults":[…],
-    /// "fault_types":[{"type","fields":[…],"help"}],"properties":[…]}`.
+    /// "fault_types":[{"type","fields":[…],"help"}],"properties":[…],
+    /// "clients":[{"name","library","package","version","language","algorithm":[…]}]}`.
     #[arg(long)]
     json: bool,
 }
@@ -320,6 +321,17 @@ fn list(json: bool) {
                     "events": locksim_core::trigger::TRIGGER_EVENTS,
                 },
                 "properties": properties,
+                "clients": locksim_real::adapter::SHIPPED
+                    .iter()
+                    .map(|a| serde_json::json!({
+                        "name": a.name,
+                        "library": a.library,
+                        "package": a.package,
+                        "version": a.version,
+                        "language": a.language,
+                        "algorithm": a.algorithms,
+                    }))
+                    .collect::<Vec<_>>(),
             })
         ));
         return;
@@ -382,6 +394,21 @@ fn list(json: bool) {
     t += "  delay   true time after that event (default 0: at once, before the node sends more)\n";
     t += "  client  for `grants`: only grants to this client count\n";
     t += "  A trigger whose event never comes is reported as never fired and applies nothing.\n";
+    t += "\nLock libraries for `locksim real` (a [real] table: client = \"NAME\", or client_command =\n";
+    t += "[\"prog\", \"arg\"] for your own; protocol in docs/adapters.md; libraries installed by\n";
+    t += "scripts/install-adapters.sh target/adapters):\n";
+    let nw = w(&mut locksim_real::adapter::SHIPPED.iter().map(|a| a.name));
+    for a in locksim_real::adapter::SHIPPED {
+        t += &format!(
+            "  {:<nw$} {} {}=={} ({}), on the servers of {}\n",
+            a.name,
+            a.library,
+            a.package,
+            a.version,
+            a.language,
+            a.algorithms.join(" or ")
+        );
+    }
     out(&t);
 }
 

@@ -36,6 +36,18 @@ LD_PRELOAD shim (liblocksim_clockshim.so beside this binary, from `cargo build -
 locksim-clockshim`, or LOCKSIM_CLOCKSHIM=PATH). True time is the host's CLOCK_MONOTONIC. The
 processes' events merge into one history for the same S1-S4 checks.
 
+A file's [real] table puts a real lock library in place of locksim's clients: client =
+\"redis-py\" (a shipped adapter; `locksim list` shows them, scripts/install-adapters.sh
+target/adapters installs their pinned libraries, or give --adapter-libs DIR), or
+client_command = [\"python3\", \"mine.py\"] for your own, run from the file's folder. Each client
+process starts its adapter and talks to it in JSON lines (docs/adapters.md): the workload,
+the writes with the library's token, the timing and the checks stay locksim's, so the
+library is judged as the built-in model of `algorithm` is, which --compare's simulated side
+runs. The adapter is paused and killed with its node, and LD_PRELOAD of that shim binds
+its connections to the node's address (the run stops if one leaves from elsewhere). An
+adapter that exits, hangs, prints garbage, answers out of turn or reports an error stops the
+run without a verdict (exit 4), its stderr kept in a folder the error names.
+
 Refused with exit 2: algorithms without a real backend, delay and duplicate (no netem),
 task pauses, renewal, clock faults on Redis servers when the shim is not found, clock faults
 on the PostgreSQL server, its pooler, the Sentinel or a ZooKeeper member (not yet), and on etcd members always (Go ignores LD_PRELOAD; etcd times leases monotonically), and
@@ -66,7 +78,8 @@ Examples:
   locksim real --compare sims/real/central-fencing-pause.toml --runs 3
   locksim real sims/real/raft-lease-leader-isolation.toml      (built with --features etcd)
   locksim real --compare sims/real/db-lease-client-clock-ahead.toml --runs 10 --liveness
-  locksim real --compare sims/real/zookeeper-pause.toml --runs 10";
+  locksim real --compare sims/real/zookeeper-pause.toml --runs 10
+  locksim real --compare sims/real/redis-py-pause.toml          (redis-py's Lock, an adapter)";
 
 #[derive(Args)]
 pub struct RealArgs {
@@ -119,6 +132,11 @@ pub struct RealArgs {
     /// /usr/share/java/zookeeper.jar and slf4j-simple.jar].
     #[arg(long, value_name = "CLASSPATH")]
     zookeeper: Option<String>,
+    /// Where the shipped adapters' libraries are installed (`scripts/install-adapters.sh DIR`)
+    /// [default: LOCKSIM_ADAPTER_LIBS, else adapters/ in this binary's build folder, e.g.
+    /// target/adapters].
+    #[arg(long, value_name = "DIR")]
+    adapter_libs: Option<PathBuf>,
 }
 
 /// `locksim real-node SPEC.json`: a client or the resource of a real run (hidden).
@@ -132,9 +150,37 @@ pub fn node_main(a: NodeArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn options(a: &RealArgs) -> Result<RealOptions, String> {
+fn options(
+    a: &RealArgs,
+    file: &locksim_explore::campaign_file::CampaignFile,
+) -> Result<RealOptions, String> {
+    use locksim_explore::campaign_file::RealClient;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let adapter = match &file.real_client {
+        None => None,
+        Some(RealClient::Adapter(n)) => Some(locksim_real::adapter::Choice::Shipped(n.clone())),
+        Some(RealClient::Command(argv)) => {
+            // Run from the file's folder, so that `["python3", "mine.py"]` finds mine.py there.
+            let dir = a
+                .file
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."));
+            let cwd = dir
+                .canonicalize()
+                .map_err(|e| format!("{}: {e}", dir.display()))?;
+            Some(locksim_real::adapter::Choice::Command {
+                argv: argv.clone(),
+                cwd,
+            })
+        }
+    };
     Ok(RealOptions {
+        adapter,
+        adapter_libs: a
+            .adapter_libs
+            .clone()
+            .unwrap_or_else(|| locksim_real::adapter::default_libs(&exe)),
         clockshim: locksim_real::clockfile::find_shim(&exe),
         exe,
         node_args: vec!["real-node".into()],
@@ -224,7 +270,7 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
     let file = locksim_explore::campaign_file::CampaignFile::read(&a.file)?;
     let seed = a.seed.unwrap_or(file.first_seed);
     let scenario = chosen.scenario(seed);
-    let opts = options(&a)?;
+    let opts = options(&a, &file)?;
     if a.compare && a.trace.is_some() {
         return Err(
             "--trace records one real run; with --compare, run `locksim real FILE --seed N --trace F` for the run to keep"
@@ -254,7 +300,13 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
                         .and_then(|i| file.fault_names.get(i).cloned())
                         .unwrap_or_else(|| locksim_real::support::fault_at(tf))
                 };
-                locksim_real::support::check_plan(&s, &b, opts.clockshim.is_some(), &name)
+                locksim_real::support::check_plan(&s, &b, opts.clockshim.is_some(), &name)?;
+                match &opts.adapter {
+                    Some(c) => {
+                        locksim_real::adapter::check_scenario(&s, c, opts.clockshim.is_some())
+                    }
+                    None => Ok(()),
+                }
             })
             .map_err(|e| format!("{}{run}: real mode: {e}", a.file.display()))?;
     }

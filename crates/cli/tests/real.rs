@@ -117,6 +117,30 @@ fn what_real_mode_cannot_run_is_one_line_and_exit_2() {
             "time_source = \"sundial\"\n",
             "time_source",
         ),
+        (
+            "adapter-name.toml",
+            "algorithm = \"central\"\nfaults = [\"none\"]\n",
+            "[real]\nclient = \"nope\"\n",
+            "no such adapter (shipped: redis-py",
+        ),
+        (
+            "adapter-algo.toml",
+            "algorithm = \"redlock\"\nfaults = [\"none\"]\n",
+            "[real]\nclient = \"redis-py\"\n",
+            "needs the servers of algorithm = \"central\"",
+        ),
+        (
+            "adapter-clock.toml",
+            "algorithm = \"central\"\n",
+            "[real]\nclient = \"redis-py\"\n[[fault]]\nat = \"0s\"\ntype = \"clock_step\"\nnode = \"c1\"\ndelta = \"1s\"\n",
+            "a clock fault on client c1",
+        ),
+        (
+            "adapter-net.toml",
+            "algorithm = \"central\"\n",
+            "[real]\nclient = \"redis-py\"\n[[fault]]\nat = \"0s\"\ntype = \"partition\"\na = \"c1\"\nb = \"n1\"\nduration = \"1s\"\n",
+            "network faults need liblocksim_clockshim.so",
+        ),
     ];
     let f = temp(
         "cmp.toml",
@@ -1032,4 +1056,106 @@ fn a_property_only_real_runs_violate_is_sim_optimistic_and_exits_1() {
         "{t}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Where `locksim real` finds the shipped adapters' libraries in these tests: the build
+/// folder's `adapters/` (`scripts/install-adapters.sh target/adapters`, as `.ci/run` does).
+fn have_adapter_libs() -> bool {
+    let libs = Path::new(env!("CARGO_BIN_EXE_locksim"))
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("adapters");
+    let ok = libs.join("python").is_dir() && libs.join("node").is_dir();
+    if !ok && std::env::var_os("LOCKSIM_REAL_REQUIRED").is_some() {
+        panic!(
+            "{} has no adapter libraries but LOCKSIM_REAL_REQUIRED is set (CI runs scripts/install-adapters.sh target/adapters)",
+            libs.display()
+        );
+    }
+    if !ok {
+        eprintln!(
+            "SKIPPED: no adapter libraries in {} (scripts/install-adapters.sh target/adapters)",
+            libs.display()
+        );
+    }
+    ok
+}
+
+/// Real lock libraries behind the shipped adapters: the same properties violated as by the
+/// built-in model of their algorithm in the simulator.
+#[test]
+fn shipped_adapters_agree_with_the_simulator() {
+    let _g = serial();
+    if !have("redis-server", "real Redis scenarios") || !have_adapter_libs() {
+        return;
+    }
+    agree("redis-py-pause.toml", &["S1", "S2"], &["S4"]);
+}
+
+/// An adapter that dies, prints garbage, answers out of turn, hangs or reports an error
+/// stops the run without a verdict (exit 4), naming the adapter and its stderr, which is kept.
+#[test]
+fn a_broken_adapter_stops_the_run_without_a_verdict() {
+    let _g = serial();
+    if !have("redis-server", "real Redis scenarios") || !have("python3", "adapters") {
+        return;
+    }
+    let broken = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/adapters/broken.py");
+    for (mode, says) in [
+        (
+            "crash",
+            "closed its stdout without an answer: it exited (exit status: 3)",
+        ),
+        ("garbage", "printed a line that is not JSON"),
+        ("out-of-turn", "answered out of turn"),
+        ("error", "reported an error: boom"),
+        ("hang", "did not answer within 10.1 s: it hangs"),
+    ] {
+        let f = temp(
+            &format!("broken-{mode}.toml"),
+            &format!(
+                "algorithm = \"central\"\nfaults = [\"none\"]\n{BASE}timeout = \"100ms\"\n[real]\nclient_command = [\"python3\", {:?}, {mode:?}]\n",
+                broken.display().to_string()
+            ),
+        );
+        let o = locksim(&["real", f.to_str().unwrap()]);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(4), "{mode}: {}{err}", text(&o.stdout));
+        assert!(err.contains(says), "{mode}: {err}");
+        assert!(
+            err.contains(&format!("adapter `python3 broken.py {mode}` of c1")),
+            "{mode}: {err}"
+        );
+        // Its stderr is named, quoted and kept.
+        assert!(
+            err.contains(&format!("broken adapter: {mode}")),
+            "{mode}: {err}"
+        );
+        let kept = err
+            .split("are kept in ")
+            .nth(1)
+            .map(|r| PathBuf::from(r.trim()))
+            .unwrap_or_else(|| panic!("{mode}: no kept folder: {err}"));
+        let stderr = std::fs::read_dir(&kept)
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().ends_with(".adapter.err"))
+            .map(|e| std::fs::read_to_string(e.path()).unwrap())
+            .unwrap_or_default();
+        assert!(stderr.contains(mode), "{mode}: {}", kept.display());
+        let _ = std::fs::remove_dir_all(&kept);
+        // Nothing of the run is left running.
+        assert!(
+            !text(
+                &Command::new("pgrep")
+                    .args(["-f", "broken.py"])
+                    .output()
+                    .unwrap()
+                    .stdout
+            )
+            .contains(char::is_numeric),
+            "{mode}: an adapter is left running"
+        );
+    }
 }

@@ -18,6 +18,11 @@
 //! own `clock_gettime` call re-enters it and start-up dies ("Unexpected recursive calls to
 //! clock_gettime()"). This library calls the kernel directly (`syscall(SYS_clock_gettime)`),
 //! allocates nothing and resolves nothing, so there is nothing to recurse into.
+//!
+//! It also gives a lock library's process its node's source address ([`bind`]): the adapters
+//! of `locksim real` (docs/adapters.md) run with it preloaded.
+
+pub mod bind;
 
 use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, Ordering};
 

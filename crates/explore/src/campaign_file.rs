@@ -14,6 +14,8 @@
 //! delayed_restart = false
 //! [client.c2]                    # optional: one client's own settings
 //! ttl = "10s"
+//! [real]                         # optional, `locksim real` only: a lock library as the
+//! client = "redis-py"            #   clients (docs/adapters.md); the simulator ignores it
 //! [[fault]]                      # optional: explicit faults, in every seed (see
 //! at = "2s"                      #   locksim_core::scenario_file)
 //! type = "pause"
@@ -69,6 +71,27 @@ struct Raw {
     forbid: Vec<String>,
     #[serde(default)]
     settings: SpannedSettings,
+    #[serde(default)]
+    real: Option<RawReal>,
+}
+
+/// The `[real]` table: what `locksim real` runs as the clients.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReal {
+    client: Option<String>,
+    client_command: Option<Vec<String>>,
+}
+
+/// The clients of `locksim real`, from the file's `[real]` table (docs/adapters.md); the
+/// simulator runs the built-in model of `algorithm` whatever this says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RealClient {
+    /// `client = "NAME"`: a shipped adapter (`locksim list` shows them).
+    Adapter(String),
+    /// `client_command = ["prog", "arg", ...]`: the user's own adapter, run from the file's
+    /// folder.
+    Command(Vec<String>),
 }
 
 /// A parsed campaign file.
@@ -101,6 +124,8 @@ pub struct CampaignFile {
     pub seeds: u64,
     /// First seed.
     pub first_seed: u64,
+    /// What `locksim real` runs as the clients (`[real]`); `None`: locksim's own.
+    pub real_client: Option<RealClient>,
 }
 
 /// `setup` with per-client settings, its algorithm rebuilt so that it checks them (a client's
@@ -309,6 +334,39 @@ impl CampaignFile {
         }
         crate::faultgen::check_kinds(&parse_kinds(&faults).map_err(at)?, &setup.workload)
             .map_err(at)?;
+        let real_client = match raw.real {
+            None => None,
+            Some(RawReal {
+                client: Some(_),
+                client_command: Some(_),
+            }) => {
+                return Err(at(
+                    "[real]: give `client` (a shipped adapter) or `client_command` (your own), not both"
+                        .into(),
+                ))
+            }
+            Some(RawReal {
+                client: Some(name),
+                ..
+            }) => Some(RealClient::Adapter(name)),
+            Some(RawReal {
+                client_command: Some(argv),
+                ..
+            }) if argv.first().is_none_or(|p| p.is_empty()) => {
+                return Err(at(
+                    "[real] `client_command`: empty; give [\"program\", \"arg\", ...]".into(),
+                ))
+            }
+            Some(RawReal {
+                client_command: Some(argv),
+                ..
+            }) => Some(RealClient::Command(argv)),
+            Some(_) => {
+                return Err(at(
+                    "[real]: an empty table; give `client = \"NAME\"` or `client_command = [...]`".into(),
+                ))
+            }
+        };
         Ok(CampaignFile {
             path: path.to_path_buf(),
             name: raw.name.unwrap_or_else(|| {
@@ -326,6 +384,7 @@ impl CampaignFile {
             description: raw.description,
             seeds: raw.seeds,
             first_seed: raw.first_seed,
+            real_client,
         })
     }
 

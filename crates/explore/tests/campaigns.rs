@@ -243,3 +243,38 @@ fn shards_come_from_flags_or_the_kubernetes_environment() {
     assert_eq!(Shard { index: 0, count: 3 }.seeds_of(10), 4);
     assert_eq!(Shard { index: 5, count: 8 }.seeds_of(3), 0);
 }
+
+/// `[real]` names a shipped adapter or the user's command for `locksim real`; anything else
+/// in it is one line naming the file.
+#[test]
+fn a_real_table_names_a_shipped_adapter_or_a_command_and_nothing_else() {
+    use locksim_explore::campaign_file::RealClient;
+    let base = "algorithm = \"central\"\nfaults = [\"none\"]\nseeds = 1\nexpect = \"safe\"\n";
+    let read = |extra: &str| CampaignFile::parse(Path::new("f.toml"), &format!("{base}{extra}"));
+    assert_eq!(read("").unwrap().real_client, None);
+    assert_eq!(
+        read("[real]\nclient = \"redis-py\"\n").unwrap().real_client,
+        Some(RealClient::Adapter("redis-py".into()))
+    );
+    assert_eq!(
+        read("[real]\nclient_command = [\"python3\", \"a.py\"]\n")
+            .unwrap()
+            .real_client,
+        Some(RealClient::Command(vec!["python3".into(), "a.py".into()]))
+    );
+    for (extra, says) in [
+        (
+            "[real]\nclient = \"a\"\nclient_command = [\"b\"]\n",
+            "not both",
+        ),
+        ("[real]\nclient_command = []\n", "empty"),
+        ("[real]\n", "an empty table"),
+        ("[real]\nclinet = \"redis-py\"\n", "clinet"),
+    ] {
+        let e = read(extra).unwrap_err();
+        assert!(
+            e.starts_with("f.toml: ") && e.contains(says),
+            "{extra}: {e}"
+        );
+    }
+}

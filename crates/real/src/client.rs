@@ -306,14 +306,45 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
     // A client's own `client_clock` setting overrides the algorithm's, as in the simulator.
     let mut backend = spec.backend;
     backend.client_clock = me.client_clock.unwrap_or(backend.client_clock);
-    let mut lock = LockClient::new(
-        backend,
-        spec.node,
-        s.seed,
-        spec.me,
-        &spec.servers,
-        (&crate::vclock::of(s, spec.node), spec.t0),
-    )?;
+    let mut lock = match &spec.adapter {
+        Some(a) => {
+            let name = s.cluster.name(spec.node);
+            let err = spec
+                .log
+                .with_file_name(format!("{name}.{}.adapter.err", spec.incarnation));
+            let a = crate::adapter::AdapterLock::start(
+                a,
+                &name,
+                s,
+                &backend,
+                spec.me,
+                &spec.servers,
+                me.ttl,
+                err,
+            )
+            .unwrap_or_else(|msg| {
+                eprintln!("error: {msg}");
+                std::process::exit(crate::adapter::EXIT_ADAPTER)
+            });
+            // What ran, for the harness's notes: the library and the version it imported.
+            let said = spec
+                .log
+                .with_file_name(format!("{name}.{}.adapter.json", spec.incarnation));
+            let _ = std::fs::write(
+                said,
+                serde_json::json!({"library": a.library.0, "version": a.library.1}).to_string(),
+            );
+            LockClient::Adapter(Box::new(a))
+        }
+        None => LockClient::new(
+            backend,
+            spec.node,
+            s.seed,
+            spec.me,
+            &spec.servers,
+            (&crate::vclock::of(s, spec.node), spec.t0),
+        )?,
+    };
     let mut res = Conn::new(spec.me, spec.resource);
     // The simulator's derivation (locksim_core::draw): seed N draws the same think times,
     // keys, work lengths and retry delays as simulated seed N. Owner values come from the

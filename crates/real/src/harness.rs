@@ -134,6 +134,13 @@ struct Run<'a> {
     server_clocks: BTreeMap<NodeId, crate::clockfile::ClockFile>,
     /// PostgreSQL's programs and the user its server runs as (`db-lease`).
     pg: Option<(crate::postgres::PgBin, Option<(u32, u32)>)>,
+    /// The clients' lock library behind an adapter, resolved for this run's folder.
+    adapter: Option<crate::adapter::AdapterSpec>,
+    /// With an adapter and network faults: the clients whose adapter's connections have been
+    /// seen leaving from the client's own address.
+    bound: BTreeMap<NodeId, bool>,
+    /// True time of the last look at the adapters' connections (one every 100 ms).
+    bound_checked: Nanos,
 }
 
 /// The first line `SERVER --version` prints (`Redis server v=7.0.15 …`, `etcd Version: 3.4.23`).
@@ -208,7 +215,8 @@ fn root_hint(e: String) -> String {
     }
 }
 
-fn has_network_faults(s: &Scenario) -> bool {
+/// Whether the plan has faults that nftables applies (cuts, loss, dropped replies).
+pub(crate) fn has_network_faults(s: &Scenario) -> bool {
     s.faults.faults.iter().any(|f| {
         matches!(
             f.fault,
@@ -597,6 +605,7 @@ impl Run<'_> {
             resource: self.resource,
             me: ip(n),
             log: self.dir.join(format!("{name}.{inc}.log")),
+            adapter: self.adapter.clone(),
         };
         let path = self.dir.join(format!("{name}.{inc}.json"));
         std::fs::write(&path, serde_json::to_vec(&spec).expect("specs serialize"))
@@ -974,6 +983,46 @@ impl Run<'_> {
         Ok(())
     }
 
+    /// With an adapter and network faults: each client's adapter connects to the lock
+    /// servers from its node's own address, or the plan's cuts would miss it (the shim did
+    /// not bind it: a program that does not call libc's `connect`). Checked until each
+    /// client's first connection is seen; a connection from elsewhere fails the run.
+    fn check_bound(&mut self) -> Result<(), RealError> {
+        if self.adapter.is_none() || !has_network_faults(self.s) {
+            return Ok(());
+        }
+        let now = true_now(self.t0);
+        if now < self.bound_checked + 100 * MS {
+            return Ok(());
+        }
+        self.bound_checked = now;
+        let clients: Vec<NodeId> = self.s.cluster.client_ids().collect();
+        for n in clients {
+            if self.bound.get(&n).copied().unwrap_or(false) {
+                continue;
+            }
+            let Some(p) = self.procs.by_node.get(&n) else {
+                continue;
+            };
+            let pids = crate::procs::descendants(p.pid() as u32);
+            for (local, remote) in crate::procs::tcp_connections(&pids) {
+                if !self.servers.contains(&remote) {
+                    continue;
+                }
+                if *local.ip() != ip(n) {
+                    return Err(RealError::Failed(format!(
+                        "the adapter of {} connects to {remote} from {}, not from its node's address {}: the LD_PRELOAD shim did not bind it (a program that does not call the C library's connect must bind to hello's `bind` itself), so the plan's network faults would not cut it",
+                        self.name(n),
+                        local.ip(),
+                        ip(n)
+                    )));
+                }
+                self.bound.insert(n, true);
+            }
+        }
+        Ok(())
+    }
+
     fn main_loop(&mut self) -> Result<(), RealError> {
         let end = self.s.end();
         let mut plan = self.schedule().into_iter().peekable();
@@ -982,6 +1031,7 @@ impl Run<'_> {
                 return Err(RealError::Interrupted);
             }
             self.check_alive()?;
+            self.check_bound()?;
             let now = true_now(self.t0);
             while let Some(&(at, a)) = plan.peek() {
                 if at > now {
@@ -1039,12 +1089,74 @@ fn sweep_stale_dirs() {
     }
 }
 
+/// `; the run's logs are kept in DIR` after a failed run: its small files (node logs, stderr,
+/// specs, adapter sources) copied to a folder the next run's sweep leaves alone.
+fn keep_notes(dir: &Path) -> String {
+    let Ok(kept) = tempfile::Builder::new()
+        .prefix("locksim-failed-")
+        .tempdir()
+        .map(tempfile::TempDir::keep)
+    else {
+        return String::new();
+    };
+    let mut n = 0;
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            let small = p
+                .metadata()
+                .is_ok_and(|m| m.is_file() && m.len() < 16 << 20);
+            if small && std::fs::copy(&p, kept.join(e.file_name())).is_ok() {
+                n += 1;
+            }
+        }
+    }
+    if n == 0 {
+        let _ = std::fs::remove_dir(&kept);
+        return String::new();
+    }
+    format!(
+        "; the run's logs (and any adapter's stderr, cN.I.adapter.err) are kept in {}",
+        kept.display()
+    )
+}
+
+/// `redis-py 5.2.1 (adapter redis-py)`: what the first client's adapter said it imported.
+fn adapter_said(dir: &Path, a: &crate::adapter::AdapterSpec) -> String {
+    let said = std::fs::read_dir(dir)
+        .ok()
+        .and_then(|rd| {
+            let mut files: Vec<PathBuf> = rd
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.to_string_lossy().ends_with(".adapter.json"))
+                .collect();
+            files.sort();
+            files.into_iter().next()
+        })
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .map(|v| {
+            let f = |k: &str| v[k].as_str().unwrap_or("").to_string();
+            format!("{} {}", f("library"), f("version"))
+                .trim()
+                .to_string()
+        })
+        .filter(|t| !t.is_empty());
+    match said {
+        Some(lib) => format!("{lib} (adapter {})", a.name),
+        None => format!("adapter {}", a.name),
+    }
+}
+
 fn first_error_lines(dir: &Path) -> String {
     let mut out = String::new();
     if let Ok(rd) = std::fs::read_dir(dir) {
         let mut files: Vec<PathBuf> = rd
             .filter_map(|e| e.ok().map(|e| e.path()))
             .filter(|p| p.extension().is_some_and(|x| x == "err"))
+            // An adapter's stderr is quoted by its client's error line.
+            .filter(|p| !p.to_string_lossy().ends_with(".adapter.err"))
             .collect();
         files.sort();
         for f in files {
@@ -1074,6 +1186,10 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         &crate::support::fault_at,
     )
     .map_err(RealError::Unsupported)?;
+    if let Some(choice) = &opts.adapter {
+        crate::adapter::check_scenario(scenario, choice, opts.clockshim.is_some())
+            .map_err(RealError::Unsupported)?;
+    }
     if backend.servers != scenario.cluster.servers {
         return Err(RealError::Unsupported(format!(
             "the cluster has {} servers where {} needs {}",
@@ -1212,7 +1328,20 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
             .collect(),
         server_clocks: BTreeMap::new(),
         pg,
+        adapter: None,
+        bound: BTreeMap::new(),
+        bound_checked: 0,
     };
+    if let Some(choice) = &opts.adapter {
+        let spec = crate::adapter::resolve(
+            choice,
+            &run.dir,
+            &opts.adapter_libs,
+            opts.clockshim.as_deref(),
+        )
+        .map_err(RealError::Setup)?;
+        run.adapter = Some(spec);
+    }
     for tf in &scenario.faults.faults {
         if let Fault::ClockStep { node, .. } | Fault::ClockDrift { node, .. } = tf.fault {
             if c.role(node) == Role::Server && !run.server_clocks.contains_key(&node) {
@@ -1252,7 +1381,10 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
             }
         }
         // True time 0 a little ahead, so every client process is up and waiting for it.
-        run.t0 = host_mono() + 200 * MS + 20 * MS * c.clients as u64;
+        // An adapter's interpreter starts and imports its library first (about 0.2 s for
+        // CPython with redis-py, 0.5 s for Node.js).
+        let startup = if run.adapter.is_some() { 1_500 * MS } else { 0 };
+        run.t0 = host_mono() + 200 * MS + 20 * MS * c.clients as u64 + startup;
         // Sentinel's own word on each promotion, recorded as the promoted node beginning to
         // lead: a run whose plan cuts the primary off and has none did not exercise failover.
         let watch = backend.sentinel().then(|| {
@@ -1281,7 +1413,17 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         for p in run.procs.by_node.values() {
             p.signal(libc::SIGCONT);
         }
-        let grace = true_now(run.t0) + SEC;
+        // An adapter's client may still be waiting for an answer: long enough for it to
+        // find its adapter hung (its timeout and HANG_GRACE), then its exit is read below.
+        let grace = true_now(run.t0)
+            + match run.adapter {
+                Some(_) if run.backend.timeout != crate::support::NO_TIMEOUT => {
+                    run.backend.timeout.min(60 * SEC)
+                        + crate::adapter::HANG_GRACE.as_nanos() as Nanos
+                        + SEC
+                }
+                _ => SEC,
+            };
         while true_now(run.t0) < grace
             && run
                 .procs
@@ -1293,6 +1435,19 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         }
         if interrupted() {
             return Err(RealError::Interrupted);
+        }
+        if run.adapter.is_some() {
+            // A client that stopped because its adapter broke the protocol at the end.
+            for n in c.client_ids() {
+                if let Some(p) = run.procs.by_node.get_mut(&n) {
+                    if let Some(st) = p.exited().filter(|st| !st.success()) {
+                        return Err(RealError::Failed(format!(
+                            "{} exited unexpectedly ({st})",
+                            c.name(n)
+                        )));
+                    }
+                }
+            }
         }
         if backend.postgres() {
             // The clients are gone (their statements committed or not); the server stays.
@@ -1312,17 +1467,24 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
     run.table = nft::Table::new(); // drops (deletes) the run's table now
     if let Err(e) = result {
         return Err(match e {
-            RealError::Failed(m) => {
-                RealError::Failed(format!("{m}{}", first_error_lines(&run.dir)))
-            }
+            RealError::Failed(m) => RealError::Failed(format!(
+                "{m}{}{}",
+                first_error_lines(&run.dir).trim_end_matches(';'),
+                keep_notes(&run.dir)
+            )),
             e => e,
         });
     }
     let events = run.logs()?;
     let history = crate::merge::history(scenario, events);
+    let clients = run
+        .adapter
+        .as_ref()
+        .map(|a| format!(", clients: {}", adapter_said(&run.dir, a)))
+        .unwrap_or_default();
     Ok(RealRun {
         history,
-        service: format!("{} on {version}", scenario.algorithm),
+        service: format!("{} on {version}{clients}", scenario.algorithm),
     })
 }
 

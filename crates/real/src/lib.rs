@@ -11,8 +11,9 @@
 //!   ([`support`] says what runs and refuses the rest);
 //! - the clients are separate OS processes (the `locksim` binary in a hidden mode, see
 //!   [`client`]) running the simulator's workload and client algorithms over RESP
-//!   ([`lock`]) or etcd's lock recipe over its v3 gRPC API (`etcd`); the protected resource
-//!   is a small server of ours ([`resource`]);
+//!   ([`lock`]) or etcd's lock recipe over its v3 gRPC API (`etcd`), or a real lock library
+//!   behind an adapter process ([`adapter`]); the protected resource is a small server of
+//!   ours ([`resource`]);
 //! - every node has its own loopback address ([`addr`]); `partition`, `isolate` and `loss`
 //!   are nftables rules on those addresses ([`nft`]) (`isolate_leader`: of the etcd member
 //!   leading then); `pause` is `SIGSTOP`/`SIGCONT`, `crash`
@@ -26,6 +27,7 @@
 //! `etcd-client` crate (tokio, tonic). A real run cannot be
 //! replayed, only re-run: the traces it writes say so.
 
+pub mod adapter;
 pub mod addr;
 pub mod advisory;
 pub mod client;
@@ -71,9 +73,16 @@ pub struct RealOptions {
     /// ZooKeeper's Java classpath for `zookeeper` (Debian's, [`zookeeper::CLASSPATH`], by
     /// default), run by `java` from `PATH`.
     pub zookeeper: String,
-    /// The clock shim (`liblocksim_clockshim.so`) for clock faults on lock servers; `None`:
-    /// such faults are refused.
+    /// The clock shim (`liblocksim_clockshim.so`) for clock faults on lock servers, and for
+    /// an adapter's source address; `None`: such faults, and network faults with an adapter,
+    /// are refused.
     pub clockshim: Option<PathBuf>,
+    /// A lock library as the clients (the file's `[real]` table, docs/adapters.md); `None`:
+    /// locksim's own clients.
+    pub adapter: Option<adapter::Choice>,
+    /// Where the shipped adapters' libraries are installed (`scripts/install-adapters.sh
+    /// DIR`; see [`adapter::default_libs`]).
+    pub adapter_libs: PathBuf,
 }
 
 /// A finished real run.

@@ -107,6 +107,8 @@ pub enum LockClient {
     Sentinel(crate::sentinel::SentinelLock),
     /// `zookeeper`.
     Zookeeper(Box<crate::zookeeper::ZkLock>),
+    /// A lock library behind an adapter process (any algorithm's servers).
+    Adapter(Box<crate::adapter::AdapterLock>),
 }
 
 impl LockClient {
@@ -167,6 +169,7 @@ impl LockClient {
             LockClient::Advisory(a) => a.acquire(key),
             LockClient::Sentinel(c) => c.acquire(host, key, owner, ttl),
             LockClient::Zookeeper(z) => z.acquire(host, key, ttl),
+            LockClient::Adapter(a) => a.acquire(host, key, ttl),
         }
     }
 
@@ -180,6 +183,7 @@ impl LockClient {
             LockClient::Advisory(a) => a.release(key),
             LockClient::Sentinel(c) => c.release(key, grant),
             LockClient::Zookeeper(z) => z.release(host, key, grant),
+            LockClient::Adapter(a) => a.release(key),
         }
     }
 

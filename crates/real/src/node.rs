@@ -34,6 +34,9 @@ pub struct NodeSpec {
     pub me: Ipv4Addr,
     /// Where to append its events.
     pub log: PathBuf,
+    /// A client's lock library behind an adapter, if the scenario has one.
+    #[serde(default)]
+    pub adapter: Option<crate::adapter::AdapterSpec>,
 }
 
 /// The host's `CLOCK_MONOTONIC`, ns (shared by every process on the host).

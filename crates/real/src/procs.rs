@@ -3,6 +3,7 @@
 //! `SIGKILL` of the harness leaves no server behind). [`Procs`] kills and reaps every one of
 //! them when dropped: at the end, on an error, on a panic and after Ctrl-C.
 
+use std::net::SocketAddrV4;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
@@ -90,6 +91,50 @@ pub fn descendants(root: u32) -> Vec<u32> {
     out
 }
 
+/// The TCP connections (local, remote) that processes `pids` hold open, from their file
+/// descriptors and the kernel's `/proc/net/tcp` (IPv4; listening sockets left out).
+pub fn tcp_connections(pids: &[u32]) -> Vec<(SocketAddrV4, SocketAddrV4)> {
+    let mut inodes = std::collections::BTreeSet::new();
+    for pid in pids {
+        let Ok(rd) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            if let Ok(link) = std::fs::read_link(e.path()) {
+                let l = link.to_string_lossy();
+                if let Some(i) = l
+                    .strip_prefix("socket:[")
+                    .and_then(|r| r.strip_suffix(']'))
+                    .and_then(|i| i.parse::<u64>().ok())
+                {
+                    inodes.insert(i);
+                }
+            }
+        }
+    }
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap_or_default();
+    // `sl local rem st tx:rx tr:when retrnsmt uid timeout inode …`; addresses are the raw
+    // 32-bit value in hex (so in this host's byte order) and the port in hex.
+    let addr = |t: &str| -> Option<SocketAddrV4> {
+        let (a, p) = t.split_once(':')?;
+        let a = u32::from_str_radix(a, 16).ok()?.to_ne_bytes();
+        Some(SocketAddrV4::new(
+            a.into(),
+            u16::from_str_radix(p, 16).ok()?,
+        ))
+    };
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let inode = f.get(9)?.parse::<u64>().ok()?;
+            let (local, remote) = (addr(f.get(1)?)?, addr(f.get(2)?)?);
+            (inodes.contains(&inode) && remote.port() != 0).then_some((local, remote))
+        })
+        .collect()
+}
+
 /// Starts `cmd` as `name` in its own process group, to die with this process.
 ///
 /// # Errors
@@ -132,5 +177,31 @@ impl Procs {
 impl Drop for Procs {
     fn drop(&mut self) {
         self.kill_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_processs_tcp_connections_are_read_with_their_addresses() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let to = match l.local_addr().unwrap() {
+            std::net::SocketAddr::V4(a) => a,
+            _ => unreachable!(),
+        };
+        let c = std::net::TcpStream::connect(to).unwrap();
+        let from = match c.local_addr().unwrap() {
+            std::net::SocketAddr::V4(a) => a,
+            _ => unreachable!(),
+        };
+        let found = tcp_connections(&[std::process::id()]);
+        assert!(
+            found.contains(&(from, to)),
+            "{found:?} lacks {from} -> {to}"
+        );
+        // The listener itself is not a connection.
+        assert!(!found.iter().any(|(l, r)| *l == to && r.port() == 0));
     }
 }

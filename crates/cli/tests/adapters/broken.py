@@ -1,0 +1,24 @@
+"""An adapter that answers hello and then breaks the protocol as its argument says, for the
+tests of locksim real's adapter errors (docs/adapters.md): crash, garbage, out-of-turn,
+hang, error."""
+import json
+import sys
+import time
+
+mode = sys.argv[1]
+for line in sys.stdin:
+    req = json.loads(line)
+    if req["op"] == "hello":
+        print(json.dumps({"id": req["id"], "ok": True, "library": "broken", "version": mode}), flush=True)
+        continue
+    print(f"broken adapter: {mode} at request {req['id']}", file=sys.stderr, flush=True)
+    if mode == "crash":
+        sys.exit(3)
+    elif mode == "garbage":
+        print("this is not JSON", flush=True)
+    elif mode == "out-of-turn":
+        print(json.dumps({"id": req["id"] + 1, "ok": True}), flush=True)
+    elif mode == "hang":
+        time.sleep(3600)
+    elif mode == "error":
+        print(json.dumps({"id": req["id"], "error": "boom"}), flush=True)
