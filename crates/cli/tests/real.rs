@@ -1159,3 +1159,28 @@ fn a_broken_adapter_stops_the_run_without_a_verdict() {
         );
     }
 }
+
+/// With network faults, an adapter connection that does not leave from its node's address
+/// (here one the adapter bound to 127.0.0.1 itself) stops the run: the cuts would miss it.
+#[test]
+fn an_adapter_connection_from_another_address_stops_the_run() {
+    let _g = serial();
+    if !have("redis-server", "real Redis scenarios") || !have("nft", "nftables network faults") {
+        return;
+    }
+    let broken = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/adapters/broken.py");
+    let f = temp(
+        "wrong-address.toml",
+        &format!(
+            "algorithm = \"central\"\n{BASE}timeout = \"100ms\"\n[real]\nclient_command = [\"python3\", {:?}, \"wrong-address\"]\n[[fault]]\nat = \"500ms\"\ntype = \"partition\"\na = \"c1\"\nb = \"n1\"\nduration = \"300ms\"\n",
+            broken.display().to_string()
+        ),
+    );
+    let o = locksim(&["real", f.to_str().unwrap()]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(4), "{}{err}", text(&o.stdout));
+    assert!(
+        err.contains("from 127.0.0.1, not from its node's address"),
+        "{err}"
+    );
+}

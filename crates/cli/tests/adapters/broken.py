@@ -1,7 +1,9 @@
 """An adapter that answers hello and then breaks the protocol as its argument says, for the
 tests of locksim real's adapter errors (docs/adapters.md): crash, garbage, out-of-turn,
-hang, error."""
+hang, error; or, with wrong-address, keeps a connection to the server that it bound to
+127.0.0.1 itself (so the shim leaves it alone) and answers every acquire with a fail."""
 import json
+import socket
 import sys
 import time
 
@@ -9,7 +11,15 @@ mode = sys.argv[1]
 for line in sys.stdin:
     req = json.loads(line)
     if req["op"] == "hello":
+        if mode == "wrong-address":
+            s = req["servers"][0]
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sock.connect((s["host"], s["port"]))
         print(json.dumps({"id": req["id"], "ok": True, "library": "broken", "version": mode}), flush=True)
+        continue
+    if mode == "wrong-address":
+        print(json.dumps({"id": req["id"], "fail": "held"}), flush=True)
         continue
     print(f"broken adapter: {mode} at request {req['id']}", file=sys.stderr, flush=True)
     if mode == "crash":
