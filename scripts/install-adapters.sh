@@ -1,33 +1,39 @@
 #!/usr/bin/env bash
-# Installs the pinned libraries of the shipped adapters (adapters/, docs/adapters.md) into DIR,
-# nothing global: DIR/python (pip --target, from adapters/requirements.txt) and DIR/node
-# (npm ci, from adapters/node/package*.json). `locksim real` looks in target/adapters by
-# default (or --adapter-libs DIR, or LOCKSIM_ADAPTER_LIBS). A second run with the same pins is
-# quick: a stamp of the pins' hash skips it.
-#
-#   scripts/install-adapters.sh target/adapters
+# Installs the pinned libraries of locksim's shipped adapters into DIR:
+#   DIR/python             (PYTHONPATH for the Python adapters), from adapters/requirements.txt
+#   DIR/node/node_modules  (NODE_PATH for the Node.js adapters), from adapters/node/package-lock.json
+# Usage: scripts/install-adapters.sh DIR     (locksim's default DIR: target/adapters)
+# Idempotent: DIR/.stamp holds a hash of the pins and of the interpreters' versions; when it
+# matches, nothing is done.
 set -euo pipefail
-dir=${1:?usage: scripts/install-adapters.sh DIR}
-src="$(cd "$(dirname "$0")/../adapters" && pwd)"
-mkdir -p "$dir"
-dir="$(cd "$dir" && pwd)"
-stamp="$dir/.pins"
-pins=$({ cat "$src/requirements.txt" "$src/node/package.json"; cat "$src/node/package-lock.json" 2>/dev/null || true; } | sha256sum | cut -d' ' -f1)
-if [[ -f $stamp && $(cat "$stamp") == "$pins" && -d $dir/python && -d $dir/node ]]; then
-  echo "adapter libraries in $dir are up to date"
-  exit 0
+
+if [ $# -ne 1 ]; then
+    echo "usage: $0 DIR" >&2
+    exit 2
 fi
-rm -rf "$dir/python" "$dir/node"
-python3 -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
-  --target "$dir/python" -r "$src/requirements.txt"
+adapters="$(cd "$(dirname "$0")/../adapters" && pwd)"
+mkdir -p "$1"
+dir="$(cd "$1" && pwd)"
+
+hash="$( { cat "$adapters/requirements.txt" "$adapters/node/package.json" \
+              "$adapters/node/package-lock.json"
+           python3 -c 'import sys; print(sys.version)'
+           node --version; } | sha256sum | cut -d' ' -f1)"
+if [ -f "$dir/.stamp" ] && [ "$(cat "$dir/.stamp")" = "$hash" ]; then
+    echo "adapter libraries already installed in $dir"
+    exit 0
+fi
+rm -f "$dir/.stamp"
+
+echo "installing the Python adapters' libraries into $dir/python" >&2
+rm -rf "$dir/python"
+PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    python3 -m pip install --quiet --target "$dir/python" -r "$adapters/requirements.txt"
+
+echo "installing the Node.js adapters' libraries into $dir/node" >&2
 mkdir -p "$dir/node"
-cp "$src/node/package.json" "$dir/node/"
-if [[ -f $src/node/package-lock.json ]]; then
-  cp "$src/node/package-lock.json" "$dir/node/"
-  npm ci --prefix "$dir/node" --silent --no-audit --no-fund
-else
-  npm install --prefix "$dir/node" --silent --no-audit --no-fund
-fi
-mkdir -p "$dir/node/node_modules"
-echo "$pins" > "$stamp"
+cp "$adapters/node/package.json" "$adapters/node/package-lock.json" "$dir/node/"
+npm ci --prefix "$dir/node" --silent --no-audit --no-fund
+
+echo "$hash" > "$dir/.stamp"
 echo "adapter libraries installed in $dir"

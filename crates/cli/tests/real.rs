@@ -1091,6 +1091,8 @@ fn shipped_adapters_agree_with_the_simulator() {
         return;
     }
     agree("redis-py-pause.toml", &["S1", "S2"], &["S4"]);
+    agree("python-redis-lock-pause.toml", &["S1", "S2"], &["S4"]);
+    agree("pottery-pause.toml", &["S1", "S2"], &["S4"]);
 }
 
 /// An adapter that dies, prints garbage, answers out of turn, hangs or reports an error
@@ -1181,6 +1183,23 @@ fn an_adapter_connection_from_another_address_stops_the_run() {
     assert_eq!(o.status.code(), Some(4), "{}{err}", text(&o.stdout));
     assert!(
         err.contains("from 127.0.0.1, not from its node's address"),
+        "{err}"
+    );
+}
+
+/// A shipped adapter whose library takes whole seconds of lease is refused any other TTL
+/// before anything starts (exit 2), naming the library's limit.
+#[test]
+fn a_ttl_the_library_cannot_take_is_refused_before_the_run() {
+    let f = temp(
+        "prl-ttl.toml",
+        "algorithm = \"central\"\nfaults = [\"none\"]\nseeds = 1\nexpect = \"safe\"\n[settings]\nclients = 2\nttl = \"1500ms\"\nduration = \"1s\"\n[real]\nclient = \"python-redis-lock\"\n",
+    );
+    let o = locksim(&["real", f.to_str().unwrap()]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("ttl 1.500s") && err.contains("whole seconds"),
         "{err}"
     );
 }

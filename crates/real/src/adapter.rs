@@ -62,19 +62,47 @@ pub struct Shipped {
     pub file: &'static str,
     /// Its source (written into the run folder and run from there).
     pub source: &'static str,
+    /// The library takes only whole seconds of lease (python-redis-lock's `expire`): other
+    /// TTLs are refused before the run.
+    pub whole_seconds: bool,
 }
 
 /// Every shipped adapter.
-pub const SHIPPED: &[Shipped] = &[Shipped {
-    name: "redis-py",
-    library: "redis-py's Lock (redis.lock.Lock: SET NX PX, Lua compare-and-delete)",
-    package: "redis",
-    version: "5.2.1",
-    language: "python",
-    algorithms: &["central"],
-    file: "adapter.py",
-    source: include_str!("../../../adapters/redis-py/adapter.py"),
-}];
+pub const SHIPPED: &[Shipped] = &[
+    Shipped {
+        name: "redis-py",
+        library: "redis-py's Lock (redis.lock.Lock: SET NX PX, Lua compare-and-delete)",
+        package: "redis",
+        version: "5.2.1",
+        language: "python",
+        algorithms: &["central"],
+        file: "adapter.py",
+        source: include_str!("../../../adapters/redis-py/adapter.py"),
+        whole_seconds: false,
+    },
+    Shipped {
+        name: "python-redis-lock",
+        library: "python-redis-lock (redis_lock.Lock: SET NX EX, Lua compare-and-delete)",
+        package: "python-redis-lock",
+        version: "4.0.1",
+        language: "python",
+        algorithms: &["central"],
+        file: "adapter.py",
+        source: include_str!("../../../adapters/python-redis-lock/adapter.py"),
+        whole_seconds: true,
+    },
+    Shipped {
+        name: "pottery",
+        library: "pottery's Redlock (five masters, majority, validity = TTL - elapsed - drift)",
+        package: "pottery",
+        version: "3.0.1",
+        language: "python",
+        algorithms: &["redlock"],
+        file: "adapter.py",
+        source: include_str!("../../../adapters/pottery/adapter.py"),
+        whole_seconds: false,
+    },
+];
 
 /// The shipped adapter called `name`.
 pub fn shipped(name: &str) -> Option<&'static Shipped> {
@@ -163,6 +191,20 @@ pub fn check_scenario(scenario: &Scenario, choice: &Choice, shim: bool) -> Resul
             "adapter {}: network faults need liblocksim_clockshim.so (`cargo build -p locksim-clockshim`, beside this binary, or LOCKSIM_CLOCKSHIM=PATH), which gives the adapters' connections their nodes' addresses",
             choice.name()
         ));
+    }
+    if let Choice::Shipped(n) = choice {
+        if shipped(n).is_some_and(|s| s.whole_seconds) {
+            let w = &scenario.workload;
+            let ttls = std::iter::once(w.ttl).chain(w.per_client.values().filter_map(|p| p.ttl));
+            for ttl in ttls {
+                if ttl == 0 || ttl % 1_000_000_000 != 0 {
+                    return Err(format!(
+                        "adapter {n}: ttl {}: the library's lease is whole seconds (python-redis-lock's expire is int(expire), sent as EX); give ttl = \"Ns\"",
+                        locksim_core::time::fmt_nanos(ttl as i128)
+                    ));
+                }
+            }
+        }
     }
     let c = &scenario.cluster;
     for tf in &scenario.faults.faults {
@@ -725,7 +767,8 @@ mod tests {
             let pinned = match s.language {
                 "python" => pins
                     .lines()
-                    .any(|l| l.trim() == format!("{}=={}", s.package, s.version)),
+                    .map(|l| l.split(['#', ';']).next().unwrap_or("").trim())
+                    .any(|l| l == format!("{}=={}", s.package, s.version)),
                 _ => node.contains(&format!("\"{}\": \"{}\"", s.package, s.version)),
             };
             assert!(pinned, "{} {} is not pinned", s.package, s.version);
