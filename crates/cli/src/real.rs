@@ -524,6 +524,8 @@ fn compare(
     // Each run's and seed's own result, for --json (stderr has the real ones as they end).
     let mut each: Vec<serde_json::Value> = Vec::new();
     let mut missed = 0u64;
+    // What ran on the real side (servers, and an adapter's library and version), as run 1 said.
+    let mut service = String::new();
     let one = |side: &str, seed: u64, got: &[Property], granted: usize| {
         serde_json::json!({"side": side, "seed": seed, "grants": granted,
             "violated": got.iter().map(|p| p.to_string()).collect::<Vec<_>>()})
@@ -537,6 +539,9 @@ fn compare(
                 return Ok(ExitCode::from(code));
             }
         };
+        if service.is_empty() {
+            service = run.service.clone();
+        }
         let v = verdict(chosen, &s, &run.history, a.liveness);
         let (got, granted) = real.add(&props, &v, &run.history);
         each.push(one("real", first + i, &got, granted));
@@ -605,6 +610,7 @@ fn compare(
         out(&format!(
             "{}\n",
             serde_json::json!({"file": a.file.display().to_string(), "runs": a.runs,
+                "real_service": service,
                 "first_seed": first, "properties": rows_json, "real_grants": real.grants,
                 "sim_grants": sim.grants, "real_runs_without_grants": real_empty,
                 "sim_seeds_without_grants": sim_empty, "undecided": undecided,
