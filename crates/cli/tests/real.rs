@@ -1093,6 +1093,13 @@ fn shipped_adapters_agree_with_the_simulator() {
     agree("redis-py-pause.toml", &["S1", "S2"], &["S4"]);
     agree("python-redis-lock-pause.toml", &["S1", "S2"], &["S4"]);
     agree("pottery-pause.toml", &["S1", "S2"], &["S4"]);
+    if have("node", "the Node.js adapters") {
+        agree("node-redlock-pause.toml", &["S1", "S2"], &["S4"]);
+    }
+    // kazoo's token is its znode's sequence number: the resource fences the paused holder.
+    if have_zookeeper() {
+        agree("kazoo-pause.toml", &["S1"], &["S2", "S4"]);
+    }
 }
 
 /// An adapter that dies, prints garbage, answers out of turn, hangs or reports an error

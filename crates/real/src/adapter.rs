@@ -102,6 +102,30 @@ pub const SHIPPED: &[Shipped] = &[
         source: include_str!("../../../adapters/pottery/adapter.py"),
         whole_seconds: false,
     },
+    Shipped {
+        name: "node-redlock",
+        library:
+            "node-redlock over ioredis (five masters, majority, validity = TTL - elapsed - drift)",
+        package: "redlock",
+        version: "5.0.0-beta.2",
+        language: "javascript",
+        algorithms: &["redlock"],
+        file: "adapter.js",
+        source: include_str!("../../../adapters/node-redlock/adapter.js"),
+        whole_seconds: false,
+    },
+    Shipped {
+        name: "kazoo",
+        library:
+            "kazoo's Lock recipe (ephemeral-sequential znodes; token = the znode's sequence number)",
+        package: "kazoo",
+        version: "2.11.0",
+        language: "python",
+        algorithms: &["zookeeper"],
+        file: "adapter.py",
+        source: include_str!("../../../adapters/kazoo/adapter.py"),
+        whole_seconds: false,
+    },
 ];
 
 /// The shipped adapter called `name`.
