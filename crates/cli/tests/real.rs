@@ -132,8 +132,20 @@ fn what_real_mode_cannot_run_is_one_line_and_exit_2() {
         (
             "adapter-clock.toml",
             "algorithm = \"central\"\n",
+            "[real]\nclient = \"redis-py\"\n[[fault]]\nat = \"0s\"\ntype = \"clock_drift\"\nnode = \"c1\"\nppm = 500\n",
+            "clock_drift on client c1: the clock shim shifts a library's wall clock only",
+        ),
+        (
+            "adapter-own-clock.toml",
+            "algorithm = \"central\"\n",
+            "[real]\nclient_command = [\"python3\", \"mine.py\"]\n[[fault]]\nat = \"0s\"\ntype = \"clock_step\"\nnode = \"c1\"\ndelta = \"1s\"\n",
+            "client clocks are shifted only for the shipped adapters",
+        ),
+        (
+            "adapter-clock-shim.toml",
+            "algorithm = \"central\"\n",
             "[real]\nclient = \"redis-py\"\n[[fault]]\nat = \"0s\"\ntype = \"clock_step\"\nnode = \"c1\"\ndelta = \"1s\"\n",
-            "a clock fault on client c1",
+            "clock_step on client c1 needs liblocksim_clockshim.so",
         ),
         (
             "adapter-net.toml",
@@ -1209,4 +1221,45 @@ fn a_ttl_the_library_cannot_take_is_refused_before_the_run() {
         err.contains("ttl 1.500s") && err.contains("whole seconds"),
         "{err}"
     );
+}
+
+/// A clock step on a shipped adapter's node runs: its runtime is first proven to read the
+/// shim's wall clock (a stand-in library that is not the shim fails that proof, exit 2).
+#[test]
+fn a_client_clock_step_reaches_a_shipped_adapter_or_the_run_is_refused() {
+    let _g = serial();
+    if !have("redis-server", "real Redis scenarios") || !have_adapter_libs() {
+        return;
+    }
+    let f = temp(
+        "adapter-clock-step.toml",
+        &format!(
+            "algorithm = \"central\"\n{BASE}[client.c1]\nclock_offset = \"-1h\"\n[real]\nclient = \"redis-py\"\n[[fault]]\nat = \"300ms\"\ntype = \"clock_step\"\nnode = \"c1\"\ndelta = \"2s\"\n"
+        ),
+    );
+    let o = locksim(&["real", f.to_str().unwrap(), "--json"]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    assert!(v["grants"].as_u64().unwrap() > 0, "{v}");
+    // The C library's maths library has no clock_gettime of its own: nothing shifts.
+    let not_shim = [
+        "/lib/x86_64-linux-gnu/libm.so.6",
+        "/usr/lib/x86_64-linux-gnu/libm.so.6",
+    ]
+    .into_iter()
+    .find(|p| Path::new(p).is_file());
+    if let Some(lib) = not_shim {
+        let o = Command::new(env!("CARGO_BIN_EXE_locksim"))
+            .args(["real", f.to_str().unwrap()])
+            .env("LOCKSIM_CLOCKSHIM", lib)
+            .output()
+            .unwrap();
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("the clock shim is not in force in python3"),
+            "{err}"
+        );
+    }
 }

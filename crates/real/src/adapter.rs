@@ -230,22 +230,48 @@ pub fn check_scenario(scenario: &Scenario, choice: &Choice, shim: bool) -> Resul
             }
         }
     }
+    // A client's wall clock is shifted through the shim's clock file, which the library's
+    // runtime reads (proven before the run by [`probe_clock`]); its monotonic clock is the
+    // host's. So wall-clock steps and offsets can run; a drift, which the model applies to
+    // both clocks, cannot, nor can any clock fault on a command whose runtime is unknown.
     let c = &scenario.cluster;
+    let mut stepped = Vec::new();
     for tf in &scenario.faults.faults {
-        if let Fault::ClockStep { node, .. } | Fault::ClockDrift { node, .. } = tf.fault {
-            if c.role(node) == Role::Client {
+        match tf.fault {
+            Fault::ClockDrift { node, .. } if c.role(node) == Role::Client => {
                 return Err(format!(
-                    "adapter {}: a clock fault on client {}: a library reads the host's clocks, which real mode does not shift for client processes yet",
+                    "adapter {}: clock_drift on client {}: the clock shim shifts a library's wall clock only, while the model drifts its monotonic clock too; step it (clock_step) instead",
                     choice.name(),
                     c.name(node)
                 ));
             }
+            Fault::ClockStep { node, .. } if c.role(node) == Role::Client => {
+                stepped.push(format!("clock_step on client {}", c.name(node)));
+            }
+            _ => {}
         }
     }
     for (name, p) in &scenario.workload.per_client {
-        if p.clock_offset.is_some_and(|o| o != 0) || p.clock_drift_ppm.is_some_and(|d| d != 0) {
+        if p.clock_drift_ppm.is_some_and(|d| d != 0) {
             return Err(format!(
-                "adapter {}: [client.{name}] sets a clock offset or drift: a library reads the host's clocks, which real mode does not shift for client processes yet",
+                "adapter {}: [client.{name}] clock_drift: the clock shim shifts a library's wall clock only, while the model drifts its monotonic clock too",
+                choice.name()
+            ));
+        }
+        if p.clock_offset.is_some_and(|o| o != 0) {
+            stepped.push(format!("[client.{name}] clock_offset"));
+        }
+    }
+    if let Some(what) = stepped.first() {
+        if matches!(choice, Choice::Command { .. }) {
+            return Err(format!(
+                "adapter {}: {what}: client clocks are shifted only for the shipped adapters, whose runtimes (python3, node) locksim proves to read the clock shim's wall clock; your own command's runtime is unknown",
+                choice.name()
+            ));
+        }
+        if !shim {
+            return Err(format!(
+                "adapter {}: {what} needs liblocksim_clockshim.so (`cargo build -p locksim-clockshim`, beside this binary, or LOCKSIM_CLOCKSHIM=PATH), which shifts the library's wall clock",
                 choice.name()
             ));
         }
@@ -316,6 +342,61 @@ pub fn resolve(
             })
         }
     }
+}
+
+/// Proves that the runtime of the shipped adapter `spec` reads its wall clock through the
+/// clock shim before a run shifts a client's clock: runs the interpreter (`python3`, `node`)
+/// with the shim preloaded and a clock file at `path` stepped by
+/// [`crate::clockfile::PROBE`], and checks the wall clock it prints. A runtime that read the
+/// kernel's clock some other way would leave the plan's client clock faults without effect.
+///
+/// # Errors
+/// One line naming the adapter, when the interpreter cannot run or its clock is not shifted.
+pub fn probe_clock(spec: &AdapterSpec, path: &Path) -> Result<(), String> {
+    use crate::clockfile::{host_realtime, judge_probe, ClockFile, PROBE};
+    let Some(shim) = &spec.preload else {
+        return Err(format!(
+            "adapter {}: client clocks need the clock shim",
+            spec.name
+        ));
+    };
+    let code = match spec.argv[0].as_str() {
+        "python3" => ["-c", "import time; print(time.time_ns())"],
+        "node" => ["-e", "console.log(String(BigInt(Date.now()) * 1000000n))"],
+        other => {
+            return Err(format!(
+                "adapter {}: {other:?} is not a runtime locksim can probe for its clock",
+                spec.name
+            ))
+        }
+    };
+    let file = ClockFile::create(path)?;
+    file.step(PROBE);
+    let before = host_realtime();
+    let out = Command::new(&spec.argv[0])
+        .args(code)
+        .env("LD_PRELOAD", shim)
+        .env(crate::clockfile::ENV, &file.path)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| format!("adapter {}: cannot run {}: {e}", spec.name, spec.argv[0]))?;
+    let after = host_realtime();
+    let said = String::from_utf8_lossy(&out.stdout);
+    let wall: i64 = said.trim().parse().map_err(|_| {
+        format!(
+            "adapter {}: {} printed {:?} for its wall clock",
+            spec.name,
+            spec.argv[0],
+            said.trim()
+        )
+    })?;
+    judge_probe(wall, before, after, PROBE).map_err(|e| {
+        format!(
+            "adapter {}: the clock shim is not in force in {} ({e}): its client clock faults would do nothing",
+            spec.name, spec.argv[0]
+        )
+    })
 }
 
 /// Where the shipped adapters' libraries are by default: `LOCKSIM_ADAPTER_LIBS`, else
@@ -436,7 +517,8 @@ fn die_with_parent(cmd: &mut Command) {
 
 impl AdapterLock {
     /// Starts the adapter of `spec` for client `node` (named `node_name`, bound to `me`),
-    /// its stderr into `err`, and says `hello`.
+    /// its stderr into `err`, its wall clock from the clock file `clock` (the harness shifts
+    /// it at the plan's clock faults on the node), and says `hello`.
     ///
     /// # Errors
     /// It cannot be started, or its `hello` answer is missing or wrong (one line, naming
@@ -451,6 +533,7 @@ impl AdapterLock {
         servers: &[SocketAddrV4],
         ttl: Nanos,
         err: PathBuf,
+        clock: Option<&Path>,
     ) -> Result<AdapterLock, String> {
         let mut cmd = Command::new(&spec.argv[0]);
         cmd.args(&spec.argv[1..])
@@ -472,6 +555,9 @@ impl AdapterLock {
             };
             cmd.env("LD_PRELOAD", pre)
                 .env(locksim_bind_env(), me.to_string());
+            if let Some(f) = clock {
+                cmd.env(crate::clockfile::ENV, f);
+            }
         }
         die_with_parent(&mut cmd);
         let mut child = cmd.spawn().map_err(|e| {

@@ -321,6 +321,7 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
                 &spec.servers,
                 me.ttl,
                 err,
+                spec.clock_file.as_deref(),
             )
             .unwrap_or_else(|msg| {
                 eprintln!("error: {msg}");

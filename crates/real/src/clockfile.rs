@@ -1,10 +1,13 @@
 //! The harness's side of the clock shim (`crates/clockshim`): one 4 KiB shared-memory file per
-//! faulted `redis-server`, holding a sequence lock and `(offset, ppm, anchor)`. The server
+//! faulted `redis-server` (or client adapter), holding a sequence lock and `(offset, ppm, anchor)`. The server
 //! process maps it read-only through `LD_PRELOAD`; the harness rewrites it at each
 //! `clock_step` / `clock_drift` fault. The layout is the shim's `Shared` (four 64-bit words).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+
+/// The environment variable that names a process's clock file (the shim's `ENV`).
+pub const ENV: &str = "LOCKSIM_CLOCK_FILE";
 
 /// Bytes of the file (one page).
 const LEN: usize = 4096;

@@ -131,7 +131,7 @@ struct Run<'a> {
     events: Vec<Event>,
     clocks: BTreeMap<NodeId, locksim_core::clock::Clock>,
     /// The clock files of servers whose clocks the plan faults.
-    server_clocks: BTreeMap<NodeId, crate::clockfile::ClockFile>,
+    clock_files: BTreeMap<NodeId, crate::clockfile::ClockFile>,
     /// PostgreSQL's programs and the user its server runs as (`db-lease`).
     pg: Option<(crate::postgres::PgBin, Option<(u32, u32)>)>,
     /// The clients' lock library behind an adapter, resolved for this run's folder.
@@ -284,7 +284,7 @@ impl Run<'_> {
 
     /// A Redis server's clock shim (when the plan faults its clock) and no terminal I/O.
     fn redis_io(&self, n: NodeId, c: &mut Command) {
-        if let (Some(file), Some(shim)) = (self.server_clocks.get(&n), &self.opts.clockshim) {
+        if let (Some(file), Some(shim)) = (self.clock_files.get(&n), &self.opts.clockshim) {
             c.env("LD_PRELOAD", shim)
                 .env("LOCKSIM_CLOCK_FILE", &file.path);
         }
@@ -606,6 +606,7 @@ impl Run<'_> {
             me: ip(n),
             log: self.dir.join(format!("{name}.{inc}.log")),
             adapter: self.adapter.clone(),
+            clock_file: self.clock_files.get(&n).map(|f| f.path.clone()),
         };
         let path = self.dir.join(format!("{name}.{inc}.json"));
         std::fs::write(&path, serde_json::to_vec(&spec).expect("specs serialize"))
@@ -780,7 +781,7 @@ impl Run<'_> {
     /// leave the clock faults without effect and the run SAFE for no reason.
     fn prove_shim(&mut self, n: NodeId) -> Result<(), RealError> {
         use crate::clockfile::{host_realtime, judge_probe, PROBE};
-        let Some(file) = self.server_clocks.get(&n) else {
+        let Some(file) = self.clock_files.get(&n) else {
             return Ok(());
         };
         let shim = self
@@ -880,12 +881,12 @@ impl Run<'_> {
                     // A server's clock: through its shim file. Client clocks are virtual: the
                     // client applies the plan's clock faults itself at their time.
                     Fault::ClockStep { node, delta } => {
-                        if let Some(f) = self.server_clocks.get(node) {
+                        if let Some(f) = self.clock_files.get(node) {
                             f.step(*delta);
                         }
                     }
                     Fault::ClockDrift { node, ppm } => {
-                        if let Some(f) = self.server_clocks.get(node) {
+                        if let Some(f) = self.clock_files.get(node) {
                             f.drift(*ppm);
                         }
                     }
@@ -1326,7 +1327,7 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
             .filter(|&n| c.role(n) != Role::Resource)
             .map(|n| (n, crate::vclock::of(scenario, n)))
             .collect(),
-        server_clocks: BTreeMap::new(),
+        clock_files: BTreeMap::new(),
         pg,
         adapter: None,
         bound: BTreeMap::new(),
@@ -1344,11 +1345,31 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
     }
     for tf in &scenario.faults.faults {
         if let Fault::ClockStep { node, .. } | Fault::ClockDrift { node, .. } = tf.fault {
-            if c.role(node) == Role::Server && !run.server_clocks.contains_key(&node) {
+            // A server's clock, or an adapter's (check_scenario allows only its steps).
+            let shifted = c.role(node) == Role::Server || run.adapter.is_some();
+            if shifted && !run.clock_files.contains_key(&node) {
                 let path = run.dir.join(format!("{}.clock", c.name(node)));
                 let f = crate::clockfile::ClockFile::create(&path).map_err(RealError::Setup)?;
-                run.server_clocks.insert(node, f);
+                run.clock_files.insert(node, f);
             }
+        }
+    }
+    if let Some(spec) = &run.adapter {
+        // A client's wall-clock offset (its settings) is where its adapter's clock starts.
+        for node in c.client_ids() {
+            let offset = scenario.workload.client(node - c.servers + 1).clock_offset;
+            if offset != 0 && !run.clock_files.contains_key(&node) {
+                let path = run.dir.join(format!("{}.clock", c.name(node)));
+                let f = crate::clockfile::ClockFile::create(&path).map_err(RealError::Setup)?;
+                run.clock_files.insert(node, f);
+            }
+            if let Some(f) = run.clock_files.get(&node) {
+                f.step(offset);
+            }
+        }
+        if c.client_ids().any(|n| run.clock_files.contains_key(&n)) {
+            crate::adapter::probe_clock(spec, &run.dir.join("probe.clock"))
+                .map_err(RealError::Setup)?;
         }
     }
     let stop_watch = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -37,6 +37,10 @@ pub struct NodeSpec {
     /// A client's lock library behind an adapter, if the scenario has one.
     #[serde(default)]
     pub adapter: Option<crate::adapter::AdapterSpec>,
+    /// A client adapter's clock file (`cN.clock`), when the plan shifts the client's wall
+    /// clock: the adapter reads its wall clock through the shim from it.
+    #[serde(default)]
+    pub clock_file: Option<PathBuf>,
 }
 
 /// The host's `CLOCK_MONOTONIC`, ns (shared by every process on the host).
