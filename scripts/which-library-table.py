@@ -36,10 +36,10 @@ FAULTS = [
     ("clean", "no fault", {}, {}, []),
     ("pause", "c1 paused (SIGSTOP) 1.5 s mid-work, past its 1 s lease", {}, {},
      [{"at": "500ms", "type": "pause", "node": "c1", "duration": "1500ms"}]),
-    ("late-write", "c1's write black-holed (c1 | res, 150 ms to 1.3 s), retransmitted by TCP after the heal",
+    ("late-write", "c1 | res black-holed 250 ms to 1.4 s, after c1's first writes: a write in flight is retransmitted by TCP after the heal",
      {"duration": "2s", "work_min": "100ms", "work_max": "100ms", "think_max": "0s",
       "retry_delay": "50ms", "rpc_timeout": "300ms"}, {"c1": {"duration": "400ms"}},
-     [{"at": "150ms", "type": "partition", "a": "c1", "b": "res", "duration": "1150ms"}]),
+     [{"at": "250ms", "type": "partition", "a": "c1", "b": "res", "duration": "1150ms"}]),
     ("crash", "n1 killed at 200 ms, restarted 50 ms later (no persistence where the service has a choice)",
      {"fsync": "never"}, {},
      [{"at": "200ms", "type": "crash", "node": "n1", "restart_after": "50ms"}]),
@@ -101,6 +101,42 @@ def table(results, runs):
     return "\n".join(out)
 
 
+def servers_line(results):
+    """`Servers: Redis server v=7.0.15 (central, redlock); ...`, as the runs said."""
+    by = {}
+    for r in results:
+        if "json" in r:
+            algo, _, rest = r["json"]["real_service"].partition(" on ")
+            server = rest.split(", clients:")[0].split(" sha=")[0]
+            by.setdefault(server, set()).add(algo)
+    return "Servers, as the runs reported them: " + "; ".join(
+        f"{k} ({', '.join(sorted(v))})" for k, v in sorted(by.items())) + "."
+
+
+def merge_rows(old_body, new_rows, libraries, how):
+    """With --only: the old table's rows of the other libraries kept in place, the re-run
+    libraries' rows replaced (or appended), and the old "Made by" line extended."""
+    new_lines = new_rows.splitlines()
+    head, fresh = new_lines[:2], new_lines[2:]
+    out, placed = [], False
+    for line in old_body.splitlines():
+        if not line.startswith("| ") or line.startswith("| library |"):
+            continue
+        lib = line[2:].split(" | ")[0].rsplit(" ", 1)[0]
+        if lib in libraries:
+            if not placed:
+                out += fresh
+                placed = True
+        else:
+            out.append(line)
+    if not placed:
+        out += fresh
+    made = [l for l in old_body.splitlines() if l.startswith("Made by ")]
+    if made:
+        how = made[0][len("Made by "):].rstrip(".") + f"; {', '.join(libraries)} re-run by {how}"
+    return "\n".join(head + out), how
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--locksim", default=os.path.join(ROOT, "target", "release", "locksim"))
@@ -153,15 +189,25 @@ def main():
             print(f'error: {r["file"]}: exit {r["code"]}: {r["error"]}', file=sys.stderr)
         sys.exit(f"{len(failed)} cells failed; {DOC} left as it was; results in {folder}")
     faults = "\n".join(f"- `{n}`: {what}" for n, what, *_ in FAULTS)
-    body = (f"{table(results, a.runs)}\n\n"
-            f"Each cell: violating runs / runs, real · simulated ({a.runs} real runs against real servers, "
-            f"{a.runs} seeds of the built-in model of the library's algorithm in the simulator, the same "
-            f"workload draws on both sides). Faults (c2 starts 300 ms late in every cell, so c1 holds first):\n"
-            f"{faults}\n\nMade by `scripts/which-library-table.py --runs {a.runs}` "
-            f"({time.monotonic() - started:.0f} s).\n")
     b = doc.index(BEGIN)
     b = doc.index("\n", b) + 1
     e = doc.index(END)
+    rows = table(results, a.runs)
+    only = f" --only {a.only}" if a.only else ""
+    how = f"`scripts/which-library-table.py --runs {a.runs}{only}` ({time.monotonic() - started:.0f} s)"
+    servers = servers_line(results)
+    if a.only:
+        rows, how = merge_rows(doc[b:e], rows, [l["name"] for l in libs], how)
+        old = [l for l in doc[b:e].splitlines() if l.startswith("Servers, as")]
+        if old:  # the other libraries' servers stay named
+            head = "Servers, as the runs reported them: "
+            parts = {x for l in (old[0], servers) for x in l[len(head):].rstrip(".").split("; ")}
+            servers = head + "; ".join(sorted(parts)) + "."
+    body = (f"{rows}\n\n"
+            f"Each cell: violating runs / runs, real · simulated ({a.runs} real runs against real servers, "
+            f"{a.runs} seeds of the built-in model of the library's algorithm in the simulator, the same "
+            f"workload draws on both sides). Faults (c2 starts 300 ms late in every cell, so c1 holds first):\n"
+            f"{faults}\n\n{servers}\n\nMade by {how}.\n")
     with open(DOC + ".tmp", "w") as f:
         f.write(doc[:b] + body + doc[e:])
     os.replace(DOC + ".tmp", DOC)
