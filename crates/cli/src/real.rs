@@ -137,6 +137,11 @@ pub struct RealArgs {
     /// target/adapters].
     #[arg(long, value_name = "DIR")]
     adapter_libs: Option<PathBuf>,
+    /// Keep the run's logs (servers' logs, each adapter's stderr as cN.I.adapter.err) in a
+    /// locksim-logs-* folder under the temporary directory, and print its path, even when the
+    /// run succeeds (after a failed run they are always kept).
+    #[arg(long)]
+    keep_logs: bool,
 }
 
 /// `locksim real-node SPEC.json`: a client or the resource of a real run (hidden).
@@ -182,6 +187,7 @@ fn options(
             .clone()
             .unwrap_or_else(|| locksim_real::adapter::default_libs(&exe)),
         clockshim: locksim_real::clockfile::find_shim(&exe),
+        keep_logs: a.keep_logs,
         exe,
         node_args: vec!["real-node".into()],
         redis: a.redis.clone(),
@@ -365,6 +371,7 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
             "events": run.history.events.len(),
             "grants": grants(&run.history),
             "verdict": v,
+            "logs": run.logs,
         });
         if a.events {
             j["history"] = serde_json::to_value(&run.history).expect("serializable");
@@ -382,6 +389,11 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
             a.events,
             a.liveness,
         ));
+    }
+    if let Some(d) = &run.logs {
+        eprintln!("the run's logs are kept in {}", d.display());
+    } else if a.keep_logs {
+        eprintln!("warning: --keep-logs: the run's logs could not be copied");
     }
     if grants(&run.history) == 0 {
         // A zero is not a pass: said last, where it is seen, and exit 3 (proves nothing).
@@ -544,7 +556,12 @@ fn compare(
         }
         let v = verdict(chosen, &s, &run.history, a.liveness);
         let (got, granted) = real.add(&props, &v, &run.history);
-        each.push(one("real", first + i, &got, granted));
+        let mut this = one("real", first + i, &got, granted);
+        if let Some(d) = &run.logs {
+            eprintln!("run {}: logs kept in {}", i + 1, d.display());
+            this["logs"] = serde_json::json!(d);
+        }
+        each.push(this);
         let none = if granted == 0 {
             " (NO GRANT: proves nothing)"
         } else if missed_failover(&s, &run.history) {

@@ -94,6 +94,25 @@ pub enum RealClient {
     Command(Vec<String>),
 }
 
+/// `missing field `expect`` → `expect`.
+fn missing_field(msg: &str) -> Option<&str> {
+    msg.strip_prefix("missing field `")?.strip_suffix('`')
+}
+
+/// What a required top-level field of a campaign file holds, with an example.
+fn required_hint(field: &str) -> String {
+    match field {
+        "expect" => "what CI checks: `expect = \"safe\"` (no seed may violate anything) or a \
+                     list of properties some seed must violate, like `expect = [\"S1\"]`"
+            .into(),
+        "seeds" => "how many seeds to run, from `first_seed` (default 0), e.g. `seeds = 10`".into(),
+        "algorithm" => "the lock algorithm, e.g. `algorithm = \"central\"` (`locksim list` \
+                        names them)"
+            .into(),
+        f => format!("add `{f} = ...` at the top of the file"),
+    }
+}
+
 /// A parsed campaign file.
 #[derive(Debug, Clone)]
 pub struct CampaignFile {
@@ -196,6 +215,11 @@ impl CampaignFile {
     pub fn parse(path: &Path, text: &str) -> Result<CampaignFile, String> {
         let at = |what: String| format!("{}: {what}", path.display());
         let raw: Raw = toml::from_str(text).map_err(|e| {
+            let msg = e.message().trim_end();
+            // A missing top-level field has no line of its own: say what to write instead.
+            if let Some(field) = missing_field(msg) {
+                return at(format!("{msg}: {}", required_hint(field)));
+            }
             let pos = crate::key_lines::toml_error_at(text, &e);
             let hint = if looks_like(text) == Some(FileKind::Frontier) {
                 format!(
@@ -205,7 +229,7 @@ impl CampaignFile {
             } else {
                 String::new()
             };
-            at(format!("{}{}{hint}", pos, e.message().trim_end()))
+            at(format!("{pos}{msg}{hint}"))
         })?;
         let (expect, mut forbid) =
             match &raw.expect {

@@ -22,11 +22,17 @@ fn malformed_campaign_files_name_the_file_and_the_problem() {
         (format!("{ok}[settings]\nmasters = 0\n"), "masters"),
         (format!("{ok}forbid = [\"S1\"]\n"), "also expected"),
         ("algorithm = \"redlock\"\n".to_string(), "missing field"),
+        // A missing field says what to write, not a misleading "line 1".
+        (ok.replace("expect = [\"S1\"]\n", ""), "expect = \"safe\""),
+        (ok.replace("seeds = 10\n", ""), "seeds = 10"),
     ];
     for (text, needle) in cases {
         let e = CampaignFile::parse(p, &text).unwrap_err();
         assert!(e.starts_with("sims/x.toml: "), "{e}");
         assert!(e.contains(needle), "`{needle}` not in: {e}");
+        if e.contains("missing field") {
+            assert!(!e.contains("line 1"), "{e}");
+        }
     }
 }
 

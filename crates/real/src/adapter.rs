@@ -148,19 +148,12 @@ pub enum Choice {
 }
 
 impl Choice {
-    /// For messages: `redis-py`, or the command line with paths shortened to their file
-    /// names (`python3 my_adapter.py`).
+    /// For messages: `redis-py`, or the command line as the file gives it
+    /// (`python3 ../my_adapter.py`).
     pub fn name(&self) -> String {
         match self {
             Choice::Shipped(n) => n.clone(),
-            Choice::Command { argv, .. } => argv
-                .iter()
-                .map(|a| match a.rsplit_once('/') {
-                    Some((_, f)) if !f.is_empty() => f,
-                    _ => a.as_str(),
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
+            Choice::Command { argv, .. } => argv.join(" "),
         }
     }
 
@@ -265,7 +258,7 @@ pub fn check_scenario(scenario: &Scenario, choice: &Choice, shim: bool) -> Resul
     if let Some(what) = stepped.first() {
         if matches!(choice, Choice::Command { .. }) {
             return Err(format!(
-                "adapter {}: {what}: client clocks are shifted only for the shipped adapters, whose runtimes (python3, node) locksim proves to read the clock shim's wall clock; your own command's runtime is unknown",
+                "adapter {}: {what}: client clocks are shifted only for the shipped adapters, whose runtimes (python3, node) locksim proves to read the clock shim's wall clock; your own command's runtime is not probed: drop the clock fault, or run it with a shipped adapter (docs/adapters.md says how one is added)",
                 choice.name()
             ));
         }

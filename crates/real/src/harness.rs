@@ -974,8 +974,13 @@ impl Run<'_> {
         for (n, p) in self.procs.by_node.iter_mut() {
             let client = self.s.cluster.role(*n) == Role::Client;
             if let Some(status) = p.exited().filter(|st| !client || !st.success()) {
+                let what = if client {
+                    " (its locksim client process; an adapter's own error is in its cN.I.err line below)"
+                } else {
+                    ""
+                };
                 return Err(RealError::Failed(format!(
-                    "{} exited unexpectedly ({status}){}",
+                    "{} exited unexpectedly ({status}){what}{}",
                     p.name,
                     log_tail(&self.dir, &self.s.cluster.name(*n))
                 )));
@@ -1093,13 +1098,23 @@ fn sweep_stale_dirs() {
 /// `; the run's logs are kept in DIR` after a failed run: its small files (node logs, stderr,
 /// specs, adapter sources) copied to a folder the next run's sweep leaves alone.
 fn keep_notes(dir: &Path) -> String {
-    let Ok(kept) = tempfile::Builder::new()
-        .prefix("locksim-failed-")
+    match keep_logs(dir, "locksim-failed-") {
+        Some(kept) => format!(
+            "; the run's logs (and any adapter's stderr, cN.I.adapter.err) are kept in {}",
+            kept.display()
+        ),
+        None => String::new(),
+    }
+}
+
+/// Copies the run folder's small files (under 16 MiB) to a new kept folder `PREFIX*` in the
+/// temporary directory; `None` when nothing could be copied.
+fn keep_logs(dir: &Path, prefix: &str) -> Option<PathBuf> {
+    let kept = tempfile::Builder::new()
+        .prefix(prefix)
         .tempdir()
         .map(tempfile::TempDir::keep)
-    else {
-        return String::new();
-    };
+        .ok()?;
     let mut n = 0;
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
@@ -1114,12 +1129,9 @@ fn keep_notes(dir: &Path) -> String {
     }
     if n == 0 {
         let _ = std::fs::remove_dir(&kept);
-        return String::new();
+        return None;
     }
-    format!(
-        "; the run's logs (and any adapter's stderr, cN.I.adapter.err) are kept in {}",
-        kept.display()
-    )
+    Some(kept)
 }
 
 /// `redis-py 5.2.1 (adapter redis-py)`: what the first client's adapter said it imported.
@@ -1463,7 +1475,8 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
                 if let Some(p) = run.procs.by_node.get_mut(&n) {
                     if let Some(st) = p.exited().filter(|st| !st.success()) {
                         return Err(RealError::Failed(format!(
-                            "{} exited unexpectedly ({st})",
+                            "{}'s locksim client process exited unexpectedly ({st}); what it said is in its {}.I.err line below",
+                            c.name(n),
                             c.name(n)
                         )));
                     }
@@ -1503,9 +1516,15 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         .as_ref()
         .map(|a| format!(", clients: {}", adapter_said(&run.dir, a)))
         .unwrap_or_default();
+    let logs = if opts.keep_logs {
+        keep_logs(&run.dir, "locksim-logs-")
+    } else {
+        None
+    };
     Ok(RealRun {
         history,
         service: format!("{} on {version}{clients}", scenario.algorithm),
+        logs,
     })
 }
 

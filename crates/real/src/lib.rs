@@ -83,6 +83,10 @@ pub struct RealOptions {
     /// Where the shipped adapters' libraries are installed (`scripts/install-adapters.sh
     /// DIR`; see [`adapter::default_libs`]).
     pub adapter_libs: PathBuf,
+    /// Copy the run folder's small files (node logs, adapters' stderr `cN.I.adapter.err`,
+    /// specs) to a kept `locksim-logs-*` folder under the temporary directory after a run
+    /// that succeeded too (after a failed run they are always kept).
+    pub keep_logs: bool,
 }
 
 /// A finished real run.
@@ -92,6 +96,9 @@ pub struct RealRun {
     pub history: locksim_core::History,
     /// What ran, for notes: `redlock on Redis server v=7.0.15 …`.
     pub service: String,
+    /// Where the run's logs were kept ([`RealOptions::keep_logs`]); `None`: not asked, or
+    /// nothing to keep.
+    pub logs: Option<PathBuf>,
 }
 
 /// Why a real run did not give a history.
