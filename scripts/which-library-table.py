@@ -101,6 +101,29 @@ def table(results, runs):
     return "\n".join(out)
 
 
+SERVERS = "Servers, as the runs reported them: "
+
+
+def parse_servers(line):
+    """`SERVERS + "A (x, y); B (z)."` -> {"A": {"x", "y"}, "B": {"z"}}."""
+    out = {}
+    for part in line[len(SERVERS):].rstrip(".").split("; "):
+        server, _, algos = part.rpartition(" (")
+        out.setdefault(server, set()).update(a for a in algos.rstrip(")").split(", ") if a)
+    return out
+
+
+def format_servers(by):
+    return SERVERS + "; ".join(f"{k} ({', '.join(sorted(v))})" for k, v in sorted(by.items())) + "."
+
+
+def merge_servers(old, new):
+    by = parse_servers(old)
+    for k, v in parse_servers(new).items():
+        by.setdefault(k, set()).update(v)
+    return format_servers(by)
+
+
 def servers_line(results):
     """`Servers: Redis server v=7.0.15 (central, redlock); ...`, as the runs said."""
     by = {}
@@ -109,8 +132,7 @@ def servers_line(results):
             algo, _, rest = r["json"]["real_service"].partition(" on ")
             server = rest.split(", clients:")[0].split(" sha=")[0]
             by.setdefault(server, set()).add(algo)
-    return "Servers, as the runs reported them: " + "; ".join(
-        f"{k} ({', '.join(sorted(v))})" for k, v in sorted(by.items())) + "."
+    return format_servers(by)
 
 
 def merge_rows(old_body, new_rows, libraries, how):
@@ -133,7 +155,10 @@ def merge_rows(old_body, new_rows, libraries, how):
         out += fresh
     made = [l for l in old_body.splitlines() if l.startswith("Made by ")]
     if made:
-        how = made[0][len("Made by "):].rstrip(".") + f"; {', '.join(libraries)} re-run by {how}"
+        old_libs = {l[2:].split(" | ")[0].rsplit(" ", 1)[0] for l in old_body.splitlines()
+                    if l.startswith("| ") and not l.startswith("| library |")}
+        verb = "re-run" if set(libraries) <= old_libs else "added"
+        how = made[0][len("Made by "):].rstrip(".") + f"; {', '.join(libraries)} {verb} by {how}"
     return "\n".join(head + out), how
 
 
@@ -198,11 +223,9 @@ def main():
     servers = servers_line(results)
     if a.only:
         rows, how = merge_rows(doc[b:e], rows, [l["name"] for l in libs], how)
-        old = [l for l in doc[b:e].splitlines() if l.startswith("Servers, as")]
+        old = [l for l in doc[b:e].splitlines() if l.startswith(SERVERS)]
         if old:  # the other libraries' servers stay named
-            head = "Servers, as the runs reported them: "
-            parts = {x for l in (old[0], servers) for x in l[len(head):].rstrip(".").split("; ")}
-            servers = head + "; ".join(sorted(parts)) + "."
+            servers = merge_servers(old[0], servers)
     body = (f"{rows}\n\n"
             f"Each cell: violating runs / runs, real · simulated ({a.runs} real runs against real servers, "
             f"{a.runs} seeds of the built-in model of the library's algorithm in the simulator, the same "

@@ -1078,7 +1078,9 @@ fn have_adapter_libs() -> bool {
         .and_then(Path::parent)
         .unwrap()
         .join("adapters");
-    let ok = libs.join("python").is_dir() && libs.join("node").is_dir();
+    let ok = libs.join("python").is_dir()
+        && libs.join("node").is_dir()
+        && libs.join("rust/bin/redlock-rs").is_file();
     if !ok && std::env::var_os("LOCKSIM_REAL_REQUIRED").is_some() {
         panic!(
             "{} has no adapter libraries but LOCKSIM_REAL_REQUIRED is set (CI runs scripts/install-adapters.sh target/adapters)",
@@ -1105,6 +1107,7 @@ fn shipped_adapters_agree_with_the_simulator() {
     agree("redis-py-pause.toml", &["S1", "S2"], &["S4"]);
     agree("python-redis-lock-pause.toml", &["S1", "S2"], &["S4"]);
     agree("pottery-pause.toml", &["S1", "S2"], &["S4"]);
+    agree("redlock-rs-pause.toml", &["S1", "S2"], &["S4"]);
     if have("node", "the Node.js adapters") {
         agree("node-redlock-pause.toml", &["S1", "S2"], &["S4"]);
     }

@@ -54,7 +54,8 @@ pub struct Shipped {
     pub package: &'static str,
     /// The pinned version of `package`.
     pub version: &'static str,
-    /// `python` or `javascript`.
+    /// `python`, `javascript` or `rust` (a binary built by `scripts/install-adapters.sh` into
+    /// `DIR/rust/bin/NAME`; its `source` is written beside the run's logs, for the record).
     pub language: &'static str,
     /// The algorithms whose servers it needs: a file must name one of them.
     pub algorithms: &'static [&'static str],
@@ -124,6 +125,18 @@ pub const SHIPPED: &[Shipped] = &[
         algorithms: &["zookeeper"],
         file: "adapter.py",
         source: include_str!("../../../adapters/kazoo/adapter.py"),
+        whole_seconds: false,
+    },
+    Shipped {
+        name: "redlock-rs",
+        library:
+            "the redlock crate's RedLock (five masters asked in turn, majority, validity = TTL - elapsed - drift)",
+        package: "redlock",
+        version: "2.0.0",
+        language: "rust",
+        algorithms: &["redlock"],
+        file: "main.rs",
+        source: include_str!("../../../adapters/redlock-rs/src/main.rs"),
         whole_seconds: false,
     },
 ];
@@ -262,6 +275,12 @@ pub fn check_scenario(scenario: &Scenario, choice: &Choice, shim: bool) -> Resul
                 choice.name()
             ));
         }
+        if let Some(s) = shipped(&choice.name()).filter(|s| s.language == "rust") {
+            return Err(format!(
+                "adapter {}: {what}: {} reads only the monotonic clock (std::time::Instant), which the shim does not shift, so a wall-clock fault on its client would change nothing",
+                s.name, s.package
+            ));
+        }
         if !shim {
             return Err(format!(
                 "adapter {}: {what} needs liblocksim_clockshim.so (`cargo build -p locksim-clockshim`, beside this binary, or LOCKSIM_CLOCKSHIM=PATH), which shifts the library's wall clock",
@@ -311,6 +330,27 @@ pub fn resolve(
         }),
         Choice::Shipped(n) => {
             let s = shipped(n).ok_or_else(|| format!("no shipped adapter {n:?}"))?;
+            if s.language == "rust" {
+                let bin = libs.join("rust").join("bin").join(s.name);
+                if !bin.is_file() {
+                    return Err(format!(
+                        "adapter {n}: its binary (over the {} crate {}) is not built in {}: run scripts/install-adapters.sh {} (or give --adapter-libs DIR)",
+                        s.package,
+                        s.version,
+                        bin.display(),
+                        libs.display()
+                    ));
+                }
+                let path = dir.join(format!("adapter-{}-{}", s.name, s.file));
+                std::fs::write(&path, s.source).map_err(|e| format!("{}: {e}", path.display()))?;
+                return Ok(AdapterSpec {
+                    name: s.name.to_string(),
+                    argv: vec![bin.display().to_string()],
+                    cwd: dir.to_path_buf(),
+                    env: Vec::new(),
+                    preload,
+                });
+            }
             let (interpreter, var, lib_dir) = match s.language {
                 "javascript" => ("node", "NODE_PATH", libs.join("node").join("node_modules")),
                 _ => ("python3", "PYTHONPATH", libs.join("python")),
@@ -866,8 +906,19 @@ mod tests {
     fn shipped_versions_are_the_pinned_ones() {
         let pins = include_str!("../../../adapters/requirements.txt");
         let node = include_str!("../../../adapters/node/package.json");
+        let rust = include_str!("../../../adapters/redlock-rs/Cargo.toml");
+        let rust_lock = include_str!("../../../adapters/redlock-rs/Cargo.lock");
         for s in SHIPPED {
             let pinned = match s.language {
+                "rust" => {
+                    rust.contains(&format!("{} = \"={}\"", s.package, s.version))
+                        && rust_lock.contains(&format!(
+                            "name = \"{}\"\nversion = \"{}\"",
+                            s.package, s.version
+                        ))
+                        && s.source
+                            .contains(&format!("\"version\": \"{}\"", s.version))
+                }
                 "python" => pins
                     .lines()
                     .map(|l| l.split(['#', ';']).next().unwrap_or("").trim())
