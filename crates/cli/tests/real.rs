@@ -1148,7 +1148,8 @@ fn a_broken_adapter_stops_the_run_without_a_verdict() {
         assert_eq!(o.status.code(), Some(4), "{mode}: {}{err}", text(&o.stdout));
         assert!(err.contains(says), "{mode}: {err}");
         assert!(
-            err.contains(&format!("adapter `python3 broken.py {mode}` of c1")),
+            // Named as the file gives it, path and all.
+            err.contains(&format!("adapter `python3 {} {mode}` of c1", broken.display())),
             "{mode}: {err}"
         );
         // Its stderr is named, quoted and kept.
