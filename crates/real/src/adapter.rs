@@ -330,47 +330,42 @@ pub fn resolve(
         }),
         Choice::Shipped(n) => {
             let s = shipped(n).ok_or_else(|| format!("no shipped adapter {n:?}"))?;
-            if s.language == "rust" {
-                let bin = libs.join("rust").join("bin").join(s.name);
-                if !bin.is_file() {
-                    return Err(format!(
-                        "adapter {n}: its binary (over the {} crate {}) is not built in {}: run scripts/install-adapters.sh {} (or give --adapter-libs DIR)",
-                        s.package,
-                        s.version,
-                        bin.display(),
-                        libs.display()
-                    ));
+            // What must be installed (the binary, or the interpreter's library folder), and
+            // how the adapter runs; the source is written to the run folder either way.
+            let path = dir.join(format!("adapter-{}-{}", s.name, s.file));
+            let (needs, argv, env) = match s.language {
+                "rust" => {
+                    let bin = libs.join("rust").join("bin").join(s.name);
+                    (bin.clone(), vec![bin.display().to_string()], None)
                 }
-                let path = dir.join(format!("adapter-{}-{}", s.name, s.file));
-                std::fs::write(&path, s.source).map_err(|e| format!("{}: {e}", path.display()))?;
-                return Ok(AdapterSpec {
-                    name: s.name.to_string(),
-                    argv: vec![bin.display().to_string()],
-                    cwd: dir.to_path_buf(),
-                    env: Vec::new(),
-                    preload,
-                });
-            }
-            let (interpreter, var, lib_dir) = match s.language {
-                "javascript" => ("node", "NODE_PATH", libs.join("node").join("node_modules")),
-                _ => ("python3", "PYTHONPATH", libs.join("python")),
+                lang => {
+                    let (interpreter, var, lib) = match lang {
+                        "javascript" => ("node", "NODE_PATH", libs.join("node/node_modules")),
+                        _ => ("python3", "PYTHONPATH", libs.join("python")),
+                    };
+                    let argv = vec![interpreter.into(), path.display().to_string()];
+                    (
+                        lib.clone(),
+                        argv,
+                        Some((var.to_string(), lib.display().to_string())),
+                    )
+                }
             };
-            if !lib_dir.is_dir() {
+            if !needs.exists() {
                 return Err(format!(
                     "adapter {n}: its library ({} {}) is not installed in {}: run scripts/install-adapters.sh {} (or give --adapter-libs DIR)",
                     s.package,
                     s.version,
-                    lib_dir.display(),
+                    needs.display(),
                     libs.display()
                 ));
             }
-            let path = dir.join(format!("adapter-{}-{}", s.name, s.file));
             std::fs::write(&path, s.source).map_err(|e| format!("{}: {e}", path.display()))?;
             Ok(AdapterSpec {
                 name: s.name.to_string(),
-                argv: vec![interpreter.into(), path.display().to_string()],
+                argv,
                 cwd: dir.to_path_buf(),
-                env: vec![(var.into(), lib_dir.display().to_string())],
+                env: env.into_iter().collect(),
                 preload,
             })
         }
