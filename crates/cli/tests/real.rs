@@ -1149,7 +1149,10 @@ fn a_broken_adapter_stops_the_run_without_a_verdict() {
         assert!(err.contains(says), "{mode}: {err}");
         assert!(
             // Named as the file gives it, path and all.
-            err.contains(&format!("adapter `python3 {} {mode}` of c1", broken.display())),
+            err.contains(&format!(
+                "adapter `python3 {} {mode}` of c1",
+                broken.display()
+            )),
             "{mode}: {err}"
         );
         // Its stderr is named, quoted and kept.
