@@ -70,6 +70,21 @@ pub struct Counts {
     /// Absent from records written before it existed: 0.
     #[serde(default)]
     pub acquire_peak_100ms: u64,
+    /// Each run's busiest 100 ms (as `acquire_peak_100ms` counts it), summed over the runs:
+    /// over `peak_runs`, the mean per run ([`Counts::acquire_peak_mean_per_s`]), which does not
+    /// grow with the number of seeds as the largest does. Absent from older records: 0.
+    #[serde(default)]
+    pub acquire_peak_100ms_sum: u64,
+    /// Each run's busiest 100 ms in the second half of its true time, summed over the runs:
+    /// the steady state, after the burst of every client's first attempts at the start (which
+    /// every retry policy shares); a policy without jitter keeps its herd there, one with
+    /// jitter has spread it. Over `peak_runs`, [`Counts::acquire_late_peak_mean_per_s`].
+    /// Absent from older records: 0.
+    #[serde(default)]
+    pub acquire_late_peak_100ms_sum: u64,
+    /// Runs counted in `acquire_peak_100ms_sum` and `acquire_late_peak_100ms_sum`.
+    #[serde(default)]
+    pub peak_runs: u64,
     /// True time the runs lasted (to their end), summed, ns: acquires per second is
     /// `acquires` over it.
     #[serde(default)]
@@ -106,6 +121,9 @@ impl Counts {
         self.writes_accepted += other.writes_accepted;
         self.writes_counted += other.writes_counted;
         self.acquire_peak_100ms = self.acquire_peak_100ms.max(other.acquire_peak_100ms);
+        self.acquire_peak_100ms_sum += other.acquire_peak_100ms_sum;
+        self.acquire_late_peak_100ms_sum += other.acquire_late_peak_100ms_sum;
+        self.peak_runs += other.peak_runs;
         self.run_ns += other.run_ns;
         self.fairness_ppm_sum += other.fairness_ppm_sum;
         self.fairness_runs += other.fairness_runs;
@@ -120,6 +138,26 @@ impl Counts {
     /// The busiest 100 ms's acquire attempts, per second (`None` without a run).
     pub fn acquire_peak_per_s(&self) -> Option<u64> {
         (self.run_ns > 0).then_some(self.acquire_peak_100ms * 10)
+    }
+
+    /// The mean over the runs of each run's busiest 100 ms of acquire attempts, per second
+    /// (`None` without a run that counted it).
+    pub fn acquire_peak_mean_per_s(&self) -> Option<f64> {
+        (self.peak_runs > 0)
+            .then(|| self.acquire_peak_100ms_sum as f64 * 10.0 / self.peak_runs as f64)
+    }
+
+    /// The mean over the runs of each run's busiest 100 ms in its second half, per second
+    /// (`None` without a run that counted it).
+    pub fn acquire_late_peak_mean_per_s(&self) -> Option<f64> {
+        (self.peak_runs > 0)
+            .then(|| self.acquire_late_peak_100ms_sum as f64 * 10.0 / self.peak_runs as f64)
+    }
+
+    /// Attempts after a failed or unknown attempt of the same round, per grant (`None`
+    /// without a grant).
+    pub fn retries_per_grant(&self) -> Option<f64> {
+        (self.acquires_ok > 0).then(|| self.retries as f64 / self.acquires_ok as f64)
     }
 
     /// The mean over the runs of Jain's fairness index of a run's grants per client,
@@ -170,6 +208,12 @@ impl Counts {
             (self.run_ns, other.run_ns),
             (self.fairness_ppm_sum, other.fairness_ppm_sum),
             (self.fairness_runs, other.fairness_runs),
+            (self.acquire_peak_100ms_sum, other.acquire_peak_100ms_sum),
+            (
+                self.acquire_late_peak_100ms_sum,
+                other.acquire_late_peak_100ms_sum,
+            ),
+            (self.peak_runs, other.peak_runs),
             (
                 self.runs_without_grant_records,
                 other.runs_without_grant_records,
@@ -308,6 +352,10 @@ impl Metrics {
         }
         c.runs_without_grant_records = u64::from(c.acquires_ok > 0 && !grant_recorded);
         c.acquire_peak_100ms = peak_in_window(&invokes, 100_000_000);
+        c.acquire_peak_100ms_sum = c.acquire_peak_100ms;
+        let late = invokes.partition_point(|&t| t < history.end / 2);
+        c.acquire_late_peak_100ms_sum = peak_in_window(&invokes[late..], 100_000_000);
+        c.peak_runs = 1;
         c.run_ns = history.end;
         let (n, sum, squares) = grants_of.values().fold((0.0, 0.0, 0.0), |(n, s, q), &x| {
             let x = x as f64;

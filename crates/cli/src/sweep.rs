@@ -23,17 +23,23 @@ use crate::{out, plural, MemoryArgs};
 pub const SWEEP_AFTER_HELP: &str = "\
 Axes (--vary KEY=RANGE, once or twice; KEY is any --set knob whose value is a number or a
 duration: a workload setting, an algorithm setting, a per-client setting cN.key, or a
-fault-shape knob; knobs with words for values, e.g. protected=guid, are not axes):
+fault-shape knob):
   pause_max=100ms..3s:10    10 points (at least 2), log-spaced (LO > 0); 0..1s:11 and
                             0..50000:11 are evenly spaced (a bare 0 takes the other end's unit)
   ttl=500ms..2s+250ms       evenly spaced by a step
   clients=2..8              every integer
   ttl=1s,2s,5s              a list
+Series (--vary KEY=A,B,C once more, a list with words, e.g. retry=fixed,uniform or
+protected=guid,guid+session): each value is a line of its own in the plots, beside the
+algorithms, not an axis.
 Fault-shape knobs: pause_min, pause_max, step_max, drift_ppm (or drift_min_ppm and
 drift_max_ppm), partition_max; unset, they scale with the TTL (see `locksim list`).
 
 Per point, algorithm and fault kind: the seeds run, the seeds violating each property with
-a 95% Wilson score interval, grants, acquire latency p50/p99, the first failing seed. A point
+a 95% Wilson score interval, grants, acquire latency p50/p99, wait for the lock p50/p99, the
+busiest 100 ms of acquire attempts (of each seed's second half, and of the whole run: the
+herd a retry policy makes), the first failing seed; --csv and --json add the mean request
+rate, retries per grant and Jain's fairness index of grants per client. A point
 with no grants, undecided checks or seeds that failed to run says so in capitals: its zero
 proves nothing.
 
@@ -45,6 +51,8 @@ Examples:
       --set ttl=1s --seeds 300 --report f.html
   locksim sweep --algo redlock --faults clock-drift --vary drift_ppm=0..200000:11 --csv
   locksim sweep --algo redlock --faults pause --vary pause_max=100ms..3s:8 --vary ttl=500ms..4s:6
+  locksim sweep --algo central --faults none --vary clients=5,10,20,50 \\
+      --vary retry=fixed,uniform,exponential-full --set retry_delay=1s --report herd.html
   locksim sweep sims/frontier/                        the frontier files; exit 1 if a boundary moved
   locksim sweep ... --shard 0/4 --out part0.jsonl     then: locksim merge [--json|--csv] part*.jsonl";
 
@@ -108,20 +116,39 @@ pub struct SweepArgs {
     /// never replaced without --force.
     #[arg(long, value_name = "FILE.svg")]
     svg: Option<PathBuf>,
+    /// Which plot --svg writes instead of the first: a property (`S1`, …), `latency`,
+    /// `grants`, `attempts` (acquire attempts per second in the busiest 100 ms) or `wait`.
+    #[arg(long, value_name = "NAME", requires = "svg")]
+    plot: Option<String>,
     #[command(flatten)]
     memory: MemoryArgs,
 }
 
 /// Writes the first figure of `s` to `path` (whole, through a rename).
-fn write_svg(path: &Path, s: &SweepSection, force: bool) -> Result<(), String> {
+fn write_svg(path: &Path, s: &SweepSection, plot: Option<&str>, force: bool) -> Result<(), String> {
     if path.exists() && !force {
         return Err(format!(
             "{} exists; not replacing it (give --force to replace it)",
             path.display()
         ));
     }
-    let Some((_, svg)) = locksim_render::sweep::figures(s).into_iter().next() else {
-        return Err("nothing to plot".into());
+    let figures = locksim_render::sweep::figures(s);
+    let chosen = match plot {
+        None => figures.first(),
+        Some(name) => figures.iter().find(|f| f.0.eq_ignore_ascii_case(name)),
+    };
+    let Some((_, svg)) = chosen else {
+        return Err(match plot {
+            Some(name) if !figures.is_empty() => format!(
+                "--plot {name}: this sweep has no such plot (it has {})",
+                figures
+                    .iter()
+                    .map(|f| f.0.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            _ => "nothing to plot".into(),
+        });
     };
     crate::campaign::create_parent(path)?;
     locksim_core::file::write_whole(path, svg.as_bytes(), locksim_core::file::Place::Replace)
@@ -260,8 +287,8 @@ pub(crate) fn table(
         t += &format!(" {:>19}", format!("{p} (95% interval)"));
     }
     t += &format!(
-        " {:>8} {:>17}  first failing seed\n",
-        "grants", "acquire p50/p99"
+        " {:>8} {:>17} {:>17} {:>15}  first failing seed\n",
+        "grants", "acquire p50/p99", "wait p50/p99", "peak acq/s"
     );
     let pct = |v: f64| {
         if v == 0.0 {
@@ -303,13 +330,21 @@ pub(crate) fn table(
             last += &format!("  {w}");
         }
         t += &format!(
-            " {:>8} {:>17}  {last}\n",
+            " {:>8} {:>17} {:>17} {:>15}  {last}\n",
             c.grants,
             format!(
                 "{}/{}",
                 d(c.acquire_latency_p50_ns),
                 d(c.acquire_latency_p99_ns)
-            )
+            ),
+            format!("{}/{}", d(c.wait_p50_ns), d(c.wait_p99_ns)),
+            match (
+                c.counts.acquire_late_peak_mean_per_s(),
+                c.counts.acquire_peak_mean_per_s(),
+            ) {
+                (Some(late), Some(all)) => format!("{late:.0} ({all:.0})"),
+                _ => "-".to_string(),
+            }
         );
     }
     t += "\nEach property's column: seeds violating it, and the 95% Wilson interval of its rate\n";
@@ -318,6 +353,9 @@ pub(crate) fn table(
     t += "answers fit no lease lock, S4 = a release freed another grant's lock. `n/a`: not judged,\n";
     t +=
         "or the point proves nothing (no grants, or no fault took effect: the last column says).\n";
+    t += "wait: a round's first attempt to its grant. peak acq/s: acquire attempts in a seed's\n";
+    t += "busiest 100 ms of its second half (of the whole run), per second, the mean over the\n";
+    t += "seeds: the herd a retry policy without jitter keeps after the start-up burst.\n";
     t
 }
 
@@ -376,6 +414,13 @@ pub(crate) fn csv(results: &[PointResult], keys: &[String], seeds: u64, sweep: &
             "errors",
             "acquire_latency_p50_ns",
             "acquire_latency_p99_ns",
+            "wait_p50_ns",
+            "wait_p99_ns",
+            "acquire_rate_per_s",
+            "acquire_peak_mean_per_s",
+            "acquire_late_peak_mean_per_s",
+            "retries_per_grant",
+            "grant_fairness",
             "first_failing_seed",
             "warnings",
         ]
@@ -405,11 +450,19 @@ pub(crate) fn csv(results: &[PointResult], keys: &[String], seeds: u64, sweep: &
             }
         }
         let opt = |v: Option<u64>| v.map_or(String::new(), |n| n.to_string());
+        let real = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
         row.extend([
             c.undecided_seeds.to_string(),
             c.errors.to_string(),
             opt(c.acquire_latency_p50_ns),
             opt(c.acquire_latency_p99_ns),
+            opt(c.wait_p50_ns),
+            opt(c.wait_p99_ns),
+            real(c.counts.acquire_rate()),
+            real(c.counts.acquire_peak_mean_per_s()),
+            real(c.counts.acquire_late_peak_mean_per_s()),
+            real(c.counts.retries_per_grant()),
+            real(c.counts.fairness()),
             opt(c.first_failing_seed),
             r.warnings(seeds).join("; "),
         ]);
@@ -461,6 +514,9 @@ fn section(
     liveness: bool,
     made: &[crate::report::Made],
 ) -> SweepSection {
+    // A list of words is no plotted axis: each of its values is a series of its own.
+    let series_key = axes.iter().find(|a| a.is_words()).map(|a| a.key.clone());
+    let axes: Vec<&Axis> = axes.iter().filter(|a| !a.is_words()).collect();
     SweepSection {
         heading,
         notes,
@@ -482,7 +538,15 @@ fn section(
             .iter()
             .enumerate()
             .map(|(i, r)| SweepPoint {
-                series: format!("{} × {}", r.cell.algorithm, r.cell.faults_label()),
+                series: match &series_key {
+                    Some(k) => format!(
+                        "{} × {} · {k}={}",
+                        r.cell.algorithm,
+                        r.cell.faults_label(),
+                        axis_value(r, k)
+                    ),
+                    None => format!("{} × {}", r.cell.algorithm, r.cell.faults_label()),
+                },
                 at: axes
                     .iter()
                     .map(|a| {
@@ -507,6 +571,11 @@ fn section(
                     .collect(),
                 latency_p50_ns: r.cell.acquire_latency_p50_ns,
                 latency_p99_ns: r.cell.acquire_latency_p99_ns,
+                wait_p50_ns: r.cell.wait_p50_ns,
+                wait_p99_ns: r.cell.wait_p99_ns,
+                peak_per_s: r.cell.counts.acquire_peak_mean_per_s(),
+                late_peak_per_s: r.cell.counts.acquire_late_peak_mean_per_s(),
+                rate_per_s: r.cell.counts.acquire_rate(),
                 warnings: r.warnings(seeds),
                 first_failing_seed: r.cell.first_failing_seed,
                 page: made.get(i).and_then(|m| m.page.clone()),
@@ -623,6 +692,16 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
             p.display()
         ));
     }
+    if let Some(name) = &a.plot {
+        let known = ["latency", "grants", "attempts", "wait"];
+        if !known.iter().any(|k| k.eq_ignore_ascii_case(name))
+            && name.to_ascii_uppercase().parse::<Property>().is_err()
+        {
+            return Err(format!(
+                "--plot {name}: not a plot (a property such as S1, or latency, grants, attempts, wait)"
+            ));
+        }
+    }
     if a.svg.is_some() && !a.paths.is_empty() {
         return Err("--svg draws the command line's sweep, not frontier files".into());
     }
@@ -701,7 +780,7 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
             liveness,
             &[],
         );
-        write_svg(path, &s, a.force)?;
+        write_svg(path, &s, a.plot.as_deref(), a.force)?;
         eprintln!("plot: {}", path.display());
     }
     if let Some(path) = &a.report {

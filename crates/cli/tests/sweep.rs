@@ -229,3 +229,85 @@ fn bad_sweeps_are_one_line_errors() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// A `--vary` list of words (retry policies) beside an axis of client counts: every pair is a
+/// point, the JSON and CSV carry the herd metrics, the page draws a line per policy, and
+/// `merge` of shards rebuilds the same axes, the word list included.
+#[test]
+fn a_list_of_words_is_a_series_per_value_with_the_herd_metrics() {
+    let dir = std::env::temp_dir().join(format!("locksim-sweep-words-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let args: &[&str] = &[
+        "sweep",
+        "--algo",
+        "central",
+        "--faults",
+        "none",
+        "--vary",
+        "clients=4,8",
+        "--vary",
+        "retry=fixed,exponential-full",
+        "--seeds",
+        "3",
+        "--jobs",
+        "2",
+    ];
+    let whole = json(&locksim(&[args, &["--json"]].concat()));
+    let points = whole["points"].as_array().unwrap();
+    assert_eq!(points.len(), 4);
+    assert_eq!(points[1]["point"]["clients"], "4");
+    assert_eq!(points[1]["point"]["retry"], "exponential-full");
+    assert_eq!(whole["axes"][1]["unit"], "word");
+    for p in points {
+        for k in [
+            "acquire_peak_mean_per_s",
+            "acquire_late_peak_mean_per_s",
+            "retries_per_grant",
+            "wait_p99_ns",
+        ] {
+            assert!(p[k].as_f64().is_some_and(|v| v >= 0.0), "{k}: {p}");
+        }
+    }
+    let csv = locksim(&[args, &["--csv"]].concat());
+    let csv = text(&csv.stdout);
+    let head = csv.lines().next().unwrap();
+    assert!(
+        head.starts_with("sweep,clients,retry,algorithm")
+            && head.contains("acquire_late_peak_mean_per_s"),
+        "{head}"
+    );
+    let page = dir.join("herd.html");
+    let p = page.display().to_string();
+    let o = locksim(&[args, &["--report", p.as_str()]].concat());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("central × none · retry=fixed"));
+    assert!(html.contains("central × none · retry=exponential-full"));
+    assert!(html.contains("data-property=\"attempts\""));
+    assert!(html.contains("data-property=\"wait\""));
+    let parts: Vec<String> = (0..2)
+        .map(|i| dir.join(format!("part{i}.jsonl")).display().to_string())
+        .collect();
+    for (i, part) in parts.iter().enumerate() {
+        let shard = format!("{i}/2");
+        let o = locksim(&[args, &["--shard", &shard, "--out", part.as_str()]].concat());
+        assert!(o.status.success(), "{}", text(&o.stderr));
+    }
+    let merged = json(&locksim(&["merge", "--json", &parts[0], &parts[1]]));
+    assert_eq!(merged["axes"], whole["axes"]);
+    // A list of words alone has nothing to plot along.
+    let alone = locksim(&[
+        "sweep",
+        "--algo",
+        "central",
+        "--vary",
+        "retry=fixed,uniform",
+    ]);
+    assert_eq!(alone.status.code(), Some(2));
+    assert!(
+        text(&alone.stderr).contains("a list of words is a set of series"),
+        "{}",
+        text(&alone.stderr)
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -291,8 +291,11 @@ pub struct CellSummary {
     /// `acquires_failed`, `acquires_unknown`, `retries`, `expired_while_held` (grants whose
     /// lease, by the client's own deadline, passed while the holder still wrote, renewed or
     /// released under it), `messages_sent`, `messages_dropped`, `acquire_peak_100ms`,
-    /// `run_ns`, `fairness_ppm_sum`, `fairness_runs`; the JSON adds `acquire_rate_per_s`,
-    /// `acquire_peak_per_s` and `grant_fairness` (the mean per run of Jain's index).
+    /// `acquire_peak_100ms_sum`, `acquire_late_peak_100ms_sum`, `peak_runs`, `run_ns`, `fairness_ppm_sum`, `fairness_runs`;
+    /// the JSON adds `acquire_rate_per_s`, `acquire_peak_per_s` (the busiest 100 ms of any
+    /// seed), `acquire_peak_mean_per_s` (of each seed, the mean), `acquire_late_peak_mean_per_s`
+    /// (the same in the second half of each seed: the steady state), `retries_per_grant` and
+    /// `grant_fairness` (the mean per run of Jain's index).
     pub counts: Counts,
     /// Median acquire latency (invoke to `ok`), ns, within 1.6%; `None` without grants.
     pub acquire_latency_p50_ns: Option<u64>,
@@ -456,6 +459,15 @@ impl Serialize for CellSummary {
         // the busiest 100 ms, and how evenly the grants went round (Jain's index).
         m.serialize_entry("acquire_rate_per_s", &self.counts.acquire_rate())?;
         m.serialize_entry("acquire_peak_per_s", &self.counts.acquire_peak_per_s())?;
+        m.serialize_entry(
+            "acquire_peak_mean_per_s",
+            &self.counts.acquire_peak_mean_per_s(),
+        )?;
+        m.serialize_entry(
+            "acquire_late_peak_mean_per_s",
+            &self.counts.acquire_late_peak_mean_per_s(),
+        )?;
+        m.serialize_entry("retries_per_grant", &self.counts.retries_per_grant())?;
         m.serialize_entry("grant_fairness", &self.counts.fairness())?;
         for (k, v) in [
             ("acquire_latency_p50_ns", self.acquire_latency_p50_ns),

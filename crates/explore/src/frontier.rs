@@ -23,7 +23,8 @@
 //! ```
 //!
 //! `axis = "KEY"` names the axis an expectation reads (needed with two axes), `faults = "KIND"`
-//! the fault kind (needed with several). Runs are deterministic, so a result moves only when
+//! the fault kind (needed with several). A `vary` list of words (`"retry=fixed,uniform"`) is a
+//! set of series beside the axes, and an expectation holds for each of its values. Runs are deterministic, so a result moves only when
 //! the algorithms, the checkers or the generator change: a moved boundary fails the file. A
 //! point an expectation reads that has no grants, or on which the property was left
 //! undecided or a seed failed to run, fails it too (a zero there proves nothing).
@@ -199,14 +200,24 @@ impl FrontierFile {
                 .property
                 .parse()
                 .map_err(|x| at(format!("`property`: {x}")))?;
+            let plotted: Vec<usize> = (0..sweep.axes.len())
+                .filter(|&i| !sweep.axes[i].is_words())
+                .collect();
             let axis = match &e.axis {
-                None if sweep.axes.len() == 1 => 0,
+                None if plotted.len() == 1 => plotted[0],
                 None => return Err(at("`axis`: the sweep has two axes; name one".into())),
-                Some(k) => sweep
-                    .axes
-                    .iter()
-                    .position(|a| &a.key == k)
-                    .ok_or_else(|| at(format!("`axis`: {k} is not an axis of the sweep")))?,
+                Some(k) => {
+                    let i =
+                        sweep.axes.iter().position(|a| &a.key == k).ok_or_else(|| {
+                            at(format!("`axis`: {k} is not an axis of the sweep"))
+                        })?;
+                    if sweep.axes[i].is_words() {
+                        return Err(at(format!(
+                            "`axis`: {k} is a list of words (series, each judged by the expectation), not an axis with a boundary"
+                        )));
+                    }
+                    i
+                }
             };
             let faults = match &e.faults {
                 None if sweep.kinds.len() == 1 => sweep.kinds[0],
@@ -398,6 +409,26 @@ zero = true
         assert_eq!(f.sweep.axes[0].values, ["100ms", "316ms", "1s"]);
         assert_eq!(f.expect[0].zero_below, Some(3e8));
         assert_eq!(f.expect[1].zero_below, Some(f64::INFINITY));
+    }
+
+    /// A list of words beside the axis: the expectations read the axis of numbers, for every
+    /// series; naming the words as the axis is refused.
+    #[test]
+    fn a_list_of_words_is_series_the_expectations_read_each_of() {
+        let text = FILE.replace(
+            "vary = [\"pause_max=100ms..1s:3\"]",
+            "vary = [\"pause_max=100ms..1s:3\", \"retry=fixed,uniform\"]",
+        );
+        assert_ne!(text, FILE);
+        let f = FrontierFile::parse(Path::new("f.toml"), &text).unwrap();
+        assert_eq!(f.expect[0].axis, 0);
+        assert_eq!(f.sweep.points().len(), 6);
+        let named = text.replace(
+            "zero_below = \"300ms\"",
+            "axis = \"retry\"\nzero_below = \"300ms\"",
+        );
+        let e = FrontierFile::parse(Path::new("f.toml"), &named).unwrap_err();
+        assert!(e.contains("`axis`: retry is a list of words"), "{e}");
     }
 
     #[test]

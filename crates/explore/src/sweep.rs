@@ -1,5 +1,7 @@
 //! Sweeps: one or two `--vary KEY=RANGE` axes over any `--set` knob (workload, algorithm or
 //! fault shape), each point of the grid run as a campaign cell per algorithm and fault kind.
+//! Beside them, one `--vary KEY=A,B,C` list of words (`retry=fixed,uniform`) makes each value
+//! a series of its own, as the algorithms are: one line each in the plots.
 //!
 //! A sweep is a campaign whose setups are *point × algorithm* (point-major): cell `i` is point
 //! `i / (algorithms × kinds)`, algorithm `(i / kinds) % algorithms`, kind `i % kinds`, so
@@ -24,6 +26,10 @@ pub enum Unit {
     Duration,
     /// Plain integers.
     Integer,
+    /// Words (`retry=fixed,uniform,exponential-full`, `timeout=none,1s`): a list with a value
+    /// that is no number. Each value is a series of its own (a line per value in the plots,
+    /// beside the algorithms), not a plotted axis; `numbers` are the values' positions.
+    Word,
 }
 
 /// One axis of a sweep: a knob and its values.
@@ -66,7 +72,7 @@ fn number(key: &str, text: &str) -> Result<(f64, Unit), String> {
 /// in the largest unit that keeps them exact).
 pub fn format_value(n: f64, unit: Unit) -> String {
     match unit {
-        Unit::Integer => format!("{}", n.round() as i64),
+        Unit::Integer | Unit::Word => format!("{}", n.round() as i64),
         Unit::Duration => {
             let us = (n / 1e3).round() as i64;
             if us % 1_000_000 == 0 {
@@ -83,7 +89,7 @@ pub fn format_value(n: f64, unit: Unit) -> String {
 /// A value of an axis as the table shows it (`1.500s`, `5000`).
 pub fn show_value(n: f64, unit: Unit) -> String {
     match unit {
-        Unit::Integer => format!("{}", n.round() as i64),
+        Unit::Integer | Unit::Word => format!("{}", n.round() as i64),
         Unit::Duration => fmt_nanos(n.round() as i128),
     }
 }
@@ -193,6 +199,9 @@ impl Axis {
                 }
             }
         } else {
+            if let Some(words) = Axis::words(&key, range)? {
+                return Ok(words);
+            }
             let parts = range
                 .split(',')
                 .map(|part| number(&key, part))
@@ -225,6 +234,46 @@ impl Axis {
 }
 
 impl Axis {
+    /// A list `A,B,C` with a value that is neither an integer nor a duration: a word axis
+    /// ([`Unit::Word`]), or `None` when every value is a number.
+    ///
+    /// # Errors
+    /// An empty value, a value given twice, fewer than 2 or more than [`MAX_POINTS`] values.
+    fn words(key: &str, list: &str) -> Result<Option<Axis>, String> {
+        let values: Vec<String> = list.split(',').map(|v| v.trim().to_string()).collect();
+        if values.iter().all(|v| number(key, v).is_ok()) {
+            return Ok(None);
+        }
+        if values.iter().any(String::is_empty) {
+            return Err(format!("`--vary {key}={list}`: a value is empty"));
+        }
+        if values.len() < 2 || values.len() > MAX_POINTS {
+            return Err(format!(
+                "`--vary {key}`: {} (an axis needs at least 2 points and at most {MAX_POINTS})",
+                locksim_core::text::plural(values.len() as u64, "value")
+            ));
+        }
+        if let Some(v) = values
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| values[..i].contains(v).then_some(v))
+        {
+            return Err(format!("`--vary {key}`: `{v}` is given twice"));
+        }
+        Ok(Some(Axis {
+            key: key.to_string(),
+            numbers: (0..values.len()).map(|i| i as f64).collect(),
+            values,
+            unit: Unit::Word,
+            log: false,
+        }))
+    }
+
+    /// `true` for a word axis: its values are series, not points along a plotted axis.
+    pub fn is_words(&self) -> bool {
+        self.unit == Unit::Word
+    }
+
     /// The axis that `values` came from, as a sweep's records carry them (each point's
     /// `key=value`, in grid order; `locksim merge` has no other account of the axis): the unit
     /// from the values, `log` when there are three or more positive values evenly spaced on a
@@ -234,6 +283,16 @@ impl Axis {
     /// # Errors
     /// A value that is neither an integer nor a duration, or values of mixed units.
     pub fn from_values(key: &str, values: Vec<String>) -> Result<Axis, String> {
+        if values.iter().any(|v| number(key, v).is_err()) {
+            // A word axis (a partial merge may have seen only one of its values).
+            return Ok(Axis {
+                key: key.to_string(),
+                numbers: (0..values.len()).map(|i| i as f64).collect(),
+                values,
+                unit: Unit::Word,
+                log: false,
+            });
+        }
         let parsed = values
             .iter()
             .map(|v| number(key, v))
@@ -306,6 +365,16 @@ impl SweepDef {
         points
     }
 
+    /// The axes the plots draw along (numbers and durations), in order.
+    pub fn plotted_axes(&self) -> impl Iterator<Item = &Axis> {
+        self.axes.iter().filter(|a| !a.is_words())
+    }
+
+    /// The list of words whose values are series of their own, if any.
+    pub fn series_axis(&self) -> Option<&Axis> {
+        self.axes.iter().find(|a| a.is_words())
+    }
+
     /// A point's label, as records carry it: `pause_max=100ms ttl=1s`.
     pub fn label(point: &[(String, String)]) -> String {
         point
@@ -322,14 +391,27 @@ impl SweepDef {
     /// No or more than two axes, an axis named twice or also set, an unknown algorithm or knob, or a value
     /// a knob refuses (naming the point).
     pub fn spec(&self, jobs: usize) -> Result<(CampaignSpec, Vec<String>), String> {
-        if self.axes.is_empty() || self.axes.len() > 2 {
+        let plotted = self.plotted_axes().count();
+        if plotted == 0 || plotted > 2 {
             return Err(format!(
-                "a sweep has one or two --vary axes ({} given)",
-                self.axes.len()
+                "a sweep has one or two --vary axes of numbers or durations ({plotted} given){}",
+                if self.series_axis().is_some() && plotted == 0 {
+                    "; a list of words is a set of series beside them, not an axis"
+                } else {
+                    ""
+                }
             ));
         }
-        if self.axes.len() == 2 && self.axes[0].key == self.axes[1].key {
-            return Err(format!("`--vary {}` is given twice", self.axes[0].key));
+        if self.axes.iter().filter(|a| a.is_words()).count() > 1 {
+            return Err(
+                "a sweep takes one --vary list of words (its values become series); give the others as separate sweeps"
+                    .into(),
+            );
+        }
+        for (i, a) in self.axes.iter().enumerate() {
+            if self.axes[..i].iter().any(|b| b.key == a.key) {
+                return Err(format!("`--vary {}` is given twice", a.key));
+            }
         }
         for (i, a) in self.algorithms.iter().enumerate() {
             if self.algorithms[..i].contains(a) {
@@ -578,6 +660,60 @@ mod tests {
         );
     }
 
+    /// A list with a word is a set of series: its values as given, in order, none plotted.
+    #[test]
+    fn a_list_of_words_is_a_set_of_series() {
+        let a = Axis::parse("retry=fixed, uniform,exponential-full").unwrap();
+        assert!(a.is_words());
+        assert_eq!(a.values, ["fixed", "uniform", "exponential-full"]);
+        // A number beside a word is a word too (`timeout=none,1s`).
+        assert!(Axis::parse("timeout=none,1s").unwrap().is_words());
+        assert!(!Axis::parse("timeout=2s,1s").unwrap().is_words());
+        assert_eq!(
+            Axis::from_values("retry", vec!["fixed".into()])
+                .unwrap()
+                .unit,
+            Unit::Word
+        );
+        for (text, says) in [
+            ("retry=fixed,fixed", "`fixed` is given twice"),
+            ("retry=fixed,,uniform", "a value is empty"),
+            ("retry=fixed..uniform", "neither an integer nor a duration"),
+        ] {
+            let e = Axis::parse(text).unwrap_err();
+            assert!(e.contains(says), "{text}: {e}");
+        }
+        let def = |vary: &[&str]| SweepDef {
+            algorithms: vec!["central".into()],
+            settings: vec![],
+            axes: vary.iter().map(|v| Axis::parse(v).unwrap()).collect(),
+            kinds: vec![FaultKind::None],
+            first_seed: 0,
+            seeds: 1,
+        };
+        // Beside one axis of numbers: every pair is a point, and the label names the word.
+        let d = def(&["clients=2,4", "retry=fixed,uniform"]);
+        let (spec, labels) = d.spec(1).unwrap();
+        assert_eq!(spec.setups.len(), 4);
+        assert_eq!(labels[1], "clients=2 retry=uniform");
+        assert_eq!(d.plotted_axes().count(), 1);
+        assert_eq!(d.series_axis().unwrap().key, "retry");
+        // Alone, or two of them: refused, saying why.
+        let e = def(&["retry=fixed,uniform"]).spec(1).err().unwrap();
+        assert!(e.contains("a list of words is a set of series"), "{e}");
+        let e = def(&["clients=2,4", "retry=fixed,uniform", "timeout=none,1s"])
+            .spec(1)
+            .err()
+            .unwrap();
+        assert!(e.contains("one --vary list of words"), "{e}");
+        // A word the knob refuses names the point.
+        let e = def(&["clients=2,4", "retry=fixed,sometimes"])
+            .spec(1)
+            .err()
+            .unwrap();
+        assert!(e.contains("retry=sometimes"), "{e}");
+    }
+
     /// `merge` rebuilds a sweep's axes from its records' point labels: the same axes.
     #[test]
     fn axes_rebuilt_from_their_values_are_the_axes() {
@@ -590,6 +726,7 @@ mod tests {
             "ttl=1s,2s,5s",
             "clients=2..8",
             "pause_max=0..1s:5",
+            "retry=fixed,uniform,exponential-full",
         ] {
             let a = Axis::parse(text).unwrap();
             assert_eq!(

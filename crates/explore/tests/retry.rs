@@ -112,3 +112,53 @@ fn every_policy_is_deterministic_and_changes_nothing_else_by_default() {
         history(&["clients=8", "duration=3s", "retry=fixed"], 5).digest()
     );
 }
+
+/// The herd (sims/frontier/retry-herd.toml): 50 clients that start together on one key. In
+/// the runs' second half, `fixed` still sends nearly all of them in one 100 ms, where
+/// exponential backoff with full jitter has spread them: its busiest 100 ms there is at most
+/// half of fixed's. And without jitter the first to answer wins every round.
+#[test]
+fn without_jitter_the_herd_lasts_and_one_client_wins() {
+    use locksim_explore::{run_each, CampaignSpec, Shard, Summary};
+    let cell = |policy: &str| {
+        let st = setup(
+            "central",
+            &[
+                "clients=50",
+                "retry_delay=1s",
+                "retry_base=100ms",
+                &format!("retry={policy}"),
+            ],
+        );
+        let spec = CampaignSpec {
+            setups: vec![st],
+            kinds: vec![FaultKind::None],
+            first_seed: 0,
+            seeds: 4,
+            jobs: 2,
+        };
+        let summary = std::sync::Mutex::new(Summary::default());
+        run_each(
+            &spec,
+            Shard::ALL,
+            &|_, _| false,
+            &|r| summary.lock().unwrap().add(&r),
+            &|_, _| {},
+        )
+        .expect("the runs complete");
+        let cells = summary.into_inner().unwrap().indexed_cells();
+        cells[0].1.counts.clone()
+    };
+    let (fixed, full) = (cell("fixed"), cell("exponential-full"));
+    let late = |c: &locksim_check::metrics::Counts| c.acquire_late_peak_mean_per_s().unwrap();
+    assert!(
+        late(&fixed) >= 2.0 * late(&full),
+        "fixed {} against full jitter {} attempts/s in the busiest 100 ms of the second half",
+        late(&fixed),
+        late(&full)
+    );
+    // At least 40 of the 50 in one 100 ms.
+    assert!(late(&fixed) >= 400.0, "{}", late(&fixed));
+    assert!(fixed.fairness().unwrap() < 0.1, "{:?}", fixed.fairness());
+    assert!(full.fairness().unwrap() > 0.2, "{:?}", full.fairness());
+}

@@ -1,7 +1,8 @@
 //! A sweep's results as one self-contained page: for one axis, the violation rate of each
 //! property against the axis with its 95 % Wilson band, one line per algorithm (and fault
 //! kind); for two axes, a heat map per property and series with the 1 % contour; beside them
-//! the price of safety (acquire latency p50/p99, grants per seed). Below, a table of every
+//! the price of safety (acquire latency p50/p99, grants per seed) and the herd a retry policy
+//! makes (acquire attempts per second in the busiest 100 ms, wait for the lock). Below, a table of every
 //! point linking to the shrunk trace of its first failing seed. The plots are inline SVG drawn
 //! with `plotters` (its SVG backend); a small script marks the page rendered and, opened with
 //! `#selftest`, checks the hover read-out of the table.
@@ -61,6 +62,18 @@ pub struct SweepPoint {
     pub latency_p50_ns: Option<u64>,
     /// 99th percentile, ns.
     pub latency_p99_ns: Option<u64>,
+    /// Median wait for the lock (a round's first attempt to its grant, retries included), ns.
+    pub wait_p50_ns: Option<u64>,
+    /// 99th percentile, ns.
+    pub wait_p99_ns: Option<u64>,
+    /// Acquire attempts the service saw in a seed's busiest 100 ms, per second, the mean over
+    /// the seeds.
+    pub peak_per_s: Option<f64>,
+    /// The same in the second half of each seed (the steady state, after the start-up burst
+    /// every retry policy shares): the herd a retry policy without jitter keeps.
+    pub late_peak_per_s: Option<f64>,
+    /// Acquire attempts per second over the whole runs.
+    pub rate_per_s: Option<f64>,
     /// What makes the point prove nothing (no grants, undecided checks, failed seeds).
     pub warnings: Vec<String>,
     /// Smallest failing seed.
@@ -377,7 +390,8 @@ fn plots(s: &SweepSection) -> String {
 }
 
 /// The section's plots as standalone SVG documents, `(what, svg)`: for one axis each
-/// property's rate, then `latency` and `grants`; for two axes each property's heat map per
+/// property's rate, then `latency`, `grants`, `attempts` (the request rate: the busiest
+/// 100 ms and the whole run) and `wait` (when the points have them); for two axes each property's heat map per
 /// series. The first is what `locksim sweep --svg` writes.
 pub fn figures(s: &SweepSection) -> Vec<(String, String)> {
     let mut h = Vec::new();
@@ -439,6 +453,47 @@ pub fn figures(s: &SweepSection) -> Vec<(String, String)> {
             SeriesLabelPosition::LowerLeft,
         );
         h.push(("grants".to_string(), svg));
+        let top = s
+            .points
+            .iter()
+            .filter_map(|q| q.peak_per_s)
+            .fold(0.0f64, f64::max);
+        if top > 0.0 {
+            let svg = line_chart(
+                s,
+                "acquire attempts / s, busiest 100 ms: second half (line), whole run (band top)",
+                "attempts / s",
+                top * 1.1,
+                &|v| format!("{v:.0}"),
+                &|q| {
+                    let late = q.late_peak_per_s?;
+                    Some((late, late, q.peak_per_s.unwrap_or(late).max(late)))
+                },
+                SeriesLabelPosition::UpperLeft,
+            );
+            h.push(("attempts".to_string(), svg));
+        }
+        let top = s
+            .points
+            .iter()
+            .filter_map(|q| q.wait_p99_ns)
+            .max()
+            .unwrap_or(0) as f64;
+        if top > 0.0 {
+            let svg = line_chart(
+                s,
+                "wait for the lock (retries included): p50 (line) to p99 (band top)",
+                "wait",
+                top * 1.1,
+                &ms,
+                &|q| {
+                    let (a, b) = (q.wait_p50_ns? as f64, q.wait_p99_ns? as f64);
+                    Some((a, a, b))
+                },
+                SeriesLabelPosition::UpperLeft,
+            );
+            h.push(("wait".to_string(), svg));
+        }
     } else if s.axes.len() == 2 {
         for p in &s.properties {
             for series in series_names(&s.points) {
@@ -462,7 +517,7 @@ fn table(s: &SweepSection) -> String {
     for p in &s.properties {
         h += &format!("<th>{p} (95% interval)</th>");
     }
-    h += "<th>grants</th><th>acquire p50 / p99</th><th class=\"left\">first failing seed, shrunk</th></tr>\n";
+    h += "<th>grants</th><th>acquire p50 / p99</th><th>wait p50 / p99</th><th>attempts/s: mean, busiest 100 ms (2nd half, whole)</th><th class=\"left\">first failing seed, shrunk</th></tr>\n";
     for p in &s.points {
         let bad = p.rates.iter().any(|r| r.violations > 0);
         let class = if !p.warnings.is_empty() {
@@ -505,11 +560,17 @@ fn table(s: &SweepSection) -> String {
             }
         }
         let lat = |v: Option<u64>| v.map_or("-".to_string(), |n| ms(n as f64));
+        let per_s = |v: Option<f64>| v.map_or("-".to_string(), |r| format!("{r:.0}"));
         h += &format!(
-            "<td>{}</td><td>{} / {}</td><td class=\"left\">",
+            "<td>{}</td><td>{} / {}</td><td>{} / {}</td><td>{}, {} ({})</td><td class=\"left\">",
             p.grants,
             lat(p.latency_p50_ns),
-            lat(p.latency_p99_ns)
+            lat(p.latency_p99_ns),
+            lat(p.wait_p50_ns),
+            lat(p.wait_p99_ns),
+            per_s(p.rate_per_s),
+            per_s(p.late_peak_per_s),
+            per_s(p.peak_per_s)
         );
         for w in &p.warnings {
             h += &format!("<strong class=\"warn\">{}</strong><br>", text(w));
@@ -640,6 +701,11 @@ mod tests {
                         }],
                         latency_p50_ns: Some(70_000_000),
                         latency_p99_ns: Some(120_000_000),
+                        wait_p50_ns: Some(90_000_000),
+                        wait_p99_ns: Some(900_000_000),
+                        peak_per_s: Some(500.0),
+                        late_peak_per_s: Some(200.0 + 10.0 * k as f64),
+                        rate_per_s: Some(80.0),
                         warnings: if i == 0 {
                             vec!["NO GRANTS".into()]
                         } else {
@@ -663,10 +729,19 @@ mod tests {
     }
 
     #[test]
-    fn one_axis_draws_rates_latency_and_grants_as_inline_svg() {
+    fn one_axis_draws_rates_latency_grants_attempts_and_wait_as_inline_svg() {
         let h = sweep_report("t", &[], &[section(1)]);
-        assert_eq!(h.matches("<figure class=\"plot\"").count(), 3);
-        assert_eq!(h.matches("<svg").count(), 3);
+        assert_eq!(h.matches("<figure class=\"plot\"").count(), 5);
+        assert_eq!(h.matches("<svg").count(), 5);
+        assert!(h.contains("data-property=\"attempts\""));
+        assert!(h.contains("data-property=\"wait\""));
+        // Points without the herd metrics (older records) draw neither plot.
+        let mut old = section(1);
+        for p in &mut old.points {
+            (p.peak_per_s, p.late_peak_per_s, p.wait_p99_ns) = (None, None, None);
+        }
+        let names: Vec<String> = figures(&old).into_iter().map(|f| f.0).collect();
+        assert_eq!(names, ["S1", "latency", "grants"]);
         assert!(h.contains("redlock × pause"));
         assert!(h.contains("NO GRANTS"));
         assert!(h.contains("href=\"f-files/x.html\""));
