@@ -15,9 +15,11 @@
 //!   the candidate's own `LeaseDuration` (`own`, as client-go did before it read the record's
 //!   field) or the record's `leaseDurationSeconds` (`record`, as current client-go does).
 //! - **The durations, per client**: `LeaseDuration` is the client's `ttl` (written into the
-//!   record), `RetryPeriod` its `renew_every` (the leader renews on it; a candidate that found
-//!   the lease held polls again after `RetryPeriod` plus up to 1.2 × `RetryPeriod` of jitter,
-//!   `wait.JitterUntil`'s factor), `RenewDeadline` its `renew_deadline` (the leader stops
+//!   record), `RetryPeriod` its `renew_every` (the leader renews on it; a candidate whose
+//!   attempt did not get the lease — held, a conflict, an error — polls again after
+//!   `RetryPeriod` plus up to 1.2 × `RetryPeriod` of jitter, `wait.JitterUntil`'s factor, and
+//!   the workload's `retry_delay` defaults to 0 on top of it, as client-go's `acquire` loop
+//!   waits nothing more), `RenewDeadline` its `renew_deadline` (the leader stops
 //!   leading when no renewal succeeded for that long). Kubernetes' components default them
 //!   to 15 s, 2 s and 10 s; unless a file or `--set` says otherwise, `renew_every` and
 //!   `renew_deadline` take those defaults scaled to the run's `ttl` (`2/15` and `2/3` of it,
@@ -109,6 +111,12 @@ pub const CLIENT_DEFAULTS: &[crate::ClientDefault] = &[
         num: 2,
         den: 3,
         source: "client-go RenewDeadline: 10s of a 15s LeaseDuration (component-base RecommendedDefaultLeaderElectionConfiguration, controller-runtime defaultRenewDeadline)",
+    },
+    crate::ClientDefault {
+        key: "retry_delay",
+        num: 0,
+        den: 1,
+        source: "none on top of the client's own wait: client-go's LeaderElector.acquire polls with wait.JitterUntil(tryAcquireOrRenew, RetryPeriod, JitterFactor = 1.2, sliding), so after every attempt that did not get the lease it waits RetryPeriod plus up to 1.2 RetryPeriod, itself, and tries again",
     },
 ];
 
@@ -518,15 +526,15 @@ impl LockClient for Client {
                 valid_until: Some(self.validity(start, ttl)),
                 private: Rc::new(()),
             }),
-            Err(NotHeld::Held(h, left)) => {
-                // wait.JitterUntil(RetryPeriod, 1.2): the candidate polls again later.
+            Err(e) => {
+                // wait.JitterUntil(RetryPeriod, 1.2, sliding): after any attempt that did not
+                // get the lease (held, a conflict, an error), the candidate polls again later.
                 if let Some(p) = self.retry_period {
                     let jitter = self.ctx.rng().gen_range(0..=p * 6 / 5);
                     self.ctx.sleep(p + jitter).await;
                 }
-                not_held(NotHeld::Held(h, left))
+                not_held(e)
             }
-            Err(e) => not_held(e),
         }
     }
 

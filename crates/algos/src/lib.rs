@@ -249,7 +249,8 @@ pub fn workload_aliases(name: &str) -> &'static [(&'static str, &'static str)] {
 /// (client-go's `RetryPeriod` of 2 s with a 15 s `LeaseDuration` is `ttl × 2/15`).
 #[derive(Debug, Clone, Copy)]
 pub struct ClientDefault {
-    /// The workload setting (`renew_every`, `renew_deadline`).
+    /// The workload setting (`renew_every`, `renew_deadline`, `retry_delay`: the last is
+    /// workload-wide, not scaled to a client's own ttl).
     pub key: &'static str,
     /// Numerator of the fraction of `ttl`.
     pub num: u64,

@@ -350,9 +350,14 @@ fn list(json: bool) {
             t += &format!("      {:<kw$} {} (default {})\n", k.key, k.help, k.default);
         }
         for d in locksim_algos::client_defaults(name) {
+            let value = if d.num == 0 {
+                "0".to_string()
+            } else {
+                format!("ttl × {}/{}", d.num, d.den)
+            };
             t += &format!(
-                "      {:<kw$} workload default for {name}: ttl × {}/{}, {}\n",
-                d.key, d.num, d.den, d.source
+                "      {:<kw$} workload default for {name}: {value}, {}\n",
+                d.key, d.source
             );
         }
     }

@@ -365,7 +365,15 @@ impl Setup {
         }
         // What the algorithm's real client library does, where the user said nothing.
         for d in locksim_algos::client_defaults(algorithm) {
-            if settings.iter().any(|(k, _)| k == d.key) {
+            if settings
+                .iter()
+                .any(|(k, _)| k == d.key || (d.key == "retry_delay" && k == "retry_cap"))
+            {
+                continue;
+            }
+            if d.key == "retry_delay" {
+                // The workload's own wait between attempts (the client library waits its own).
+                workload.retry_delay_max = d.value(workload.ttl);
                 continue;
             }
             // The setting (where nobody set it) takes the default scaled to a ttl.

@@ -8,7 +8,7 @@ use common::{node, pairs, scenario, setup};
 use locksim_core::fault::CutMode;
 use locksim_core::history::{EventKind, OpF, Phase};
 use locksim_core::time::MS;
-use locksim_core::{Fault, History};
+use locksim_core::{Fault, FaultKind, History};
 use locksim_explore::{check_scenario, Setup};
 
 /// `central` with one client whose first acquire goes into a black hole c1 | n1 of 1.5 s.
@@ -92,7 +92,71 @@ fn k8s_lease_takes_client_gos_durations_scaled_to_the_ttl() {
     for algo in ["central", "raft-lease", "zookeeper", "redis-failover"] {
         let w = workload_of(algo, &["ttl=15s"]);
         assert_eq!((w.renew_every, w.renew_deadline), (None, None), "{algo}");
+        assert_eq!(w.retry_delay_max, 200 * MS, "{algo}");
     }
+}
+
+/// client-go's acquire loop waits RetryPeriod plus up to 1.2 RetryPeriod after every attempt
+/// that did not get the lease, and nothing more: k8s-lease's workload adds no retry wait of
+/// its own unless told to, so a candidate's attempts come RetryPeriod to 2.2 RetryPeriod apart.
+#[test]
+fn k8s_lease_candidates_poll_on_client_gos_jittered_retry_period_alone() {
+    assert_eq!(workload_of("k8s-lease", &[]).retry_delay_max, 0);
+    assert_eq!(
+        workload_of("k8s-lease", &["retry_delay=1s"]).retry_delay_max,
+        1_000 * MS
+    );
+    assert_eq!(
+        workload_of("k8s-lease", &["retry_cap=50ms"]).retry_delay_max,
+        50 * MS
+    );
+    // ttl 1.5 s: RetryPeriod 200 ms. Two candidates on one key, no faults.
+    let st = Setup::registered("k8s-lease", &pairs(&["ttl=1500ms", "clients=2"])).unwrap();
+    let h = locksim_explore::check_scenario(&st.scenario(3, &[FaultKind::None]), st.algo.clone())
+        .history
+        .expect("the run completes");
+    let period = 200 * MS;
+    let mut gaps = Vec::new();
+    let mut refusals = Vec::new();
+    let mut invoked: std::collections::BTreeMap<locksim_core::NodeId, u64> = Default::default();
+    let mut last_refused: std::collections::BTreeMap<locksim_core::NodeId, u64> =
+        Default::default();
+    for e in &h.events {
+        if let EventKind::Op {
+            f: OpF::Acquire,
+            phase,
+            ..
+        } = &e.kind
+        {
+            match phase {
+                Phase::Invoke => {
+                    if let Some(t) = last_refused.remove(&e.node) {
+                        gaps.push(e.time - t);
+                    }
+                    invoked.insert(e.node, e.time);
+                }
+                Phase::Fail => {
+                    last_refused.insert(e.node, e.time);
+                    if let Some(t) = invoked.remove(&e.node) {
+                        refusals.push(e.time - t);
+                    }
+                }
+                _ => {
+                    last_refused.remove(&e.node);
+                }
+            }
+        }
+    }
+    assert!(gaps.len() > 5, "{} refused acquires", gaps.len());
+    // The wait is inside the attempt (before its `fail`), so the next invoke follows at once.
+    assert!(gaps.iter().all(|&g| g < period / 10), "{gaps:?}");
+    // And that wait is RetryPeriod to 2.2 RetryPeriod (plus the request's few milliseconds).
+    assert!(
+        refusals
+            .iter()
+            .all(|&r| r >= period && r <= period * 22 / 10 + 50 * MS),
+        "{refusals:?}"
+    );
 }
 
 #[test]
