@@ -693,8 +693,9 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
         ));
     }
     if let Some(name) = &a.plot {
-        let known = ["latency", "grants", "attempts", "wait"];
-        if !known.iter().any(|k| k.eq_ignore_ascii_case(name))
+        if !locksim_render::sweep::PLOTS
+            .iter()
+            .any(|k| k.eq_ignore_ascii_case(name))
             && name.to_ascii_uppercase().parse::<Property>().is_err()
         {
             return Err(format!(

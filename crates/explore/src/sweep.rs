@@ -260,13 +260,18 @@ impl Axis {
         {
             return Err(format!("`--vary {key}`: `{v}` is given twice"));
         }
-        Ok(Some(Axis {
+        Ok(Some(Axis::of_words(key, values)))
+    }
+
+    /// A word axis of `values` as given (its `numbers` are their positions).
+    fn of_words(key: &str, values: Vec<String>) -> Axis {
+        Axis {
             key: key.to_string(),
             numbers: (0..values.len()).map(|i| i as f64).collect(),
             values,
             unit: Unit::Word,
             log: false,
-        }))
+        }
     }
 
     /// `true` for a word axis: its values are series, not points along a plotted axis.
@@ -285,13 +290,7 @@ impl Axis {
     pub fn from_values(key: &str, values: Vec<String>) -> Result<Axis, String> {
         if values.iter().any(|v| number(key, v).is_err()) {
             // A word axis (a partial merge may have seen only one of its values).
-            return Ok(Axis {
-                key: key.to_string(),
-                numbers: (0..values.len()).map(|i| i as f64).collect(),
-                values,
-                unit: Unit::Word,
-                log: false,
-            });
+            return Ok(Axis::of_words(key, values));
         }
         let parsed = values
             .iter()

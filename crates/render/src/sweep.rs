@@ -389,6 +389,9 @@ fn plots(s: &SweepSection) -> String {
     h
 }
 
+/// The names of the one-axis plots beside the properties' rates, as [`figures`] gives them.
+pub const PLOTS: [&str; 4] = ["latency", "grants", "attempts", "wait"];
+
 /// The section's plots as standalone SVG documents, `(what, svg)`: for one axis each
 /// property's rate, then `latency`, `grants`, `attempts` (the request rate: the busiest
 /// 100 ms and the whole run) and `wait` (when the points have them); for two axes each property's heat map per
@@ -433,7 +436,7 @@ pub fn figures(s: &SweepSection) -> Vec<(String, String)> {
                 },
                 SeriesLabelPosition::UpperRight,
             );
-            h.push(("latency".to_string(), svg));
+            h.push((PLOTS[0].to_string(), svg));
         }
         let top = s
             .points
@@ -452,7 +455,7 @@ pub fn figures(s: &SweepSection) -> Vec<(String, String)> {
             },
             SeriesLabelPosition::LowerLeft,
         );
-        h.push(("grants".to_string(), svg));
+        h.push((PLOTS[1].to_string(), svg));
         let top = s
             .points
             .iter()
@@ -471,7 +474,7 @@ pub fn figures(s: &SweepSection) -> Vec<(String, String)> {
                 },
                 SeriesLabelPosition::UpperLeft,
             );
-            h.push(("attempts".to_string(), svg));
+            h.push((PLOTS[2].to_string(), svg));
         }
         let top = s
             .points
@@ -492,7 +495,7 @@ pub fn figures(s: &SweepSection) -> Vec<(String, String)> {
                 },
                 SeriesLabelPosition::UpperLeft,
             );
-            h.push(("wait".to_string(), svg));
+            h.push((PLOTS[3].to_string(), svg));
         }
     } else if s.axes.len() == 2 {
         for p in &s.properties {
