@@ -1,4 +1,4 @@
-//! Hold intervals (DESIGN §6).
+//! Hold intervals (docs/design.md §6).
 //!
 //! A hold starts at the acquire `ok`. It ends at the *later* of
 //! (a) the earliest of: the release invoke, the client's validity deadline in true time
@@ -9,7 +9,7 @@
 //! So a client that checks validity, is paused past its deadline, then writes, holds until that
 //! write: the GC-pause double grant shows up as an overlap.
 //!
-//! Each hold is also linked to the service's record of its grant (DESIGN §7, S2's order): the
+//! Each hold is also linked to the service's record of its grant (docs/design.md §7, S2's order): the
 //! `grant` events the lock servers recorded when they decided. See [`Hold::granted`].
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! S3 (DESIGN §7): the history of lock operations is linearizable with respect to the
+//! S3 (docs/design.md §7): the history of lock operations is linearizable with respect to the
 //! sequential lease-lock spec ([`crate::linear::models::lock`]), judged per key; and the
 //! resource's history is linearizable as one register per key (each write a swap).
 //!

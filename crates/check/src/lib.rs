@@ -3,7 +3,7 @@
 //! The oracles. Each checker is a pure function of a [`History`]: no simulator, no clocks, so
 //! the same code judges simulated runs and histories recorded elsewhere.
 //!
-//! - [`holds`] derives each client's hold intervals in true time (DESIGN §6);
+//! - [`holds`] derives each client's hold intervals in true time (docs/design.md §6);
 //! - [`mutex`] checks S1, mutual exclusion (no two holders' intervals overlap on a key);
 //! - [`stale`] checks S2, resource safety (no write of an older grant accepted after a write
 //!   of a newer one, grants ordered by when the service decided them; accepted fencing tokens

@@ -1,4 +1,4 @@
-//! L1–L3, the liveness oracles (DESIGN §7), pure functions of a history like S1–S4.
+//! L1–L3, the liveness oracles (docs/design.md §7), pure functions of a history like S1–S4.
 //!
 //! - **L1** after a holder crashes, or stops acting for longer than the bound (a process pause,
 //!   or its work stalled while its renewal goes on), a client that is waiting for the lock gets

@@ -1,4 +1,4 @@
-//! S1, mutual exclusion in true time (DESIGN §7): for one key, no two hold intervals of
+//! S1, mutual exclusion in true time (docs/design.md §7): for one key, no two hold intervals of
 //! different holders (clients, or distinct lock handles of one client) overlap.
 
 use locksim_core::time::fmt_nanos;

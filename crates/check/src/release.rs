@@ -1,4 +1,4 @@
-//! S4, own-incarnation release (DESIGN §7): a release, including a retried or duplicated one,
+//! S4, own-incarnation release (docs/design.md §7): a release, including a retried or duplicated one,
 //! never frees a lock that a later grant holds.
 //!
 //! The evidence is service-side: an algorithm whose fencing tokens identify grants records a

@@ -1,4 +1,4 @@
-//! S2, resource safety (DESIGN §7): the resource never accepts a write from a holder after it
+//! S2, resource safety (docs/design.md §7): the resource never accepts a write from a holder after it
 //! accepted a write from a later grant of the same key; with fencing tokens, the accepted tokens
 //! of a key never decrease.
 //!

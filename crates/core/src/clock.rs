@@ -1,4 +1,4 @@
-//! Per-node clocks (DESIGN §3), after TigerBeetle's `testing/time.zig`: each node's clocks are
+//! Per-node clocks (docs/design.md §3), after TigerBeetle's `testing/time.zig`: each node's clocks are
 //! a deterministic function of true time `t`,
 //!
 //! ```text

@@ -684,7 +684,7 @@ impl TimedFault {
     }
 }
 
-/// An explicit, time-ordered list of faults (DESIGN §4). Removing or shortening one fault
+/// An explicit, time-ordered list of faults (docs/design.md §4). Removing or shortening one fault
 /// leaves the others as they were, which is what the shrinker relies on.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
@@ -737,7 +737,7 @@ impl FaultPlan {
     }
 }
 
-/// Families of faults a campaign draws plans from (DESIGN §4). `Mixed` draws from all.
+/// Families of faults a campaign draws plans from (docs/design.md §4). `Mixed` draws from all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FaultKind {

@@ -1,4 +1,4 @@
-//! The recorded history of a run (DESIGN §6), in Jepsen's vocabulary.
+//! The recorded history of a run (docs/design.md §6), in Jepsen's vocabulary.
 //!
 //! Client operations (`acquire`, `release`, `extend`, `write`) are an `invoke` followed by a
 //! completion that is `ok`, `fail` (definitely did not happen) or `info` (unknown: a timeout or

@@ -101,7 +101,7 @@ impl Cluster {
     }
 }
 
-/// What the clients do (DESIGN §5). Every duration is in nanoseconds of the client's own
+/// What the clients do (docs/design.md §5). Every duration is in nanoseconds of the client's own
 /// monotonic clock unless said otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -2,7 +2,7 @@
 //!
 //! All durations and instants in locksim are integers of nanoseconds. *True time* is the
 //! simulator's global clock (nanoseconds since the run started); only the recorder and the
-//! checkers see it. Protocol code sees its node's local clocks (see DESIGN §3).
+//! checkers see it. Protocol code sees its node's local clocks (see docs/design.md §3).
 
 /// Nanoseconds: a true-time instant (since the start of the run) or a duration.
 pub type Nanos = u64;

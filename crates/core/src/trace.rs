@@ -1,4 +1,4 @@
-//! Traces (DESIGN §8): one JSON file that re-runs a scenario and says what it must show.
+//! Traces (docs/design.md §8): one JSON file that re-runs a scenario and says what it must show.
 //!
 //! ```json
 //! {"format":"locksim-trace","version":1,"locksim":"0.1.0",

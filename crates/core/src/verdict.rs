@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::time::Nanos;
 
-/// The safety (S1–S4) and liveness (L1–L3) properties of DESIGN §7.
+/// The safety (S1–S4) and liveness (L1–L3) properties of docs/design.md §7.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Property {
     /// Mutual exclusion in true time: no two holders' hold intervals overlap on one key.

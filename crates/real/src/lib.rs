@@ -23,7 +23,7 @@
 //! - true time is the host's `CLOCK_MONOTONIC` from the run's start ([`node`]); the logs of
 //!   all processes merge into one history ([`merge`]).
 //!
-//! No madsim: this crate depends on `locksim-core` only (DESIGN §2), and with `etcd` on the
+//! No madsim: this crate depends on `locksim-core` only (docs/design.md §2), and with `etcd` on the
 //! `etcd-client` crate (tokio, tonic). A real run cannot be
 //! replayed, only re-run: the traces it writes say so.
 

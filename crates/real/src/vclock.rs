@@ -1,6 +1,6 @@
 //! Virtual client clocks. A client's clocks in a real run are derived from true time (the
 //! host's `CLOCK_MONOTONIC` since the run's start) with the simulator's own clock model (`locksim_core::clock`)
-//! (DESIGN §3): `mono(t) = ∫ rate`, `wall(t) = offset + mono(t) + Σ steps so far`, with the
+//! (docs/design.md §3): `mono(t) = ∫ rate`, `wall(t) = offset + mono(t) + Σ steps so far`, with the
 //! initial offset and drift of the client's settings and the `clock_step` / `clock_drift`
 //! faults of the plan. The plan is known before the run, so the whole clock is built up front:
 //! the client reads it, and the harness maps each validity deadline back to true time with it.

@@ -1,5 +1,5 @@
 //! A simulated disk per node: writes are buffered until `fsync`; a crash loses what was not
-//! fsynced; what was fsynced survives restarts (DESIGN §4, after TigerBeetle's `storage.zig`).
+//! fsynced; what was fsynced survives restarts (docs/design.md §4, after TigerBeetle's `storage.zig`).
 
 use std::collections::BTreeMap;
 

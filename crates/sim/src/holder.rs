@@ -1,4 +1,4 @@
-//! What a client does while it holds a lock (DESIGN §5), shared by every algorithm:
+//! What a client does while it holds a lock (docs/design.md §5), shared by every algorithm:
 //!
 //! - **the work**: before each write it checks its remaining validity (a careful client) and
 //!   gives the lock up when the planned work would outlast it; the local work is an `.await`

@@ -1,4 +1,4 @@
-//! The client workload (DESIGN §5): each client loops
+//! The client workload (docs/design.md §5): each client loops
 //! acquire → (hold: check validity → local work → write the resource → …) → release,
 //! with its own settings ([`locksim_core::Workload::client`]). A client whose acquire failed
 //! retries the same lock after a random delay, as a waiter does. What happens while it holds

@@ -1,4 +1,4 @@
-//! A lease lock in true time (DESIGN §7, S3): an acquire succeeds only if the lock is free or
+//! A lease lock in true time (docs/design.md §7, S3): an acquire succeeds only if the lock is free or
 //! the holder's lease has expired in true time, up to the declared clock-uncertainty bound `ε`;
 //! a release or renewal succeeds only for the current holder's incarnation (its lock handle)
 //! while its lease has not surely expired. With a lease of `ttl` granted at `a`, another acquire
