@@ -25,6 +25,12 @@ use crate::progress::Progress;
 use crate::report::metric_pairs;
 use crate::{out, plural, MemoryArgs};
 
+mod legend;
+mod seeds;
+
+use legend::legend;
+use seeds::{SeedFlags, MAX_SEEDS};
+
 #[derive(Args)]
 pub struct CampaignArgs {
     /// Campaign files (TOML) or folders of them, e.g. `sims/`; without any, the matrix below.
@@ -46,12 +52,14 @@ pub struct CampaignArgs {
     /// [default: none,partition,pause,clock-jump,clock-drift,crash-restart,leader-change,mixed].
     #[arg(long, value_name = "KIND[,KIND]")]
     faults: Option<String>,
-    /// Seeds per cell [default: 300].
-    #[arg(long, value_name = "N")]
-    seeds: Option<u64>,
+    /// Seeds per cell [default: 300]. With campaign files, overrides each file's own `seeds`
+    /// (the output says so; expectations are still judged).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    seeds: Option<String>,
     /// First seed of the range (seeds are first-seed .. first-seed + seeds) [default: 0].
-    #[arg(long, value_name = "N")]
-    first_seed: Option<u64>,
+    /// With campaign files, overrides each file's own `first_seed`.
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    first_seed: Option<String>,
     /// Worker threads [default: every core].
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
@@ -83,6 +91,9 @@ pub struct CampaignArgs {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     json: bool,
+    /// Leave out the legend (what the columns mean) after the tables, and the progress lines.
+    #[arg(long, short = 'q')]
+    quiet: bool,
     /// Also show these properties' columns: `liveness` (L1–L3; shown anyway when a seed
     /// violates one or leaves one undecided, and for campaign files that name an L property).
     /// They are always checked and always in --json.
@@ -286,9 +297,6 @@ pub struct MergeArgs {
     #[command(flatten)]
     fail_on: FailOn,
 }
-
-/// The most seeds per cell one invocation runs; bigger campaigns are sharded.
-const MAX_SEEDS: u64 = 1_000_000;
 
 fn jobs(a: &CampaignArgs) -> Result<usize, String> {
     jobs_of(a.jobs)
@@ -540,10 +548,17 @@ pub(crate) fn json_problem(e: &serde_json::Error) -> String {
 
 /// Runs the seeds of `job` not yet recorded, streaming each record to `out` and folding it
 /// into the job's summary; returns the seeds run now.
-fn run(job: &mut Job, shard: Shard, out: Option<&Out>) -> Result<u64, String> {
+fn run(job: &mut Job, shard: Shard, out: Option<&Out>, shown: Shown) -> Result<u64, String> {
     let spec = job.spec;
     let total = (spec.setups.len() * spec.kinds.len()) as u64 * shard.seeds_of(spec.seeds);
-    let progress = Progress::new("seeds", total.saturating_sub(job.done.len() as u64));
+    let total = total.saturating_sub(job.done.len() as u64);
+    let progress = match shown {
+        Shown::Quiet => Progress::hidden("seeds", total),
+        Shown::Matrix => Progress::new("seeds", total),
+        Shown::File { index, of } => {
+            Progress::for_file(&format!("[{index}/{of}] {}", job.label), "seeds", total)
+        }
+    };
     let summary = Mutex::new(std::mem::take(&mut job.summary));
     let ran = std::sync::atomic::AtomicU64::new(0);
     let done = &job.done;
@@ -578,6 +593,18 @@ fn run(job: &mut Job, shard: Shard, out: Option<&Out>) -> Result<u64, String> {
     result.map(|()| ran.into_inner())
 }
 
+/// How a campaign's progress shows: as the matrix's, as one file of several, or not at all.
+#[derive(Clone, Copy)]
+enum Shown {
+    Quiet,
+    Matrix,
+    /// File `index` (from 1) of `of`.
+    File {
+        index: usize,
+        of: usize,
+    },
+}
+
 /// Refuses a campaign whose runs would not fit in the memory budget.
 pub(crate) fn check_memory(
     spec: &CampaignSpec,
@@ -598,15 +625,7 @@ pub(crate) fn check_memory(
 }
 
 pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
-    let (seeds, first_seed) = (a.seeds.unwrap_or(300), a.first_seed.unwrap_or(0));
-    if seeds == 0 || seeds > MAX_SEEDS {
-        return Err(format!(
-            "--seeds must be from 1 to {MAX_SEEDS} (split bigger campaigns with --shard)"
-        ));
-    }
-    if first_seed.checked_add(seeds).is_none() {
-        return Err("--first-seed + --seeds does not fit in 64 bits".into());
-    }
+    let flags = SeedFlags::parse(a.seeds.as_deref(), a.first_seed.as_deref())?;
     let jobs = jobs(&a)?;
     let fail_on = a.fail_on.properties()?;
     let shard = Shard::resolve(a.shard.as_deref(), a.shards, &|k| std::env::var(k).ok())?
@@ -616,7 +635,11 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         return Err("--report needs the whole campaign, not one shard".into());
     }
     if !a.paths.is_empty() {
-        return files(&a, jobs, shard, started);
+        return files(&a, flags, jobs, shard, started);
+    }
+    let (seeds, first_seed) = (flags.seeds.unwrap_or(300), flags.first_seed.unwrap_or(0));
+    if first_seed.checked_add(seeds).is_none() {
+        return Err("--first-seed + --seeds does not fit in 64 bits".into());
     }
     let algos: Vec<String> = if a.all_algorithms {
         locksim_algos::algorithms()
@@ -675,7 +698,8 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
     let out_file = open_out(&a, &mut job, shard)?;
     let [mut job] = job;
     let resumed = job.done.len() as u64;
-    let ran = run(&mut job, shard, out_file.as_ref())?;
+    let shown = if a.quiet { Shown::Quiet } else { Shown::Matrix };
+    let ran = run(&mut job, shard, out_file.as_ref(), shown)?;
     let cells = job.summary.cells();
     if let Some(path) = &a.report {
         let sets: String = a.set.iter().map(|s| format!(" --set {s}")).collect();
@@ -734,8 +758,11 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         };
         out(&crate::markdown::table(&cells, describe, &command));
     } else {
-        let liveness = a.check == Some(Check::Liveness);
-        out(&table(&cells, liveness));
+        let liveness = shows_liveness(&cells, a.check == Some(Check::Liveness));
+        out(&table_body(&cells, liveness));
+        if !a.quiet {
+            out(&legend(liveness));
+        }
         let secs = started.elapsed().as_secs_f64();
         let mut tail = format!(
             "\n{} in {secs:.1}s on {} ({:.0} seeds/s){}{}.\n",
@@ -816,6 +843,7 @@ fn write_report(
 
 fn files(
     a: &CampaignArgs,
+    flags: SeedFlags,
     jobs: usize,
     shard: Shard,
     started: Instant,
@@ -829,15 +857,15 @@ fn files(
                 .into(),
         );
     }
-    if a.seeds.is_some() || a.first_seed.is_some() {
-        return Err(
-            "--seeds and --first-seed describe the matrix; campaign files carry their own".into(),
-        );
-    }
-    let files = CampaignFile::collect(&a.paths)?;
+    let mut files = CampaignFile::collect(&a.paths)?;
     if files.is_empty() {
         let names: Vec<String> = a.paths.iter().map(|p| p.display().to_string()).collect();
         return Err(format!("no *.toml campaign files in {}", names.join(", ")));
+    }
+    // Each file's own (first_seed, seeds), for a verdict under `--seeds`/`--first-seed`.
+    let own: Vec<(u64, u64)> = files.iter().map(|f| (f.first_seed, f.seeds)).collect();
+    for f in &mut files {
+        flags.apply(f)?;
     }
     let mut specs = Vec::new();
     for f in &files {
@@ -860,11 +888,31 @@ fn files(
         .collect();
     let out_file = open_out(a, &mut campaign_jobs, shard)?;
     let fail_on = a.fail_on.properties()?;
+    // Text goes out as each file finishes; the legend once, after the last.
+    let text = !a.json;
+    if flags.given() {
+        let note = flags.note();
+        if text {
+            out(&format!("{note}\n\n"));
+        } else {
+            eprintln!("{note}");
+        }
+    }
     let mut every_cell = Vec::new();
-    let (mut report, mut json, mut failed, mut total) = (String::new(), Vec::new(), 0, 0u64);
+    let (mut json, mut failed, mut total) = (Vec::new(), 0, 0u64);
+    let mut any_liveness = false;
     let mut sections = Vec::new();
-    for (f, mut job) in files.iter().zip(campaign_jobs) {
-        run(&mut job, shard, out_file.as_ref())?;
+    let count = files.len();
+    for (i, (f, mut job)) in files.iter().zip(campaign_jobs).enumerate() {
+        let shown = if a.quiet {
+            Shown::Quiet
+        } else {
+            Shown::File {
+                index: i + 1,
+                of: count,
+            }
+        };
+        run(&mut job, shard, out_file.as_ref(), shown)?;
         let cells = job.summary.cells();
         every_cell.extend(cells.iter().cloned());
         total += cells.iter().map(|c| c.seeds).sum::<u64>();
@@ -880,9 +928,13 @@ fn files(
             "PASS".to_string()
         } else {
             failed += 1;
-            format!("FAIL: {}", problems.join("; "))
+            format!(
+                "FAIL: {}{}",
+                problems.join("; "),
+                seeds::overridden(f, own[i])
+            )
         };
-        report += &format!("== {} ({}): {verdict}\n", f.name, f.path.display());
+        let heading = format!("== {} ({}): {verdict}\n", f.name, f.path.display());
         if a.report.is_some() {
             sections.push(crate::report::Section {
                 heading: Some(format!("{} ({}): {verdict}", f.name, f.path.display())),
@@ -891,9 +943,14 @@ fn files(
                 cells: cells.clone(),
             });
         }
-        let liveness = f.asks_liveness() || a.check == Some(Check::Liveness);
-        report += &table(&cells, liveness);
-        report += "\n";
+        let liveness = shows_liveness(
+            &cells,
+            f.asks_liveness() || a.check == Some(Check::Liveness),
+        );
+        any_liveness |= liveness;
+        if text {
+            out(&format!("{heading}{}\n", table_body(&cells, liveness)));
+        }
         json.push(FileResult {
             name: f.name.clone(),
             file: f.path.display().to_string(),
@@ -907,19 +964,27 @@ fn files(
     }
     if let Some(path) = &a.report {
         let names: Vec<String> = a.paths.iter().map(|p| p.display().to_string()).collect();
-        let notes = vec![
-            format!(
-                "{}, {failed} failed their expectation.",
-                plural(files.len() as u64, "campaign file")
-            ),
-            format!("Made by: {} campaign {}", crate::program(), names.join(" ")),
-        ];
+        let mut notes = vec![format!(
+            "{}, {failed} failed their expectation.",
+            plural(files.len() as u64, "campaign file")
+        )];
+        if flags.given() {
+            notes.push(format!("{}.", flags.note()));
+        }
+        notes.push(format!(
+            "Made by: {} campaign {}{}",
+            crate::program(),
+            names.join(" "),
+            flags.flags()
+        ));
         write_report(path, &sections, jobs, notes, a.force)?;
     }
     if a.json {
         out(&format!("{}\n", to_json(&Campaigns { campaigns: &json })));
     } else {
-        out(&report);
+        if !a.quiet {
+            out(legend(any_liveness).trim_start_matches('\n'));
+        }
         eprintln!(
             "{}, {} in {:.1}s; {}",
             plural(files.len() as u64, "campaign file"),
@@ -1301,6 +1366,9 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
     let mut json = Vec::new();
     let mut sweeps: Vec<(String, crate::sweep::MergedSweep)> = Vec::new();
     let mut text = String::new();
+    // The legend goes once after the tables, as `campaign` prints it: `None` without tables,
+    // else whether one of them showed L1–L3.
+    let mut legend_liveness: Option<bool> = None;
     let (mut failed, mut unjudged) = (0, 0);
     let mut sections = Vec::new();
     for campaign in &order {
@@ -1407,7 +1475,9 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
             text += &format!("== {heading}{verdict}\n");
         }
         let asks = file.as_ref().is_some_and(|f| f.asks_liveness());
-        text += &table(&cells, asks);
+        let liveness = shows_liveness(&cells, asks);
+        legend_liveness = Some(legend_liveness.unwrap_or(false) || liveness);
+        text += &table_body(&cells, liveness);
         if !campaign.is_empty() {
             text += "\n";
         }
@@ -1543,6 +1613,15 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         };
         out(&format!("{v}\n"));
     } else {
+        if let Some(liveness) = legend_liveness {
+            let l = legend(liveness);
+            // After a file's table and its blank line, no second blank line.
+            text += if text.ends_with("\n\n") {
+                l.trim_start_matches('\n')
+            } else {
+                &l
+            };
+        }
         out(&text);
     }
     let code = match (failed, unjudged) {
@@ -1629,11 +1708,11 @@ fn to_json(v: &impl serde::Serialize) -> String {
     serde_json::to_string(v).expect("summaries serialize")
 }
 
-/// The matrix as text: S1–S4, and L1–L3 when asked (`liveness`) or violated (see
-/// [`shows_liveness`]), as columns. A cell whose plans held faults of which none took effect
-/// shows `n/a` for the properties no seed violated (it tested the fault-free case only).
-fn table(cells: &[CellSummary], liveness: bool) -> String {
-    let liveness = shows_liveness(cells, liveness);
+/// The matrix as text, without the [`legend`] (printed once after all tables): S1–S4, and L1–L3 when `liveness` (see
+/// [`shows_liveness`]), as columns, then the lock metrics. A cell whose plans held faults of
+/// which none took effect shows `n/a` for the properties no seed violated (it tested the
+/// fault-free case only).
+fn table_body(cells: &[CellSummary], liveness: bool) -> String {
     let cols: Vec<Property> = Property::ALL
         .into_iter()
         .filter(|p| liveness || !p.is_liveness())
@@ -1720,39 +1799,6 @@ fn table(cells: &[CellSummary], liveness: bool) -> String {
         t += &format!(" {:>8}  {}\n", c.grants, first);
     }
     t += &metrics_table(cells);
-    t += "\nEach column counts seeds (runs) that violate the property:\n";
-    t += "S1 = a double grant: two clients held the lock at the same true time\n";
-    t += "S2 = a stale write: the resource accepted a write from a grant after accepting one from a\n";
-    t += "     grant the lock service made later\n";
-    t +=
-        "S3 = linearizability: the lock service's answers fit no correct lease lock (the service\n";
-    t += "     itself misbehaved), or the resource's writes fit no register (a write took effect twice)\n";
-    t +=
-        "S4 = a release freed another grant's lock (a retried unlock deleting the next holder's)\n";
-    if liveness {
-        t += "L1 = a holder stopped (crashed, or stopped acting for good) and no waiting client got the\n";
-        t += "     lock within ttl + lock delay + slack\n";
-        t += "L2 = a healthy holder that renews lost its lock through an outage shorter than\n";
-        t += "     ttl - renew_every (less the retry slack)\n";
-        t += "L3 = a lock stayed taken longer than ttl + slack while no live client believed it held it\n";
-    }
-    t += "UNDECIDED = a check ran out of its budget on those seeds: they count as neither safe nor violated\n";
-    t += "n/a = not judged: the property is not checked for this algorithm (L1 for a lock that never\n";
-    t += "     expires), or the cell's faults never took effect (e.g. leader-change where no server\n";
-    t += "     leads): it ran fault-free, so it is no evidence of surviving them. `none` is the control\n";
-    t += "     group: no faults are meant, and its cells are judged as they are\n";
-    t += "grants = successful acquires over all seeds (a cell with none would prove nothing;\n";
-    t += "     `starved`: for more than half of the time clients waited for the lock, nobody held it)\n";
-    t += "lock metrics (true time, over all seeds of the cell; percentiles within 1.6%): acquire =\n";
-    t += "     latency of a granted acquire; wait = from a round's first attempt to its grant; hold =\n";
-    t += "     length of a hold; failed/unknown = acquires answered fail / with no definite answer\n";
-    t += "     (a timeout, a reset, or none by the end); expired = leases\n";
-    t +=
-        "     that ran out while the holder still acted on them; msgs = messages sent (dropped);\n";
-    t += "     acq/s = acquire attempts per second of the whole run (the busiest 100 ms, per\n";
-    t +=
-        "     second); fair = Jain's index of a run's grants per client, the mean over the seeds\n";
-    t += "     (1: even; 1/clients: one client got them all)\n";
     t
 }
 

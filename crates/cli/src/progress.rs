@@ -1,6 +1,10 @@
 //! Progress of long work (campaigns, shrinking) on stderr: an indicatif bar on a terminal;
 //! elsewhere (CI logs, pipes) plain lines — one each time another 10% is done, and one at
 //! least every 5 seconds — whose content is deterministic apart from the times.
+//!
+//! A campaign over several files names the file on its bar or line
+//! ([`Progress::for_file`]); off a terminal it prints at most one line every 5 seconds (the
+//! files' result lines on stdout say when each ends), so 80 short files are not 800 lines.
 
 use std::io::IsTerminal;
 use std::sync::Mutex;
@@ -21,6 +25,10 @@ struct Plain {
 /// A progress report for `total` units of work.
 pub struct Progress {
     what: String,
+    /// The file being run (`[3/80] sims/a.toml`), for a campaign over files.
+    name: Option<String>,
+    /// Plain lines only when [`EVERY`] passed since the last (not at each tenth).
+    throttled: bool,
     total: u64,
     started: Instant,
     bar: Option<ProgressBar>,
@@ -32,6 +40,36 @@ impl Progress {
     /// plain lines otherwise.
     pub fn new(what: &str, total: u64) -> Progress {
         Self::with_terminal(what, total, std::io::stderr().is_terminal())
+    }
+
+    /// Progress of `total` units of one file of several (`name`, e.g. `[3/80] sims/a.toml`):
+    /// a bar headed by the name on a terminal; otherwise a plain line naming it at most every
+    /// [`EVERY`] (none for a file that takes less).
+    pub fn for_file(name: &str, what: &str, total: u64) -> Progress {
+        Self::file_on(name, what, total, std::io::stderr().is_terminal())
+    }
+
+    fn file_on(name: &str, what: &str, total: u64, terminal: bool) -> Progress {
+        let mut p = Self::with_terminal(what, total, terminal);
+        p.name = Some(name.to_string());
+        p.throttled = true;
+        if let Some(bar) = &p.bar {
+            bar.set_style(
+                ProgressStyle::with_template(&format!(
+                    "{{prefix}} {{bar:20}} {{pos}}/{{len}} {what}, eta {{eta}} {{msg}}"
+                ))
+                .expect("valid template"),
+            );
+            bar.set_prefix(name.to_string());
+        }
+        p
+    }
+
+    /// No progress at all (`--quiet`): every report is dropped.
+    pub fn hidden(what: &str, total: u64) -> Progress {
+        let mut p = Self::with_terminal(what, total, false);
+        p.bar = Some(ProgressBar::hidden());
+        p
     }
 
     fn with_terminal(what: &str, total: u64, terminal: bool) -> Progress {
@@ -48,6 +86,8 @@ impl Progress {
         let now = Instant::now();
         Progress {
             what: what.to_string(),
+            name: None,
+            throttled: false,
             total,
             started: now,
             bar,
@@ -90,21 +130,26 @@ impl Progress {
     fn plain_line(&self, done: u64, now: Instant) -> Option<String> {
         let mut p = self.plain.lock().expect("no panic while holding it");
         let tenth = (done * 10).checked_div(self.total).unwrap_or(10).min(10);
-        let due = tenth > p.tenth || now.duration_since(p.last) >= EVERY;
+        let quiet_while = now.duration_since(p.last) >= EVERY;
+        let due = quiet_while || (tenth > p.tenth && !self.throttled);
         if !due {
             return None;
         }
         // A line for a tenth names the tenth's own count, not whichever count a worker thread
         // reported first, so these lines read the same in every run but for the times.
-        let shown = if tenth > p.tenth {
+        let shown = if tenth > p.tenth && !self.throttled {
             self.total * tenth / 10
         } else {
             done
         };
         p.tenth = p.tenth.max(tenth);
         p.last = now;
+        let name = self
+            .name
+            .as_ref()
+            .map_or(String::new(), |n| format!("{n}: "));
         Some(format!(
-            "  {shown}/{} {} ({}%), {:.1}s",
+            "  {name}{shown}/{} {} ({}%), {:.1}s",
             self.total,
             self.what,
             (shown * 100).checked_div(self.total).unwrap_or(100),
@@ -146,6 +191,26 @@ mod tests {
             .plain_line(100, later)
             .expect("a line after a quiet while");
         assert!(line.starts_with("  100/100 seeds (100%), 5.0s"), "{line}");
+    }
+
+    #[test]
+    fn a_files_plain_lines_name_it_and_come_at_most_every_five_seconds() {
+        let p = Progress::file_on("[2/3] sims/a.toml", "seeds", 100, false);
+        let t0 = p.started;
+        assert!(
+            (1..=100).all(|d| p.plain_line(d, t0).is_none()),
+            "no line per tenth"
+        );
+        let soon = t0 + EVERY - Duration::from_millis(1);
+        assert!(p.plain_line(40, soon).is_none(), "not before 5 s");
+        let later = t0 + EVERY;
+        let line = p.plain_line(40, later).expect("a line after 5 s");
+        assert!(
+            line.starts_with("  [2/3] sims/a.toml: 40/100 seeds (40%), 5.0s"),
+            "{line}"
+        );
+        assert!(p.plain_line(90, later + Duration::from_secs(4)).is_none());
+        assert!(p.plain_line(90, later + EVERY).is_some());
     }
 
     #[test]
