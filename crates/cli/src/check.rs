@@ -353,13 +353,13 @@ pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
 /// over 3.
 fn exit_code(bad_input: bool, failing: bool, unknown: bool) -> u8 {
     if bad_input {
-        2
+        crate::exit::BAD_INPUT
     } else if failing {
-        1
+        crate::exit::VIOLATION
     } else if unknown {
-        3
+        crate::exit::UNDECIDED
     } else {
-        0
+        crate::exit::CLEAN
     }
 }
 

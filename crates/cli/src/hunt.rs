@@ -313,9 +313,9 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
     }
     Ok(ExitCode::from(
         match (&out.found, idle, faultless || writeless) {
-            (Some(_), _, _) => 1,
-            (None, 0, false) => 0,
-            (None, _, _) => 3,
+            (Some(_), _, _) => crate::exit::VIOLATION,
+            (None, 0, false) => crate::exit::CLEAN,
+            (None, _, _) => crate::exit::UNDECIDED,
         },
     ))
 }

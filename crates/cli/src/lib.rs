@@ -16,7 +16,9 @@
 
 mod campaign;
 mod check;
+mod exit;
 mod hunt;
+mod list;
 mod markdown;
 mod progress;
 mod real;
@@ -37,30 +39,18 @@ pub use locksim_algos::Registration;
 
 const ABOUT: &str = "Deterministic simulation of distributed lock algorithms under faults.";
 
-const LONG_ABOUT: &str = "\
+/// `--help`'s text before the properties.
+const LONG_ABOUT_HEAD: &str = "\
 Deterministic simulation of distributed lock algorithms under faults.
 
 locksim runs a lock algorithm (a single server, Redlock, ...) inside a simulated cluster where \
 clients take the lock, do some work and write to a protected resource, while a nemesis \
 partitions the network, pauses processes, steps and skews clocks and crashes servers. \
 Every run is fixed by its seed: the same seed gives the same run, event for event.
+";
 
-Four safety properties are checked on every run:
-  S1  mutual exclusion: no two clients hold the same lock at the same true time
-  S2  resource safety: the resource never accepts a write from a grant after a write from
-      a grant the lock service made later (what fencing tokens are for)
-  S3  linearizability: the lock operations the clients saw are those of a correct lease
-      lock, up to the declared clock uncertainty (S1 without S3 means the service behaved
-      and a client acted late; S3 means the service itself granted too early), and the
-      resource's writes are those of a register (each write swaps in a value)
-  S4  own-incarnation release: a release (a retried one included) never frees a lock that
-      a later grant holds
-and three liveness properties:
-  L1  after a holder crashes or stops for good, a waiting client gets the lock within
-      ttl + lock delay + slack
-  L2  a healthy holder that renews keeps its lock through outages shorter than
-      ttl - renew_every (less the retry slack)
-  L3  no lock stays taken longer than ttl + slack while no live client believes it holds it
+/// `--help`'s text between the properties and the exit codes.
+const LONG_ABOUT_MIDDLE: &str = "\
 (campaign tables show L1-L3 whenever a seed violates one, when a campaign file names one,
 or with --check liveness).
 
@@ -71,24 +61,76 @@ Scenarios can be written as TOML: campaign files with seeded fault kinds and/or 
 A run's verdict is SAFE, VIOLATED (with witnesses), UNDECIDED (a check ran out of its budget)
 or NOTHING EXERCISED (no client was granted the lock); only SAFE is a pass.
 
-Exit codes, the same for every command:
-  0  judged and clean: safe, linearizable, every expectation met, a replay identical, the
-     page or file written
-  1  a violation or a failed expectation: a property violated, a history not linearizable
-     (check), a campaign file's expect/forbid unmet, a frontier boundary moved, a replay or
-     re-drawn trace that differs, a --fail-on property violated or a seed that failed to run
-     (run included)
-  2  bad input: a file, flag or setting that cannot be used (one line names it); shrink of a
-     run that violates nothing or failed to run; merge of records without faults_applied
-  3  undecided or nothing exercised: a check out of its budget (UNDECIDED, check's unknown),
-     a history of 0 operations (check), a run in which no client got the lock, a --fail-on
-     cell without grants, whose faults never took effect (n/a), or that does not judge a
-     listed property, a shard without seeds, a merge --partial that leaves an expectation
-     unjudged
+";
+
+/// `--help`'s text after the exit codes.
+const LONG_ABOUT_TAIL: &str = "\
 The matrix (campaign without files) and sweep without frontier files are exploratory: they
 exit 0 whatever they find, unless --fail-on S1,S2,... (campaign, merge) names the properties
-that fail them, for CI. One shard of campaign files exits 0 (judged at merge). real adds 4 (the
-real run failed) and 130 (interrupted).";
+that fail them, for CI. One shard of campaign files exits 0 (judged at merge).";
+
+/// `--help`'s text: the properties from [`list::PROPERTY_MEANINGS`] and the exit codes from
+/// [`exit::TABLE`], the tables `locksim list --markdown` prints too.
+fn long_about() -> String {
+    let mut t = String::from(LONG_ABOUT_HEAD);
+    t += "\nFour safety properties are checked on every run:\n";
+    for (p, m) in list::PROPERTY_MEANINGS
+        .iter()
+        .filter(|p| !p.0.is_liveness())
+    {
+        t += &wrap(&format!("  {p}  "), "      ", m);
+    }
+    t += "and three liveness properties:\n";
+    for (p, m) in list::PROPERTY_MEANINGS.iter().filter(|p| p.0.is_liveness()) {
+        t += &wrap(&format!("  {p}  "), "      ", m);
+    }
+    t += LONG_ABOUT_MIDDLE;
+    t += "Exit codes, the same for every command:\n";
+    for c in exit::TABLE {
+        t += &wrap(&format!("  {}  ", c.code), "     ", c.meaning);
+    }
+    t + LONG_ABOUT_TAIL
+}
+
+/// `text` filled into lines of at most [`HELP_WIDTH`] characters, the first after `first`,
+/// the others after `rest`; a word longer than a line has one to itself, and a `+` or `-`
+/// between blanks stays with the words either side (`ttl + lock delay` breaks only before
+/// `ttl` or after `lock`).
+fn wrap(first: &str, rest: &str, text: &str) -> String {
+    let mut units: Vec<String> = Vec::new();
+    let mut glue = false;
+    for word in text.split_whitespace() {
+        let operator = word == "+" || word == "-";
+        match units.last_mut() {
+            Some(last) if glue || operator => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => units.push(word.to_string()),
+        }
+        glue = operator;
+    }
+    let mut out = String::new();
+    let mut line = first.to_string();
+    let mut empty = true;
+    for unit in units {
+        if !empty && line.chars().count() + 1 + unit.chars().count() > HELP_WIDTH {
+            out += &line;
+            out += "\n";
+            line = rest.to_string();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line += &unit;
+        empty = false;
+    }
+    out + &line + "\n"
+}
+
+/// The widest line [`wrap`] makes.
+const HELP_WIDTH: usize = 92;
 
 const AFTER_HELP: &str = "\
 Examples:
@@ -134,21 +176,10 @@ Examples:
   locksim render trace.json --no-rerun -o trace.html   only the embedded events";
 
 #[derive(Parser)]
-#[command(name = "locksim", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
+#[command(name = "locksim", version, about = ABOUT, after_help = AFTER_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
-}
-
-#[derive(clap::Args)]
-struct ListArgs {
-    /// Print one JSON object: `{"algorithms":[{"name","what","settings":[{"key","help",
-    /// "default"}]}],"workload":[{"key","help"}],"fault_shape":[{"key","help"}],
-    /// "client":[{"key","help"}],"faults":[…],
-    /// "fault_types":[{"type","fields":[…],"help"}],"properties":[…],
-    /// "clients":[{"name","library","package","version","language","algorithm":[…]}]}`.
-    #[arg(long)]
-    json: bool,
 }
 
 #[derive(Subcommand)]
@@ -183,7 +214,7 @@ enum Command {
     #[command(name = "export-tla", long_about = tla::EXPORT_LONG_ABOUT, after_help = tla::EXPORT_AFTER_HELP_TEXT)]
     ExportTla(tla::ExportArgs),
     /// List the algorithms with their settings, the workload settings and the fault kinds.
-    List(ListArgs),
+    List(list::ListArgs),
     /// Run a scenario file against real servers on loopback (Redis, Sentinel, etcd, PostgreSQL, PgBouncer, ZooKeeper), with real faults.
     #[command(after_help = real::REAL_HELP)]
     Real(real::RealArgs),
@@ -218,10 +249,13 @@ pub fn main_with(algorithms: Vec<Registration>) -> ExitCode {
     if !algorithms.is_empty() {
         if let Err(e) = locksim_algos::register(algorithms) {
             error_line(&e);
-            return ExitCode::from(2);
+            return ExitCode::from(exit::BAD_INPUT);
         }
     }
-    let matches = Cli::command().bin_name(program()).get_matches();
+    let matches = Cli::command()
+        .bin_name(program())
+        .long_about(long_about())
+        .get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Run(a) => run::main(a),
@@ -236,185 +270,15 @@ pub fn main_with(algorithms: Vec<Registration>) -> ExitCode {
         Command::ExportTla(a) => tla::export_main(a),
         Command::Real(a) => real::main(a),
         Command::RealNode(a) => real::node_main(a),
-        Command::List(a) => {
-            list(a.json);
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::List(a) => list::main(a),
     };
     match result {
         Ok(code) => code,
         Err(msg) => {
             error_line(&msg);
-            ExitCode::from(2)
+            ExitCode::from(exit::BAD_INPUT)
         }
     }
-}
-
-fn list(json: bool) {
-    if json {
-        let algorithms: Vec<serde_json::Value> = locksim_algos::algorithms()
-            .iter()
-            .map(|(name, what)| {
-                let settings: Vec<serde_json::Value> = locksim_algos::knobs(name)
-                    .unwrap_or(&[])
-                    .iter()
-                    .map(
-                        |k| serde_json::json!({"key": k.key, "help": k.help, "default": k.default}),
-                    )
-                    .collect();
-                let client_defaults: Vec<serde_json::Value> = locksim_algos::client_defaults(name)
-                    .iter()
-                    .map(|d| {
-                        serde_json::json!({
-                            "key": d.key,
-                            "fraction_of_ttl": [d.num, d.den],
-                            "source": d.source,
-                        })
-                    })
-                    .collect();
-                serde_json::json!({
-                    "name": name,
-                    "what": what,
-                    "settings": settings,
-                    "client_defaults": client_defaults,
-                })
-            })
-            .collect();
-        let workload: Vec<serde_json::Value> = locksim_explore::setup::WORKLOAD_KNOBS
-            .iter()
-            .map(|(k, help)| serde_json::json!({"key": k, "help": help}))
-            .collect();
-        let fault_shape: Vec<serde_json::Value> = locksim_explore::faultgen::FAULT_KNOBS
-            .iter()
-            .map(|(k, help)| serde_json::json!({"key": k, "help": help}))
-            .collect();
-        let faults: Vec<String> = locksim_core::FaultKind::ALL
-            .iter()
-            .map(|k| k.to_string())
-            .collect();
-        let properties: Vec<String> = locksim_core::Property::ALL
-            .iter()
-            .map(|p| p.to_string())
-            .collect();
-        let clients: Vec<serde_json::Value> = locksim_core::scenario_file::CLIENT_FIELDS
-            .iter()
-            .map(|(k, help)| serde_json::json!({"key": k, "help": help}))
-            .collect();
-        let fault_types: Vec<serde_json::Value> = locksim_core::scenario_file::FAULT_TYPES
-            .iter()
-            .map(|(t, fields, help)| {
-                let fields: Vec<&str> = fields.split(", ").filter(|f| !f.is_empty()).collect();
-                serde_json::json!({"type": t, "fields": fields, "help": help})
-            })
-            .collect();
-        out(&format!(
-            "{}\n",
-            serde_json::json!({
-                "algorithms": algorithms,
-                "workload": workload,
-                "fault_shape": fault_shape,
-                "client": clients,
-                "faults": faults,
-                "fault_types": fault_types,
-                "trigger": {
-                    "fields": locksim_core::scenario_file::TRIGGER_FIELDS.split(", ").collect::<Vec<_>>(),
-                    "events": locksim_core::trigger::TRIGGER_EVENTS,
-                },
-                "properties": properties,
-                "clients": locksim_real::adapter::SHIPPED
-                    .iter()
-                    .map(|a| serde_json::json!({
-                        "name": a.name,
-                        "library": a.library,
-                        "package": a.package,
-                        "version": a.version,
-                        "language": a.language,
-                        "algorithm": a.algorithms,
-                    }))
-                    .collect::<Vec<_>>(),
-            })
-        ));
-        return;
-    }
-    // Names padded to the widest of their list, so that a long one does not shift its help.
-    let w = |names: &mut dyn Iterator<Item = &str>| names.map(str::len).max().unwrap_or(0).max(16);
-    let mut t = String::from("Algorithms (--algo NAME) and their settings (--set key=value):\n");
-    let aw = w(&mut locksim_algos::algorithms().iter().map(|a| a.0));
-    let kw = w(&mut locksim_algos::algorithms()
-        .iter()
-        .flat_map(|a| locksim_algos::knobs(a.0).unwrap_or(&[]))
-        .map(|k| k.key));
-    for (name, what) in locksim_algos::algorithms() {
-        t += &format!("  {name:<aw$} {what}\n");
-        for k in locksim_algos::knobs(name).unwrap_or(&[]) {
-            t += &format!("      {:<kw$} {} (default {})\n", k.key, k.help, k.default);
-        }
-        for d in locksim_algos::client_defaults(name) {
-            let value = if d.num == 0 {
-                "0".to_string()
-            } else {
-                format!("ttl × {}/{}", d.num, d.den)
-            };
-            t += &format!(
-                "      {:<kw$} workload default for {name}: {value}, {}\n",
-                d.key, d.source
-            );
-        }
-    }
-    t +=
-        "\nWorkload settings (--set key=value, any algorithm; durations need a unit: 500ms, 2s):\n";
-    for (k, help) in locksim_explore::setup::WORKLOAD_KNOBS {
-        t += &format!("  {k:<16} {help}\n");
-    }
-    t += "\nFault-shape settings (--set key=value, or --vary in a sweep; unset, they scale with the TTL):\n";
-    for (k, help) in locksim_explore::faultgen::FAULT_KNOBS {
-        t += &format!("  {k:<16} {help}\n");
-    }
-    t += "\nPer-client settings (--set cN.key=value, or a [client.cN] table in a campaign file):\n";
-    for (k, help) in locksim_core::scenario_file::CLIENT_FIELDS {
-        t += &format!("  {k:<16} {help}\n");
-    }
-    t += "\nFault kinds (--faults KIND[,KIND]), drawn from each seed:\n";
-    for k in locksim_core::FaultKind::ALL {
-        t += &format!("  {k}\n");
-    }
-    t += "\nFault types of explicit plans ([[fault]] entries in campaign files and --plan files;\n";
-    t += "every entry has `at` (or `after`) and `type`; nodes by name: n1.., c1.., res, or servers/clients/all;\n";
-    t += "`mode = \"reset\"` makes a cut refuse connections instead of dropping messages):\n";
-    let tw = w(&mut locksim_core::scenario_file::FAULT_TYPES.iter().map(|f| f.0));
-    for (name, fields, help) in locksim_core::scenario_file::FAULT_TYPES {
-        t += &format!("  {name:<tw$} {help}\n");
-        if !fields.is_empty() {
-            t += &format!("      fields: {fields}\n");
-        }
-    }
-    t += &format!(
-        "\nTriggers: `after = {{ {} }}` in place of `at` aims a fault at an event (simulator only):\n",
-        locksim_core::scenario_file::TRIGGER_FIELDS
-    );
-    t += "  node    the node (or group) whose event it waits for\n";
-    t += "  event   one of: ";
-    t += locksim_core::trigger::TRIGGER_EVENTS;
-    t += "\n  nth     which matching event fires it (default 1, the first)\n";
-    t += "  delay   true time after that event (default 0: at once, before the node sends more)\n";
-    t += "  client  for `grants`: only grants to this client count\n";
-    t += "  A trigger whose event never comes is reported as never fired and applies nothing.\n";
-    t += "\nLock libraries for `locksim real` (a [real] table: client = \"NAME\", or client_command =\n";
-    t += "[\"prog\", \"arg\"] for your own; protocol in docs/adapters.md; libraries installed by\n";
-    t += "scripts/install-adapters.sh target/adapters):\n";
-    let nw = w(&mut locksim_real::adapter::SHIPPED.iter().map(|a| a.name));
-    for a in locksim_real::adapter::SHIPPED {
-        t += &format!(
-            "  {:<nw$} {} {}=={} ({}), on the servers of {}\n",
-            a.name,
-            a.library,
-            a.package,
-            a.version,
-            a.language,
-            a.algorithms.join(" or ")
-        );
-    }
-    out(&t);
 }
 
 /// Writes to stdout, ignoring a closed pipe (`locksim run … | head` is not an error).

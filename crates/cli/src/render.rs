@@ -82,7 +82,7 @@ pub fn main(a: RenderArgs) -> Result<ExitCode, String> {
         ));
     }
     Ok(if drawn.mismatch {
-        ExitCode::from(1)
+        ExitCode::from(crate::exit::VIOLATION)
     } else {
         ExitCode::SUCCESS
     })

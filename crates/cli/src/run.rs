@@ -55,11 +55,11 @@ pub struct RunArgs {
 /// out of budget and nothing was violated: the run is not safe, but not shown unsafe either).
 pub fn verdict_code(v: &locksim_core::Verdict) -> u8 {
     if !v.is_safe() {
-        1
+        crate::exit::VIOLATION
     } else if !v.inconclusive.is_empty() {
-        3
+        crate::exit::UNDECIDED
     } else {
-        0
+        crate::exit::CLEAN
     }
 }
 
@@ -67,7 +67,7 @@ pub fn verdict_code(v: &locksim_core::Verdict) -> u8 {
 /// client was granted the lock (`grants` = 0): it exercised nothing, so it proves nothing.
 pub fn run_code(v: &locksim_core::Verdict, grants: u64) -> u8 {
     match verdict_code(v) {
-        0 if grants == 0 => 3,
+        crate::exit::CLEAN if grants == 0 => crate::exit::UNDECIDED,
         code => code,
     }
 }
@@ -99,7 +99,7 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
             ));
         }
         eprintln!("{line}");
-        return Ok(ExitCode::from(1));
+        return Ok(ExitCode::from(crate::exit::VIOLATION));
     }
     let history = result.history.as_ref().expect("no error means a history");
     let grants = locksim_explore::outcome::grants(history);

@@ -938,7 +938,7 @@ fn files(
         crate::campaign::expectations(failed, shard)
     );
     Ok(if failed > 0 {
-        ExitCode::from(1)
+        ExitCode::from(crate::exit::VIOLATION)
     } else {
         ExitCode::SUCCESS
     })

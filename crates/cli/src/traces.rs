@@ -281,9 +281,9 @@ pub fn replay_main(a: ReplayArgs) -> Result<ExitCode, String> {
         }
     }
     Ok(if unreadable {
-        ExitCode::from(2)
+        ExitCode::from(crate::exit::BAD_INPUT)
     } else if mismatch {
-        ExitCode::from(1)
+        ExitCode::from(crate::exit::VIOLATION)
     } else {
         ExitCode::SUCCESS
     })
