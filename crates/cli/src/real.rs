@@ -392,6 +392,13 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
     }
     if let Some(d) = &run.logs {
         eprintln!("the run's logs are kept in {}", d.display());
+        let servers = locksim_real::harness::kept_server_logs(d);
+        if servers.is_empty() {
+            eprintln!("  (no server wrote a log)");
+        }
+        for f in servers {
+            eprintln!("  server log: {}", d.join(f).display());
+        }
     } else if a.keep_logs {
         eprintln!("warning: --keep-logs: the run's logs could not be copied");
     }

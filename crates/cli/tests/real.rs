@@ -489,6 +489,19 @@ fn shipped_sentinel_scenarios_agree_with_the_simulator() {
         &[],
         &["S1", "S2", "S3", "S4"],
     );
+    // A primary paused past down_after resumes a primary (Sentinel sends a down master
+    // nothing, and converts it only ~10 s after it returns): its holder goes on there while
+    // the promoted replica grants the others. The model demoted it on resume (a false SAFE).
+    agree(
+        "redis-failover-paused-primary.toml",
+        &["S1", "S2", "S3"],
+        &["S4"],
+    );
+    agree(
+        "redis-failover-paused-primary-wait.toml",
+        &[],
+        &["S1", "S2", "S3", "S4"],
+    );
     // Sentinel's own +switch-master is in the record: a replica (n2 or n3) leads from after
     // the cut on.
     let events = real_trace("redis-failover-split-brain.toml", 1);
@@ -506,6 +519,40 @@ fn shipped_sentinel_scenarios_agree_with_the_simulator() {
         leads.iter().any(|&(n, t)| (n == 1 || n == 2) && t > cut),
         "no promotion of a replica after the cut at {cut} ns: {leads:?}"
     );
+}
+
+/// `--keep-logs` keeps and lists every server's log: the three Redis nodes' and Sentinel's.
+#[test]
+fn keep_logs_lists_every_servers_log() {
+    let _g = serial();
+    if !have("redis-server", "Redis with Sentinel") || !have("nft", "nftables network faults") {
+        return;
+    }
+    let f = sims().join("redis-failover-split-brain-wait.toml");
+    let o = locksim(&["real", f.to_str().unwrap(), "--keep-logs"]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let logs: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("server log: "))
+        .collect();
+    for n in ["n1", "n2", "n3", "n4"] {
+        let want = format!("/{n}/redis.log");
+        let log = logs.iter().find(|l| l.ends_with(&want));
+        let log = log.unwrap_or_else(|| panic!("no {want} in {logs:?}: {err}"));
+        let body = std::fs::read_to_string(log).unwrap_or_default();
+        assert!(!body.is_empty(), "{log} is empty");
+    }
+    // Sentinel's log (n4) is the one that says what it did to the primary.
+    let sentinel = logs.iter().find(|l| l.ends_with("/n4/redis.log")).unwrap();
+    let body = std::fs::read_to_string(sentinel).unwrap();
+    assert!(body.contains("+monitor"), "{body}");
+    let kept = std::path::Path::new(sentinel)
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(kept);
 }
 
 /// The etcd scenarios (`raft-lease`), in a locksim built with `--features etcd`.

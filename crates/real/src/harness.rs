@@ -1108,23 +1108,37 @@ fn keep_notes(dir: &Path) -> String {
 }
 
 /// Copies the run folder's small files (under 16 MiB) to a new kept folder `PREFIX*` in the
-/// temporary directory; `None` when nothing could be copied.
+/// temporary directory, and each server's logs (`*.log` in a node's folder, e.g.
+/// `n4/redis.log` of a Sentinel, `n2/pgbouncer.log`, `n1/zookeeper.log`) into a folder of the
+/// same name; `None` when nothing could be copied.
 fn keep_logs(dir: &Path, prefix: &str) -> Option<PathBuf> {
     let kept = tempfile::Builder::new()
         .prefix(prefix)
         .tempdir()
         .map(tempfile::TempDir::keep)
         .ok()?;
+    let small = |p: &Path| {
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.len() < 16 << 20)
+    };
     let mut n = 0;
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let p = e.path();
-            let small = p
-                .metadata()
-                .is_ok_and(|m| m.is_file() && m.len() < 16 << 20);
-            if small && std::fs::copy(&p, kept.join(e.file_name())).is_ok() {
-                n += 1;
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    entries.sort();
+    for p in entries {
+        let Some(name) = p.file_name() else { continue };
+        if p.is_dir() {
+            for log in server_logs(&p) {
+                let to = kept.join(name);
+                let copied = std::fs::create_dir_all(&to).is_ok()
+                    && log
+                        .file_name()
+                        .is_some_and(|f| std::fs::copy(&log, to.join(f)).is_ok());
+                n += usize::from(copied);
             }
+        } else if small(&p) && std::fs::copy(&p, kept.join(name)).is_ok() {
+            n += 1;
         }
     }
     if n == 0 {
@@ -1132,6 +1146,49 @@ fn keep_logs(dir: &Path, prefix: &str) -> Option<PathBuf> {
         return None;
     }
     Some(kept)
+}
+
+/// The log files (`*.log`, under 16 MiB) in a server's folder and in the folders inside it
+/// (PostgreSQL writes `data/postgres.log`), sorted.
+fn server_logs(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![(dir.to_path_buf(), 0)];
+    while let Some((d, depth)) = dirs.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            let Ok(m) = std::fs::symlink_metadata(&p) else {
+                continue;
+            };
+            if m.is_dir() && depth < 2 {
+                dirs.push((p, depth + 1));
+            } else if m.is_file() && m.len() < 16 << 20 && p.extension().is_some_and(|x| x == "log")
+            {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The server logs a kept folder holds (`n1/redis.log`, …), relative to it, sorted: what
+/// `--keep-logs` lists.
+pub fn kept_server_logs(kept: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(kept)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_dir())
+                .flat_map(|d| server_logs(&d))
+                .filter_map(|p| p.strip_prefix(kept).ok().map(Path::to_path_buf))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
 }
 
 /// `redis-py 5.2.1 (adapter redis-py)`: what the first client's adapter said it imported.

@@ -77,8 +77,13 @@ pub enum Reply {
 pub enum Ctl {
     /// Monitor → node: are you there? Answered with [`Ctl::Pong`].
     Ping,
-    /// Node → monitor.
-    Pong { primary: bool, offset: u64 },
+    /// Node → monitor: its role, the primary it follows (itself when it is the primary; the
+    /// `master_host` of `INFO replication`) and its replication offset.
+    Pong {
+        primary: bool,
+        follows: NodeId,
+        offset: u64,
+    },
     /// Monitor → replica: become the primary in configuration `epoch`.
     Promote { epoch: u64 },
     /// Monitor → node: in configuration `epoch` the primary is `primary` (`REPLICAOF`).
@@ -343,6 +348,7 @@ impl Node {
             Ctl::Ping => {
                 let pong = Ctl::Pong {
                     primary: self.is_primary(),
+                    follows: self.primary,
                     offset: self.data.offset,
                 };
                 self.ctx.reply(&m, pong).await;
@@ -358,6 +364,7 @@ impl Node {
                 }
                 let pong = Ctl::Pong {
                     primary: self.is_primary(),
+                    follows: self.primary,
                     offset: self.data.offset,
                 };
                 self.ctx.reply(&m, pong).await;
