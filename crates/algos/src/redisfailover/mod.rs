@@ -16,13 +16,18 @@
 //!   the backlog recover lost stream bytes; a replica shipped nothing yet in the primary's
 //!   incarnation (the start, a restarted primary, a new primary) gets a full sync of the
 //!   data set as it is.
-//! - **Failover** (redis.io, "High availability with Redis Sentinel"): the monitor pings the
-//!   primary every 100 ms and, once it has been unreachable for `down_after`
-//!   (`down-after-milliseconds`), promotes a replica (`promote`: Sentinel picks the one with
-//!   the largest replication offset; `any` picks a reachable one at random), bumps the
-//!   configuration epoch and reconfigures every other node to replicate from the new primary.
-//!   A returning old primary is turned into a replica and full-syncs, losing the writes it
-//!   took while cut off (the Sentinel documentation's "Example 2" of lost writes).
+//! - **Failover** (redis.io, "High availability with Redis Sentinel"; redis `src/sentinel.c`):
+//!   the monitor pings every data node every 100 ms and, once the primary has been
+//!   unreachable for `down_after` (`down-after-milliseconds`), promotes a replica (`promote`:
+//!   Sentinel picks the one with the largest replication offset; `any` picks a reachable one
+//!   at random). It sees the promotion at that replica's next `INFO` (every second during a
+//!   failover), and only then bumps the configuration epoch, tells clients the new primary and
+//!   sends `REPLICAOF` to the replicas it can reach. A node it considers down is sent nothing:
+//!   a returning old primary (paused, cut off or restarted) stays a primary and keeps granting
+//!   until the monitor converts it, at an `INFO` more than 8 s after it first reported the
+//!   wrong role (about 10 s after it returns, as measured on Redis 7.0 Sentinel); then it
+//!   full-syncs, losing the writes it took meanwhile (the Sentinel documentation's "Example 2"
+//!   of lost writes). The rules, with their sources, are in `monitor.rs`.
 //! - **Restart empty** (redis.io, "Redis replication", "Safety of replication when master has
 //!   persistence turned off"): without persistence (`fsync = never`, no AOF) a primary that
 //!   restarts before the failover comes back empty, still primary, and its replicas full-sync
@@ -77,7 +82,7 @@ pub const KNOBS: &[Knob] = &[
     Knob {
         key: "down_after",
         default: "5s",
-        help: "the monitor promotes a replica after the primary has not answered its pings for this long (Sentinel's down-after-milliseconds)",
+        help: "the monitor promotes a replica after the primary has not answered its pings for this long (Sentinel's down-after-milliseconds); a returning old primary is converted about 10 s after it returns (sentinel.c: an INFO more than 8 s after its wrong role was first reported)",
     },
     Knob {
         key: "promote",
