@@ -213,9 +213,9 @@ fn verdict(chosen: &Chosen, s: &Scenario, h: &History, liveness: bool) -> Verdic
 fn real_run(s: &Scenario, o: &RealOptions) -> Result<locksim_real::RealRun, (u8, String)> {
     locksim_real::run(s, o).map_err(|e| {
         let code = match e {
-            RealError::Unsupported(_) | RealError::Setup(_) => 2,
-            RealError::Interrupted => 130,
-            RealError::Failed(_) => 4,
+            RealError::Unsupported(_) | RealError::Setup(_) => crate::exit::BAD_INPUT,
+            RealError::Interrupted => crate::exit::INTERRUPTED,
+            RealError::Failed(_) => crate::exit::REAL_FAILED,
         };
         (code, e.to_string())
     })
@@ -409,7 +409,7 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
             a.file.display()
         ));
         if v.is_safe() {
-            return Ok(ExitCode::from(3));
+            return Ok(ExitCode::from(crate::exit::UNDECIDED));
         }
     }
     if missed_failover(&scenario, &run.history) {
@@ -418,7 +418,7 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
             a.file.display()
         ));
         if v.is_safe() {
-            return Ok(ExitCode::from(3));
+            return Ok(ExitCode::from(crate::exit::UNDECIDED));
         }
     }
     Ok(ExitCode::from(verdict_code(&v)))
@@ -585,12 +585,12 @@ fn compare(
             props_text(&got)
         );
         if locksim_real::interrupted() {
-            return Ok(ExitCode::from(130));
+            return Ok(ExitCode::from(crate::exit::INTERRUPTED));
         }
     }
     for i in 0..a.runs {
         if locksim_real::interrupted() {
-            return Ok(ExitCode::from(130));
+            return Ok(ExitCode::from(crate::exit::INTERRUPTED));
         }
         let s = chosen.scenario(first + i);
         let o = locksim_explore::check_scenario(&s, chosen.setup.algo.clone());
@@ -688,11 +688,11 @@ fn compare(
     }
     Ok(ExitCode::from(
         if !optimistic.is_empty() || !differs.is_empty() {
-            1
+            crate::exit::VIOLATION
         } else if real_empty > 0 || sim_empty > 0 || undecided > 0 || missed > 0 {
-            3
+            crate::exit::UNDECIDED
         } else {
-            0
+            crate::exit::CLEAN
         },
     ))
 }
