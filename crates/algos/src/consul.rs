@@ -21,9 +21,10 @@
 //! - **`monitor_retries`** (default 0, `LockOptions.MonitorRetries`): how many times a
 //!   renewal that got no answer (a timeout, no leader) is retried before the holder is told
 //!   its lock is lost. With 0 the first error during a leader election ends the hold.
-//! - **fencing** (default on): the key's index at the acquire (`LockIndex`/`ModifyIndex`, the
-//!   sequencer Consul's leader-election guide recommends) is the fencing token; `fencing =
-//!   false` hands the resource none.
+//! - **fencing** (default off, as `api.Lock` ships: `Lock()` returns a lost-lock channel and
+//!   hands the caller no index): `fencing = true` is the remedy, the key's index at the
+//!   acquire (`LockIndex`/`ModifyIndex`, the sequencer Consul's leader-election guide
+//!   recommends) as the fencing token.
 //! - **no request timeout** (`timeout = none`, as the Go API client ships: `api.DefaultConfig`
 //!   builds an `http.Client` without `Timeout` on go-cleanhttp's pooled transport, whose only
 //!   limits are the 30 s dial and the TLS handshake): a renewal or lock request into a black
@@ -61,8 +62,8 @@ pub const KNOBS: &[Knob] = &[
     },
     Knob {
         key: "fencing",
-        default: "true",
-        help: "hand the key's lock index to the resource as the fencing token (false: no token; S2 then orders a client's grants by the service's first grant record in its acquire, which a re-acquire that settles a release in doubt can make too early)",
+        default: "false",
+        help: "hand the key's lock index to the resource as a fencing token, a remedy (false, the default: no token, as Consul's api.Lock ships it: Lock() returns a lost-lock channel, not the index; S2 then orders a client's grants by the service's first grant record in its acquire, which a re-acquire that settles a release in doubt can make too early)",
     },
     Knob {
         key: "lock_wait",
@@ -188,7 +189,10 @@ mod tests {
         assert_eq!(c.core.lock_wait, 15_000_000_000);
         assert_eq!(c.core.keepalive_div, 2);
         assert_eq!(c.core.monitor_retries, Some(0));
-        assert!(c.core.fencing);
+        assert!(
+            !c.core.fencing,
+            "api.Lock hands out no token: fencing is a remedy"
+        );
         assert!(!c.core.server.grant_on_expired_lease && !c.core.server.unlock_by_name);
     }
 

@@ -34,10 +34,10 @@
 //!   without it a release only stops renewing and the lease runs out; it answers `ok` while the
 //!   leader's own lease is still valid (the same leader may take the lease straight back, as
 //!   client-go's `holderIdentity == me` path does) and `fail` once it has run out.
-//! - **Fencing token**: `leaseTransitions` in the high 32 bits and the resourceVersion of the
-//!   acquiring write in the low 32 (strictly increasing over grants, also when the same client
-//!   takes the lease again). The resource checks it; client-go users usually do not:
-//!   `fencing = false` hands the resource no token. client-go's `leaderelection` package says
+//! - **Fencing token** (`fencing = true`, a remedy; off by default, as client-go ships):
+//!   `leaseTransitions` in the high 32 bits and the resourceVersion of the acquiring write in
+//!   the low 32 (strictly increasing over grants, also when the same client takes the lease
+//!   again), checked by the resource. client-go's `leaderelection` package says
 //!   of itself that it does not guarantee only one client acts as leader at a time (it provides
 //!   no fencing: <https://pkg.go.dev/k8s.io/client-go/tools/leaderelection>), so most users
 //!   protect nothing.
@@ -83,8 +83,8 @@ pub const KNOBS: &[Knob] = &[
     },
     Knob {
         key: "fencing",
-        default: "true",
-        help: "hand the resource the fencing token (leaseTransitions, resourceVersion); false: the resource checks none, as with client-go, whose leader election documents that it provides no fencing",
+        default: "false",
+        help: "hand the resource a fencing token (leaseTransitions, resourceVersion), a remedy; false (the default): no token, as client-go ships it: its leaderelection package documents that it provides no fencing (pkg.go.dev/k8s.io/client-go/tools/leaderelection)",
     },
     Knob {
         key: "timeout",

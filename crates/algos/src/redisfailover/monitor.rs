@@ -253,9 +253,11 @@ pub async fn serve(ctx: NodeCtx, cfg: RedisFailover) {
                         primary = p;
                         let mut b = epoch.to_le_bytes().to_vec();
                         b.extend_from_slice(&primary.to_le_bytes());
-                        let mut d = ctx.disk();
-                        d.write(STATE, b);
-                        d.fsync();
+                        {
+                            let mut d = ctx.disk();
+                            d.write(STATE, b);
+                            d.fsync();
+                        }
                         // The switch to the new primary makes every entry anew
                         // (`sentinelResetMasterAndChangeAddress`); the replicas it can
                         // reach are sent REPLICAOF, the old primary and down replicas

@@ -21,8 +21,9 @@
 //!   and closes them through the broadcast, which deletes their ephemeral nodes.
 //! - **The lock** is Curator's `InterProcessMutex`: create an `EPHEMERAL_SEQUENTIAL` node
 //!   under the lock's path in protected mode, list the children, the lowest holds, the others
-//!   watch their predecessor. The fencing token is the node's sequence number (its czxid
-//!   order; `fencing = false` hands the resource none).
+//!   watch their predecessor. Curator hands the caller no token, so by default the resource
+//!   gets none; `fencing = true`, the remedy, hands it the node's sequence number (its czxid
+//!   order).
 //! - **`protected`**: after a create whose reply was lost, Curator looks for its node by the
 //!   GUID in its name before creating again. `guid` is the historical behaviour: a node of an
 //!   earlier session the client has given up on (Curator starts a new session after the
@@ -86,8 +87,8 @@ pub const KNOBS: &[Knob] = &[
     },
     Knob {
         key: "fencing",
-        default: "true",
-        help: "hand the lock node's sequence number to the resource as the fencing token",
+        default: "false",
+        help: "hand the lock node's sequence number to the resource as a fencing token, a remedy; false (the default): no token, as Curator's InterProcessMutex ships it (acquire() returns a boolean; the lock node's path is never handed to the protected resource)",
     },
     Knob {
         key: "timeout",
@@ -262,7 +263,7 @@ mod tests {
         assert_eq!(z.servers, 3);
         assert_eq!(z.protected, Protected::Guid);
         assert_eq!(z.reconnect, Reconnect::Same);
-        assert!(!z.sync_before_read && z.fencing);
+        assert!(!z.sync_before_read && !z.fencing);
         assert_eq!(z.follower_lag, (0, 20_000_000));
         assert_eq!(z.session_timeout, Workload::default().ttl);
         let z = build(&[("protected", "guid+session"), ("reconnect", "any")]).unwrap();
