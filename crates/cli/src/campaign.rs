@@ -1756,6 +1756,14 @@ fn table_body(cells: &[CellSummary], liveness: bool) -> String {
         if let Some(w) = starved(c) {
             first += &format!("  {w}");
         }
+        if c.no_grant_seeds > 0 && c.grants > 0 {
+            first += &format!(
+                "  (NO GRANT in {} of {} seeds, first seed {}: those prove nothing and are not counted safe)",
+                c.no_grant_seeds,
+                c.seeds - c.errors,
+                c.first_no_grant_seed.unwrap_or(0)
+            );
+        }
         if c.never_fired_seeds > 0 {
             first += &format!(
                 "  (a trigger of the plan never fired in {} of {} seeds)",

@@ -31,10 +31,13 @@ fn cell_text(c: &CellSummary) -> String {
             c.faults.name()
         ));
     }
-    if parts.is_empty() {
-        "safe".into()
-    } else {
-        parts.join(" · ")
+    // Seeds that granted nothing prove nothing: said apart from the safe ones.
+    let idle = (c.grants > 0 && c.no_grant_seeds > 0)
+        .then(|| format!("{} granted nothing", c.no_grant_seeds));
+    match (parts.is_empty(), idle) {
+        (true, None) => "safe".into(),
+        (true, Some(idle)) => format!("safe · {idle}"),
+        (false, idle) => parts.into_iter().chain(idle).collect::<Vec<_>>().join(" · "),
     }
 }
 
@@ -158,6 +161,24 @@ mod tests {
         assert_eq!(lines[2], "| `a` | about a | safe | S1 3 | nothing |");
         assert_eq!(lines[3], "| `b` | about b | no grants | safe | pause |");
         assert!(t.contains("Made by `locksim campaign --markdown`"));
+    }
+
+    /// Issue #46, item 5: seeds that granted nothing are counted apart from the safe ones
+    /// (consul-session: 23 of 38,400 seeds granted nothing), in a safe cell and beside a
+    /// violation alike.
+    #[test]
+    fn seeds_that_granted_nothing_are_said_apart_from_safe_ones() {
+        let mut idle = cell("consul-session", FaultKind::Pause, 0, 40);
+        idle.no_grant_seeds = 2;
+        let mut broke = cell("consul-session", FaultKind::Partition, 4, 40);
+        broke.no_grant_seeds = 1;
+        let t = table(&[idle, broke], |_| String::new(), "x");
+        let row = t.lines().nth(2).unwrap();
+        assert_eq!(
+            row,
+            "| `consul-session` |  | safe · 2 granted nothing | S1 4 · 1 granted nothing | pause |",
+            "{t}"
+        );
     }
 
     /// A `clock-drift` column says what the kind draws against the drift allowance, so that

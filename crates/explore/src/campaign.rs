@@ -272,6 +272,11 @@ pub struct CellSummary {
     pub first_error: Option<String>,
     /// Client-visible lock grants over all seeds (a liveness indicator).
     pub grants: u64,
+    /// Seeds that ran (no error) and granted nothing: a safe verdict there proves nothing, so
+    /// they are counted apart from the safe ones.
+    pub no_grant_seeds: u64,
+    /// Smallest of those seeds.
+    pub first_no_grant_seed: Option<u64>,
     /// Faults that took effect over all seeds (see [`crate::outcome::faults_applied`]).
     pub faults_applied: u64,
     /// Seeds in which at least one fault took effect.
@@ -337,6 +342,8 @@ impl CellSummary {
             first_error_seed: None,
             first_error: None,
             grants: 0,
+            no_grant_seeds: 0,
+            first_no_grant_seed: None,
             faults_applied: 0,
             faulted_seeds: 0,
             kind_applied: Some(0),
@@ -442,6 +449,8 @@ impl Serialize for CellSummary {
         m.serialize_entry("first_error_seed", &self.first_error_seed)?;
         m.serialize_entry("first_error", &self.first_error)?;
         m.serialize_entry("grants", &self.grants)?;
+        m.serialize_entry("no_grant_seeds", &self.no_grant_seeds)?;
+        m.serialize_entry("first_no_grant_seed", &self.first_no_grant_seed)?;
         let known = |n: u64| (self.faults_unrecorded == 0).then_some(n);
         m.serialize_entry("faults_applied", &known(self.faults_applied))?;
         m.serialize_entry("faulted_seeds", &known(self.faulted_seeds))?;
@@ -560,6 +569,10 @@ impl Summary {
             (None, None) => c.faults_unrecorded += 1,
         }
         c.never_fired_seeds += u64::from(r.never_fired > 0);
+        if r.grants == 0 && r.error.is_none() {
+            c.no_grant_seeds += 1;
+            c.first_no_grant_seed = min(c.first_no_grant_seed);
+        }
         if let Some(e) = &r.error {
             c.errors += 1;
             if c.first_error_seed.is_none_or(|f| r.seed < f) {
@@ -798,4 +811,45 @@ pub fn fingerprint(setup: &Setup) -> String {
 
 fn is_zero_u64(n: &u64) -> bool {
     *n == 0
+}
+
+#[cfg(test)]
+mod no_grant_tests {
+    use super::*;
+
+    fn record(seed: u64, grants: u64, error: bool) -> SeedRecord {
+        let mut r: SeedRecord = serde_json::from_str(
+            r#"{"cell":0,"cells":1,"algorithm":"consul-session","faults":"pause","first_seed":0,
+                "seeds":4,"seed":0,"checked":["S1"],"grants":0,"faults_applied":1,
+                "settings":"0000000000000000","shard":"0/1"}"#,
+        )
+        .expect("a record");
+        r.seed = seed;
+        r.grants = grants;
+        if error {
+            r.error = Some("panicked".into());
+        }
+        r
+    }
+
+    /// Issue #46, item 5: a seed that ran and granted nothing is counted apart (it proves
+    /// nothing); a seed that failed to run is an error, not such a seed.
+    #[test]
+    fn seeds_that_granted_nothing_are_counted_apart() {
+        let mut s = Summary::default();
+        for r in [
+            record(3, 0, false),
+            record(1, 5, false),
+            record(2, 0, false),
+            record(0, 0, true),
+        ] {
+            s.add(&r).unwrap();
+        }
+        let c = &s.cells()[0];
+        assert_eq!((c.seeds, c.grants), (4, 5));
+        assert_eq!((c.no_grant_seeds, c.first_no_grant_seed), (2, Some(2)));
+        let j = serde_json::to_value(c).unwrap();
+        assert_eq!(j["no_grant_seeds"], 2);
+        assert_eq!(j["first_no_grant_seed"], 2);
+    }
 }
