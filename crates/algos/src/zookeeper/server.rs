@@ -162,8 +162,19 @@ enum Peer {
         epoch: u32,
         zxid: u64,
     },
-    /// Follower → leader: sessions its clients touched since the last tick; and its applied
-    /// zxid, to be sent a snapshot when it fell behind.
+    /// Leader → follower, every tick: the leader's `PING` (carrying its commit point, as a
+    /// `Commit`); the follower answers it with a [`Peer::Touch`].
+    Ping {
+        epoch: u32,
+        zxid: u64,
+    },
+    /// Follower → leader, only in reply to the leader's [`Peer::Ping`]: sessions its clients
+    /// touched since its last reply; and its applied zxid, to be sent a snapshot when it fell
+    /// behind. A ZooKeeper follower sends its session touches nowhere else (apache/zookeeper
+    /// `Learner.ping`: the reply to the leader's `PING` carries the `touchTable`), so a
+    /// paused leader finds none of them queued when it resumes and expires, at its first
+    /// look, every session whose deadline passed meanwhile (`SessionTrackerImpl.run`), before
+    /// its next ping's replies come back.
     Touch {
         sessions: Vec<u64>,
         applied: u64,
@@ -429,21 +440,28 @@ impl Server {
                     };
                     self.ctx.send(f, p).await;
                 }
-                let c = Peer::Commit {
+                let ping = Peer::Ping {
                     epoch: self.my_epoch(),
                     zxid: self.committed,
                 };
-                self.ctx.send(f, c).await;
+                self.ctx.send(f, ping).await;
             }
-        } else {
-            let sessions: Vec<u64> = std::mem::take(&mut self.touched).into_iter().collect();
-            let touch = Peer::Touch {
-                sessions,
-                applied: self.tree.zxid,
-                fresh: !self.serving,
-            };
-            self.ctx.send(LEADER, touch).await;
         }
+        // A follower's tick sends nothing: its touches travel in its replies to the leader's
+        // pings (`on_peer`, `Peer::Ping`). It used to send them on its own tick, so a paused
+        // leader found them queued when it resumed and, when it read them before its expiry
+        // check (a per-seed draw), kept sessions alive that real ZooKeeper expires.
+    }
+
+    /// Follower: the reply to the leader's ping, with the sessions touched since the last one.
+    async fn reply_to_ping(&mut self) {
+        let sessions: Vec<u64> = std::mem::take(&mut self.touched).into_iter().collect();
+        let touch = Peer::Touch {
+            sessions,
+            applied: self.tree.zxid,
+            fresh: !self.serving,
+        };
+        self.ctx.send(LEADER, touch).await;
     }
 
     async fn propose(&mut self, txn: Txn, origin: Option<(NodeId, u64)>) {
@@ -706,6 +724,10 @@ impl Server {
             Peer::Commit { epoch, zxid } if !self.leader() && self.new_epoch(epoch) => {
                 self.commit_later(zxid);
             }
+            Peer::Ping { epoch, zxid } if !self.leader() && self.new_epoch(epoch) => {
+                self.commit_later(zxid);
+                self.reply_to_ping().await;
+            }
             Peer::Touch {
                 sessions,
                 applied,
@@ -743,5 +765,94 @@ impl Server {
             }
             _ => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use locksim_core::fault::PauseTask;
+    use locksim_core::history::{EventKind, OpF, Phase};
+    use locksim_core::time::{MS, SEC};
+    use locksim_core::{Cluster, Fault, FaultPlan, Scenario, TimedFault, Workload};
+
+    /// The leader (n1) is paused for 2.2 s at 1.7 s: longer than the 2 s session timeout,
+    /// shorter than the sync limit (5 ticks of 500 ms), so the followers keep following it and
+    /// keep answering their clients' pings. The last leader ping before the pause went out at
+    /// 1.5 s; its replies were in by 1.52 s. Real ZooKeeper's leader gets no follower touches
+    /// during the pause (they ride on the replies to its pings) and, resumed, its session
+    /// tracker closes every session whose deadline passed, those of clients connected to a
+    /// follower included, though the follower answered their pings all along.
+    fn scenario(seed: u64) -> Scenario {
+        let workload = Workload {
+            ttl: 2 * SEC,
+            duration: 6 * SEC,
+            renew_every: Some(600 * MS),
+            writes_per_hold: 40,
+            work_min: 200 * MS,
+            work_max: 200 * MS,
+            ..Workload::default()
+        };
+        let pause = TimedFault {
+            at: 1_700 * MS,
+            fault: Fault::Pause {
+                node: 0,
+                duration: 2_200 * MS,
+                task: PauseTask::Process,
+            },
+            after: None,
+        };
+        Scenario {
+            seed,
+            algorithm: "zookeeper".into(),
+            config: BTreeMap::from([("tick".to_string(), "500ms".to_string())]),
+            cluster: Cluster {
+                servers: 3,
+                clients: 1,
+            },
+            workload,
+            fault_kinds: Vec::new(),
+            faults: FaultPlan::new(vec![pause]),
+        }
+    }
+
+    #[test]
+    fn a_resumed_leader_expires_the_sessions_its_followers_kept_alive() {
+        let (mut on_follower, mut kept) = (0, Vec::new());
+        for seed in 1..=16 {
+            let s = scenario(seed);
+            let algo = crate::build(&s.algorithm, &s.config, &s.workload).expect("valid knobs");
+            let h = locksim_sim::run(&s, algo);
+            // The server the client is connected to records its grant.
+            let granted_by = h.events.iter().find_map(|e| match e.kind {
+                EventKind::Grant { .. } => Some(e.node),
+                _ => None,
+            });
+            if granted_by.is_none_or(|n| n == 0) {
+                // Connected to the leader itself: its pings wait in the leader's socket and
+                // race its expiry check on resume, in the model as in ZooKeeper.
+                continue;
+            }
+            on_follower += 1;
+            let expired = h.events.iter().any(|e| {
+                e.time > 3_900 * MS
+                    && matches!(
+                        &e.kind,
+                        EventKind::Op { f: OpF::Extend, phase: Phase::Fail, error: Some(r), .. }
+                            if r.contains("session expired")
+                    )
+            });
+            if !expired {
+                kept.push(seed);
+            }
+        }
+        assert!(on_follower >= 4, "only {on_follower} seeds on a follower");
+        assert!(
+            kept.is_empty(),
+            "seeds {kept:?}: the resumed leader kept alive a session of a follower's client \
+             whose deadline passed during the pause (it read follower touches queued while it \
+             was paused)"
+        );
     }
 }
