@@ -405,40 +405,25 @@ fn open_out(a: &CampaignArgs, jobs: &mut [Job], shard: Shard) -> Result<Option<O
         ));
     }
     create_parent(path)?;
-    let exists = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
-    if exists && !a.resume && !a.force {
-        return Err(format!(
+    // Held under a file lock for the whole run: a second locksim on this --out is refused.
+    use locksim_explore::record_file::{self, Open};
+    let how = match (a.resume, a.force) {
+        (true, _) => Open::Resume,
+        (_, true) => Open::Replace,
+        _ => Open::New,
+    };
+    let mut file = match record_file::open(path, how) {
+        Err(record_file::Error::Exists) => return Err(format!(
             "--out {shown} exists: give --resume to continue the campaign it records, or --force to replace it"
-        ));
-    }
+        )),
+        other => other.map_err(|e| e.to_string())?,
+    };
     if !a.resume {
-        let mut o = std::fs::OpenOptions::new();
-        o.write(true);
-        if a.force {
-            o.create(true).truncate(true);
-        } else {
-            o.create_new(true);
-        }
-        // An empty file left by an earlier attempt is nothing to lose.
-        let file = match o.open(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => std::fs::OpenOptions::new()
-                .write(true)
-                .truncate(true)
-                .open(path),
-            other => other,
-        }
-        .map_err(|e| format!("cannot write {shown}: {e}"))?;
         return Ok(Some(Out {
             path: path.clone(),
             file: Mutex::new(file),
         }));
     }
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(|e| format!("cannot open {shown} to resume it: {e}"))?;
     let mut reader = std::io::BufReader::new(&file);
     let (mut good, mut line_no, mut buf) = (0u64, 0usize, Vec::new());
     let (mut unfinished, mut needs_newline) = (false, false);
@@ -687,7 +672,7 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
     };
     check_memory(&spec, jobs, &a.memory)?;
     if let Some(r) = &a.report {
-        crate::render::check_page_target(r, a.force)?;
+        crate::report::check_target(r, a.force)?;
     }
     let mut job = [Job {
         label: String::new(),
@@ -874,7 +859,7 @@ fn files(
         specs.push(spec);
     }
     if let Some(r) = &a.report {
-        crate::render::check_page_target(r, a.force)?;
+        crate::report::check_target(r, a.force)?;
     }
     let mut campaign_jobs: Vec<Job> = files
         .iter()
@@ -1245,7 +1230,7 @@ fn absent_shards(present: &BTreeSet<String>, count: u64, seeds: u64) -> Option<S
 pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
     let fail_on = a.fail_on.properties()?;
     if let Some(r) = &a.report {
-        crate::render::check_page_target(r, a.force)?;
+        crate::report::check_target(r, a.force)?;
     }
     let mut by_campaign: BTreeMap<String, Merged> = BTreeMap::new();
     // Campaigns in the order their first records come, as `campaign` ran them (it runs its
@@ -1459,7 +1444,15 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
                     }
                     judged = Some(problems);
                 }
-                Err(e) => verdict = format!(" (not judged: {e})"),
+                // Unjudged is no pass: refused (exit 2), or with --partial shown as such (exit 3).
+                Err(e) if !a.partial => return Err(format!(
+                    "cannot judge {label}: its campaign file cannot be read ({e}); merge where it was run, or give --partial to summarize the records without judging them"
+                )),
+                Err(e) => {
+                    eprintln!("note: {label} is not judged: its campaign file cannot be read ({e})");
+                    verdict = format!(" (not judged: {e})");
+                    unjudged += 1;
+                }
             }
         }
         // A campaign file still where it ran is headed as `campaign` heads it (its name and

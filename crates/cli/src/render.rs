@@ -66,10 +66,12 @@ pub fn main(a: RenderArgs) -> Result<ExitCode, String> {
                 "matches_trace": !drawn.mismatch,
                 "verdict": verdict_kinds(&trace.verdict),
                 "notes": drawn.notes,
+                "rerun_error": drawn.rerun_error,
             })
         ));
     } else {
-        for n in &drawn.notes {
+        // The banner's note is said once, by the error line below.
+        for n in drawn.notes.iter().filter(|_| drawn.rerun_error.is_none()) {
             eprintln!("{n}");
         }
         out(&format!(
@@ -80,6 +82,16 @@ pub fn main(a: RenderArgs) -> Result<ExitCode, String> {
             verdict_kinds(&trace.verdict),
             drawn.html.len().div_ceil(1024)
         ));
+    }
+    // A trace that could not be re-run is not checked: exit as `replay` does for it, the
+    // page drawn from what it records (under a banner that says so).
+    if let Some(e) = &drawn.rerun_error {
+        crate::error_line(&format!(
+            "{}: cannot re-run it, so it is not checked: {e}; {} shows the events and verdict it records, under a warning banner",
+            a.trace.display(),
+            out_path.display()
+        ));
+        return Ok(ExitCode::from(crate::exit::BAD_INPUT));
     }
     Ok(if drawn.mismatch {
         ExitCode::from(crate::exit::VIOLATION)

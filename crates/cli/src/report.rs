@@ -27,6 +27,26 @@ pub fn files_dir(report: &Path) -> PathBuf {
     report.with_file_name(format!("{stem}-files"))
 }
 
+/// `--report FILE` can be written, checked before the campaign runs (not after its work):
+/// FILE may take a page ([`locksim_explore::page::check_page_target`]: not another file
+/// without `force`, in a folder that exists or can be made and takes a file), and its
+/// [`files_dir`] is a folder or can be made there.
+///
+/// # Errors
+/// One line naming the file or folder in the way.
+pub fn check_target(report: &Path, force: bool) -> Result<(), String> {
+    crate::render::check_page_target(report, force)?;
+    let dir = files_dir(report);
+    if dir.exists() && !dir.is_dir() {
+        return Err(format!(
+            "--report {}: {} is a file, where the report's traces and pages go (move it, or give another --report)",
+            report.display(),
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
 /// What became of one violated cell.
 #[derive(Default)]
 pub(crate) struct Made {

@@ -219,16 +219,20 @@ pub(crate) struct OutFile {
 }
 
 impl OutFile {
+    /// Held under a file lock until the sweep ends: a second locksim on this --out is refused.
     fn create(path: &Path, force: bool) -> Result<OutFile, String> {
-        if std::fs::metadata(path).is_ok_and(|m| m.len() > 0) && !force {
-            return Err(format!(
-                "--out {} exists: give --force to replace it",
-                path.display()
-            ));
-        }
+        use locksim_explore::record_file::{open, Error, Open};
         crate::campaign::create_parent(path)?;
-        let file = std::fs::File::create(path)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let how = if force { Open::Replace } else { Open::New };
+        let file = match open(path, how) {
+            Err(Error::Exists) => {
+                return Err(format!(
+                    "--out {} exists: give --force to replace it",
+                    path.display()
+                ))
+            }
+            other => other.map_err(|e| e.to_string())?,
+        };
         Ok(OutFile {
             path: path.to_path_buf(),
             file: Mutex::new(file),
@@ -684,7 +688,7 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
         return Err("--report needs the whole sweep, not one shard".into());
     }
     if let Some(r) = &a.report {
-        crate::render::check_page_target(r, a.force)?;
+        crate::report::check_target(r, a.force)?;
     }
     if let Some(p) = a.svg.as_ref().filter(|p| p.exists() && !a.force) {
         return Err(format!(

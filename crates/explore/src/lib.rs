@@ -20,6 +20,7 @@ pub mod hunt;
 mod key_lines;
 pub mod outcome;
 pub mod page;
+pub mod record_file;
 pub mod replay;
 pub mod setup;
 pub mod shrink;

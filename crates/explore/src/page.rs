@@ -28,6 +28,11 @@ pub struct Drawn {
     pub mismatch: bool,
     /// Lines for the user (also shown on the page).
     pub notes: Vec<String>,
+    /// Why the trace could not be re-run (an algorithm this binary does not have, a scenario
+    /// it cannot build, a failed simulation), when it was asked to be: the page then shows the
+    /// events and the verdict the trace records under a warning banner, and `render` exits 2,
+    /// as `replay` does for that trace.
+    pub rerun_error: Option<String>,
 }
 
 /// The history a trace's embedded events describe. The run's end is not stored in traces: it
@@ -72,6 +77,7 @@ pub fn draw(
     );
     let mut notes = Vec::new();
     let mut mismatch = false;
+    let mut rerun_error = None;
     // Whether S3 judged the service as a compare-and-swap record (k8s-lease), for the page's
     // explanation: from the algorithm given, else the one the trace names.
     let (record, session) = crate::outcome::held_spec(&trace.scenario, algo.as_deref());
@@ -131,8 +137,9 @@ pub fn draw(
             }
             Err(e) if trace.events.is_some() => {
                 notes.push(format!(
-                    "Cannot re-run it ({e}): drawn from the events the trace embeds (no messages)."
+                    "WARNING: not re-run, so not checked against this locksim ({e}): this page shows the events and the verdict the trace records (no messages)."
                 ));
+                rerun_error = Some(e);
                 None
             }
             Err(e) => {
@@ -174,6 +181,7 @@ pub fn draw(
         rerun: rerun.is_some() && !mismatch,
         mismatch,
         notes,
+        rerun_error,
     })
 }
 
@@ -181,11 +189,14 @@ pub fn draw(
 const GENERATOR: &str = "<meta name=\"generator\" content=\"locksim render\">";
 
 /// `path` may take a page: it does not exist, holds a page locksim wrote (report or
-/// timeline), or `force`.
+/// timeline), or `force`; and it can be written: it is not a folder, and its folder exists and
+/// takes a new file, or can be made (see [`check_writable_place`]). Called before the work
+/// that makes the page, so a page that cannot be written is refused at once.
 ///
 /// # Errors
-/// When `path` holds another file and not `force`.
+/// When `path` holds another file and not `force`, or cannot be written (naming why).
 pub fn check_page_target(path: &Path, force: bool) -> Result<(), String> {
+    check_writable_place(path)?;
     if let Ok(existing) = std::fs::read(path) {
         let ours =
             String::from_utf8_lossy(&existing[..existing.len().min(4096)]).contains(GENERATOR);
@@ -197,6 +208,65 @@ pub fn check_page_target(path: &Path, force: bool) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// A file can be written at `path` (nothing is left behind by the check): `path` is not a
+/// folder, and the nearest of its folders that exists is a folder (not a file) that takes a
+/// new file (a read-only file system, or a folder without write permission, does not), so that
+/// the folders still missing can be made.
+///
+/// # Errors
+/// One line naming the path or the folder in the way, and why.
+pub fn check_writable_place(path: &Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!("{} is a folder: give a file name", path.display()));
+    }
+    let parent = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    // The nearest ancestor that exists must be a folder: `a.txt/page.html` cannot be made.
+    let mut dir = parent;
+    loop {
+        match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() => break,
+            Ok(_) => {
+                return Err(format!(
+                    "cannot write {}: {} is a file, not a folder",
+                    path.display(),
+                    dir.display()
+                ))
+            }
+            Err(_) => match dir.parent().filter(|d| !d.as_os_str().is_empty()) {
+                Some(up) => dir = up,
+                None => {
+                    dir = Path::new(".");
+                    break;
+                }
+            },
+        }
+    }
+    // Try it: permissions alone do not say (a read-only mount, ACLs, root).
+    let probe = dir.join(format!(".locksim-write-test-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(f) => {
+            drop(f);
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        // Left by another check of this process (a page and its files folder at once): a
+        // file was made there.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(format!(
+            "cannot write {}: {} does not take a new file ({e})",
+            path.display(),
+            dir.display()
+        )),
+    }
 }
 
 /// Writes an HTML page to `path` whole or not at all (a temporary file in the same folder and

@@ -282,6 +282,11 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
     let mut last_t = 0u64;
     for (i, e) in events.iter().enumerate() {
         let field = |f: &str| format!("events[{i}].{f}");
+        // An event that does not fit the scenario (a node or client outside the cluster, a
+        // fault that names one) is refused, never exported or skipped.
+        if let Some(p) = locksim_render::event_problem(sc, e) {
+            return Err(err(format!("events[{i}]"), p));
+        }
         let Event {
             id,
             time,
@@ -424,9 +429,20 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
                 })?;
                 rec("Reject", at, c, -1, *token);
             }
-            // The service's own markers (recorded for triggers) are not steps of the
-            // specifications: the steps they mark are.
-            EventKind::Leader { .. } | EventKind::Replicated { .. } => {}
+            // The markers of a replicated service (recorded for triggers): central and
+            // Redlock have no leader and no replication, so the trace is not of them.
+            EventKind::Leader { .. } => {
+                return Err(err(
+                    field("type"),
+                    format!("a `leader` record: {} has no leader, and the specifications none (a trace of another algorithm, or edited?)", sc.algorithm),
+                ))
+            }
+            EventKind::Replicated { .. } => {
+                return Err(err(
+                    field("type"),
+                    format!("a `replicated` record: {} replicates nothing, and the specifications nothing (a trace of another algorithm, or edited?)", sc.algorithm),
+                ))
+            }
             EventKind::Lost { .. } => {
                 let c = client(&field("node"), *node)?;
                 rec("Lost", c.clone(), c, -1, 0);
@@ -471,24 +487,55 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
                     ))
                 }
                 // Network faults are not steps of the specifications: the requests and
-                // replies they lose are (silent) steps.
-                _ => {}
+                // replies they lose or delay are (silent) steps. `isolate_leader` is recorded
+                // as such only when no server leads (it did nothing).
+                Fault::Partition { .. }
+                | Fault::PartitionOneway { .. }
+                | Fault::Isolate { .. }
+                | Fault::IsolateLeader { .. }
+                | Fault::Heal
+                | Fault::Loss { .. }
+                | Fault::Delay { .. }
+                | Fault::DropReplies { .. } => {}
+                Fault::Duplicate { .. } => {
+                    return Err(err(
+                        field("fault"),
+                        "message duplication is not in the specifications (a request delivered twice is a step they do not have)",
+                    ))
+                }
             },
             EventKind::FaultEnd { what } => {
+                // The ends of network fault windows are not steps (their faults are not);
+                // each other end is one, or is refused: none is dropped unread.
+                const WINDOW_ENDS: [&str; 7] = [
+                    "partition healed",
+                    "one-way partition healed",
+                    "loss window closed",
+                    "delay window closed",
+                    "duplication window closed",
+                    "replies flow again",
+                    "no leader to isolate",
+                ];
+                if WINDOW_ENDS.contains(&what.as_str()) {
+                    continue;
+                }
                 let (who, how) = what.split_once(' ').unwrap_or((what.as_str(), ""));
-                let Some(id) = cluster.parse_name(who) else {
-                    continue; // the end of a network fault window
-                };
-                match how {
-                    "resumed" => {
+                match (cluster.parse_name(who), how) {
+                    (Some(id), "resumed") => {
                         let c = client(&field("what"), id)?;
                         rec("Resume", c.clone(), c, -1, 0);
                     }
-                    "restarted" => {
+                    (Some(id), "restarted") => {
                         let n = name(&field("what"), id)?;
                         rec("Restart", n.clone(), n, -1, 0);
                     }
-                    _ => {}
+                    (Some(_), "rejoined") => {} // the end of an isolation
+                    _ => {
+                        return Err(err(
+                            field("what"),
+                            format!("`{what}`: not the end of a fault the specifications have (a pause of one task of a client, or not a fault end locksim records)"),
+                        ))
+                    }
                 }
             }
         }

@@ -119,7 +119,15 @@ pub fn render_html(run: &Run) -> String {
     let notes: String = run
         .notes
         .iter()
-        .map(|n| format!("<p class=\"note\">{}</p>", text(n)))
+        .map(|n| {
+            // A warning (the page does not show a checked re-run) is a banner, not a note.
+            let class = if n.starts_with("WARNING:") {
+                "note warning"
+            } else {
+                "note"
+            };
+            format!("<p class=\"{class}\">{}</p>", text(n))
+        })
         .collect();
     let (linear, script) = if data.linear.is_empty() {
         (String::new(), SCRIPT.to_string())
