@@ -24,7 +24,6 @@ REMEDIES = [
     ("redis-failover", ["wait_replicas=1"], "WAIT 1 after each SET (redis.io, WAIT)"),
     ("db-lease", ["time_source=db"], "ShedLock's usingDbTime()"),
     ("k8s-lease", ["fencing=true"], "a fencing token client-go does not ship"),
-    ("consul-session", ["fencing=true"], "the lock index as a sequencer (Consul's leader-election guide)"),
     ("zookeeper", ["fencing=true", "protected=guid+session"], "the node's sequence number as a token, and Curator 4.2's session-checked protected mode (CURATOR-498)"),
 ]
 

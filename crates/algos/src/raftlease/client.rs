@@ -107,6 +107,11 @@ impl Inner {
                         self.ctx.sleep(pause).await;
                     }
                 },
+                // Indeterminate, as a timeout is: the write may still commit.
+                Ok(Resp::LeadershipLost) => {
+                    self.leader.set((to + 1) % servers);
+                    return Err(RpcError::Timeout);
+                }
                 Ok(r) => return Ok(r),
                 // Refused: that server surely did not see it; try the next one, as etcd's
                 // client moves to another endpoint.

@@ -140,6 +140,10 @@ pub enum Resp {
     Unlocked { found: bool },
     /// The lease was revoked.
     Revoked,
+    /// The leader lost its leadership while committing the request: it may or may not take
+    /// effect (Consul's "leadership lost while committing log"; see
+    /// [`server::ServerConfig::answer_lost`]).
+    LeadershipLost,
 }
 
 /// The `raft-lease` algorithm (and the core of `consul-session`, which builds it with its own
@@ -211,6 +215,7 @@ impl RaftLease {
                 grant_on_expired_lease: k.flag("grant_on_expired_lease")?,
                 unlock_by_name: k.flag("unlock_by_name")?,
                 lock_delay: 0,
+                answer_lost: false,
             },
             timeout: k.timeout("timeout")?,
             lock_wait: k.duration("lock_wait")?,

@@ -53,6 +53,12 @@ pub struct ServerConfig {
     /// node sets it when it applies the revocation, on its own clock, as Consul's state store
     /// does; 0 (etcd, `raft-lease`) disables it.
     pub lock_delay: Nanos,
+    /// Consul: a leader that loses its leadership fails the writes it was committing, so
+    /// their callers get an error they cannot read as applied or not (hashicorp/raft's
+    /// `ErrLeadershipLost`, "leadership lost while committing log", answered by Consul's HTTP
+    /// API as a 500). `false` (etcd, `raft-lease`): such a request gets no answer from this
+    /// node, and the client's own timeout ends its wait.
+    pub answer_lost: bool,
 }
 
 /// A Raft message between service nodes.
@@ -220,8 +226,17 @@ impl Server {
         } else {
             self.ctx.set_leader(None);
             if was_leader {
-                // Requests waiting on this node's leadership will never be answered here.
-                self.proposals.clear();
+                // Requests waiting on this node's leadership will never be answered here
+                // with their result; Consul fails them (answer_lost), etcd stays silent.
+                let lost = std::mem::take(&mut self.proposals);
+                if self.cfg.answer_lost {
+                    let ctx = self.ctx.clone();
+                    madsim::task::spawn_local(async move {
+                        for m in lost.into_values() {
+                            ctx.reply(&m, Resp::LeadershipLost).await;
+                        }
+                    });
+                }
                 self.expiry.clear();
                 self.revoking.clear();
                 let hint = self.hint();
