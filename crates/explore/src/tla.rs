@@ -282,11 +282,6 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
     let mut last_t = 0u64;
     for (i, e) in events.iter().enumerate() {
         let field = |f: &str| format!("events[{i}].{f}");
-        // An event that does not fit the scenario (a node or client outside the cluster, a
-        // fault that names one) is refused, never exported or skipped.
-        if let Some(p) = locksim_render::event_problem(sc, e) {
-            return Err(err(format!("events[{i}]"), p));
-        }
         let Event {
             id,
             time,
@@ -312,6 +307,17 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
         }
         last_t = t;
         let at = name(&field("node"), *node)?;
+        // An event that does not fit the scenario (a client outside the cluster, a fault that
+        // names a node it does not have) is refused, never exported or skipped.
+        if let Some(p) = locksim_render::event_problem(sc, e) {
+            // "`client`: …" names the event's field.
+            return Err(
+                match p.strip_prefix('`').and_then(|r| r.split_once("`: ")) {
+                    Some((f, problem)) => err(field(f), problem),
+                    None => err(format!("events[{i}]"), p),
+                },
+            );
+        }
         let mut rec = |k: &'static str, n: String, c: String, v: i64, tok: u64| {
             recs.push(Rec {
                 id: *id,
