@@ -212,6 +212,18 @@ fn shipped_redis_scenarios_agree_with_the_simulator() {
             &["S2"][..],
             &["S1", "S4"][..],
         ),
+        // A client without a timeout acts on a grant whose answer came after the lease.
+        (
+            "central-timeout-none.toml",
+            &["S1", "S2"][..],
+            &["S3", "S4"][..],
+        ),
+        // A plain DEL from a holder paused past its TTL deletes the next holder's key.
+        (
+            "central-release-delete.toml",
+            &["S1", "S2", "S4"][..],
+            &[][..],
+        ),
     ];
     let shim = Path::new(env!("CARGO_BIN_EXE_locksim")).with_file_name("liblocksim_clockshim.so");
     // S2 there needs c1's third write to land after c2's first, a margin of tens of ms (real S2
@@ -286,6 +298,56 @@ fn agree(file: &str, both: &[&str], neither: &[&str]) {
             );
         }
     }
+}
+
+/// A knob real mode refuses says why in `locksim list --json` (`real` on the knob), and the
+/// refusal of a file that sets it (exit 2, before any server starts) gives the same reason.
+#[test]
+fn list_says_why_real_mode_refuses_a_knob_as_the_refusal_does() {
+    let o = locksim(&["list", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&text(&o.stdout)).expect("list --json");
+    let knob = |algo: &str, key: &str| {
+        v["algorithms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == algo)
+            .and_then(|a| {
+                a["settings"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|s| s["key"] == key)
+                    .cloned()
+            })
+            .unwrap_or_else(|| panic!("{algo} has no knob {key}"))
+    };
+    let note = knob("pg-advisory", "xact")["real"]
+        .as_str()
+        .expect("xact's real note")
+        .to_string();
+    assert!(note.starts_with("refused when true: "), "{note}");
+    // What real mode now runs carries no note.
+    for key in ["timeout", "release"] {
+        assert_eq!(knob("central", key).get("real"), None, "central {key}");
+    }
+    let dir = std::env::temp_dir().join(format!("locksim-refused-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("pg-advisory-xact.toml");
+    std::fs::write(
+        &f,
+        "algorithm = \"pg-advisory\"\nseeds = 1\nexpect = \"safe\"\nfaults = [\"none\"]\n[settings]\nxact = true\n",
+    )
+    .unwrap();
+    let o = locksim(&["real", f.to_str().unwrap()]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let why = note.trim_start_matches("refused when true: ");
+    assert!(
+        err.contains("`xact = true` cannot run for real: ") && err.contains(why),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Runs `sims/real/FILE` once with `--trace`, asserts exit `code` (0 safe, 1 violated), and

@@ -216,6 +216,17 @@ impl Choice {
 pub fn check_scenario(scenario: &Scenario, choice: &Choice, shim: bool) -> Result<(), String> {
     use locksim_core::{Fault, Role};
     choice.check(&scenario.algorithm)?;
+    if scenario
+        .config
+        .get("release")
+        .is_some_and(|r| r == "delete")
+    {
+        return Err(format!(
+            "adapter {}: `release = \"delete\"` is a release the library does not make (it \
+             releases its own way); the built-in client (no [real] client) makes it",
+            choice.name()
+        ));
+    }
     if !shim && crate::harness::has_network_faults(scenario) {
         return Err(format!(
             "adapter {}: network faults need liblocksim_clockshim.so (`cargo build -p locksim-clockshim`, beside this binary, or LOCKSIM_CLOCKSHIM=PATH), which gives the adapters' connections their nodes' addresses",
@@ -895,6 +906,32 @@ mod tests {
         .check("central")
         .unwrap_err();
         assert!(e.contains("empty"), "{e}");
+    }
+
+    #[test]
+    fn a_plain_delete_release_is_refused_for_a_library_that_releases_its_own_way() {
+        let mut s = Scenario {
+            seed: 0,
+            algorithm: "central".into(),
+            config: Default::default(),
+            cluster: locksim_core::Cluster {
+                servers: 1,
+                clients: 2,
+            },
+            workload: locksim_core::Workload::default(),
+            fault_kinds: vec![],
+            faults: locksim_core::fault::FaultPlan::new(vec![]),
+        };
+        let redis_py = Choice::Shipped("redis-py".into());
+        assert_eq!(check_scenario(&s, &redis_py, false), Ok(()));
+        s.config.insert("timeout".into(), "none".into());
+        assert_eq!(check_scenario(&s, &redis_py, false), Ok(()));
+        s.config.insert("release".into(), "delete".into());
+        let e = check_scenario(&s, &redis_py, false).unwrap_err();
+        assert!(
+            e.starts_with("adapter redis-py: `release = \"delete\"`") && e.contains("built-in"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use locksim_core::draw::{self, WorkloadDraws};
 use locksim_core::history::{Deadline, EventKind, LocalClock, LostCause, OpF, Phase};
 use locksim_core::time::fmt_nanos;
-use locksim_core::{ClientParams, Nanos, Workload};
+use locksim_core::{ClientParams, Nanos, NodeId, Workload};
 use rand::Rng;
 
 use crate::conn::{read_line, CallError, Conn};
@@ -45,6 +45,21 @@ impl Host for Client {
                 key,
                 client: self.spec.node,
                 token,
+            },
+        );
+    }
+    fn freed(&self, t: Nanos, server: u32, key: u32, freed: u64, holder: NodeId, released: u64) {
+        self.log.record(
+            t,
+            server,
+            t as i64,
+            t,
+            EventKind::Freed {
+                key,
+                client: self.spec.node,
+                freed,
+                released,
+                holder: Some(holder),
             },
         );
     }

@@ -49,10 +49,14 @@ impl Conn {
         }
     }
 
-    fn connect(&self, timeout: Duration) -> std::io::Result<TcpStream> {
+    /// Connects within `timeout`; `None`: as long as the kernel's SYN retries take.
+    fn connect(&self, timeout: Option<Duration>) -> std::io::Result<TcpStream> {
         let s = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::TCP))?;
         s.bind(&SocketAddr::V4(SocketAddrV4::new(self.from, 0)).into())?;
-        s.connect_timeout(&SocketAddr::V4(self.to).into(), timeout)?;
+        match timeout {
+            Some(t) => s.connect_timeout(&SocketAddr::V4(self.to).into(), t)?,
+            None => s.connect(&SocketAddr::V4(self.to).into())?,
+        }
         s.set_tcp_nodelay(true)?;
         Ok(s.into())
     }
@@ -67,6 +71,21 @@ impl Conn {
         timeout: Duration,
         read: impl FnOnce(&mut BufReader<TcpStream>) -> std::io::Result<T>,
     ) -> Result<T, CallError> {
+        self.call_within(request, Some(timeout), read)
+    }
+
+    /// As [`Conn::call`]; `timeout = None` waits as a client without a socket timeout does
+    /// (redis-py before 8.0): until the answer comes or the connection ends (a reset, or the
+    /// kernel giving the connection up after `tcp_retries2` retransmissions).
+    ///
+    /// # Errors
+    /// [`CallError`]; the connection is dropped.
+    pub fn call_within<T>(
+        &mut self,
+        request: &[u8],
+        timeout: Option<Duration>,
+        read: impl FnOnce(&mut BufReader<TcpStream>) -> std::io::Result<T>,
+    ) -> Result<T, CallError> {
         let started = Instant::now();
         if self.stream.is_none() {
             let s = self
@@ -74,9 +93,10 @@ impl Conn {
                 .map_err(|e| CallError::NotSent(e.to_string()))?;
             self.stream = Some(BufReader::new(s));
         }
-        let left = timeout
-            .saturating_sub(started.elapsed())
-            .max(Duration::from_millis(1));
+        let left = timeout.map(|t| {
+            t.saturating_sub(started.elapsed())
+                .max(Duration::from_millis(1))
+        });
         let r = self.exchange(request, left, read);
         if r.is_err() {
             self.stream = None;
@@ -87,13 +107,13 @@ impl Conn {
     fn exchange<T>(
         &mut self,
         request: &[u8],
-        left: Duration,
+        left: Option<Duration>,
         read: impl FnOnce(&mut BufReader<TcpStream>) -> std::io::Result<T>,
     ) -> Result<T, CallError> {
         let s = self.stream.as_mut().expect("connected");
         let unknown = |e: std::io::Error| CallError::Unknown(e.to_string());
-        s.get_ref().set_write_timeout(Some(left)).map_err(unknown)?;
-        s.get_ref().set_read_timeout(Some(left)).map_err(unknown)?;
+        s.get_ref().set_write_timeout(left).map_err(unknown)?;
+        s.get_ref().set_read_timeout(left).map_err(unknown)?;
         s.get_mut().write_all(request).map_err(unknown)?;
         read(s).map_err(|e| match e.kind() {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {

@@ -8,16 +8,24 @@
 //!   turn, each with the per-master timeout; the lock is held when a majority said yes and the
 //!   validity `TTL − elapsed − drift` is positive, `drift = TTL·drift_factor + 2 ms`; otherwise
 //!   every master is unlocked;
-//! - release: Lua compare-and-delete (`GET` = owner ⇒ `DEL`), on every master for Redlock.
+//! - release: Lua compare-and-delete (`GET` = owner ⇒ `DEL`), on every master for Redlock;
+//!   with `release = delete`, no owner check: `GETDEL key`, which deletes the key whoever holds
+//!   it as a plain `DEL` does, and answers the value it deleted, so the client records whose
+//!   lock it freed (a `freed` event of the server, as the simulator's server records it: S4);
+//! - `timeout = none`: no socket timeout (redis-py before 8.0): a request waits until its
+//!   answer comes or the connection ends.
+//!
+//! The value stored under a key is `OWNER@NODE`: the random owner value and the client's
+//! node, which names the holder of a lock a `GETDEL` frees.
 
 use std::time::Duration;
 
 use locksim_core::history::LocalClock;
-use locksim_core::Nanos;
+use locksim_core::{Nanos, NodeId};
 
 use crate::conn::{CallError, Conn};
 use crate::resp::{read_reply, request, Reply};
-use crate::support::Backend;
+use crate::support::{Backend, NO_TIMEOUT};
 
 /// Grant and fencing token in one step: 0 = held by another owner, -1 = granted without a
 /// token, otherwise the token.
@@ -25,10 +33,15 @@ pub(crate) const ACQUIRE_FENCED: &str =
     "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then \
      if ARGV[3] == '1' then return redis.call('INCR', KEYS[2]) end return -1 end return 0";
 
-/// `EVAL ACQUIRE_FENCED 2 lock:KEY fence:KEY OWNER TTL-MS FLAG`: takes `key` for `owner` for
-/// `ttl` ns (whole ms, at least 1) and, with `fencing`, `INCR`s its token counter in the same
-/// script. The arguments of one request, for [`crate::resp::request`].
-pub(crate) fn acquire_fenced_args(key: u32, owner: u64, ttl: Nanos, fencing: bool) -> Vec<Vec<u8>> {
+/// `EVAL ACQUIRE_FENCED 2 lock:KEY fence:KEY VALUE TTL-MS FLAG`: takes `key` for the owner
+/// `value` for `ttl` ns (whole ms, at least 1) and, with `fencing`, `INCR`s its token counter
+/// in the same script. The arguments of one request, for [`crate::resp::request`].
+pub(crate) fn acquire_fenced_args(
+    key: u32,
+    value: &str,
+    ttl: Nanos,
+    fencing: bool,
+) -> Vec<Vec<u8>> {
     let ms = (ttl / 1_000_000).max(1);
     [
         "EVAL".to_string(),
@@ -36,7 +49,7 @@ pub(crate) fn acquire_fenced_args(key: u32, owner: u64, ttl: Nanos, fencing: boo
         "2".into(),
         key_name(key),
         format!("fence:{key}"),
-        owner.to_string(),
+        value.to_string(),
         ms.to_string(),
         if fencing { "1" } else { "0" }.into(),
     ]
@@ -90,6 +103,20 @@ pub trait Host {
     fn true_time(&self) -> Nanos;
     /// Lock server `server` answered at true time `at` that it granted `key`.
     fn granted(&self, at: Nanos, server: u32, key: u32, token: Option<u64>);
+    /// Lock server `server` answered at true time `at` that a release without an owner check
+    /// deleted `key`'s lock: the owner value `freed` of `holder`'s grant, where the release
+    /// meant the one of value `released` (the simulator's `freed` event, judged by S4).
+    /// Hosts that keep no history record nothing.
+    fn freed(
+        &self,
+        _at: Nanos,
+        _server: u32,
+        _key: u32,
+        _freed: u64,
+        _holder: NodeId,
+        _released: u64,
+    ) {
+    }
 }
 
 /// The lock client of one client process: Redis or etcd.
@@ -156,7 +183,9 @@ impl LockClient {
         if backend.etcd() {
             return crate::etcd::EtcdLock::new(backend, me, servers).map(LockClient::Etcd);
         }
-        Ok(LockClient::Redis(RedisLock::new(backend, me, servers)))
+        Ok(LockClient::Redis(RedisLock::new(
+            backend, node, me, servers,
+        )))
     }
 
     /// Takes `key` for a lease of `ttl` ns with a fresh random `owner` (Redis's value).
@@ -176,7 +205,7 @@ impl LockClient {
     /// Releases `grant` of `key`.
     pub fn release(&mut self, host: &dyn Host, key: u32, grant: &Grant) -> Outcome<()> {
         match self {
-            LockClient::Redis(r) => r.release(key, grant),
+            LockClient::Redis(r) => r.release(host, key, grant),
             #[cfg(feature = "etcd")]
             LockClient::Etcd(e) => e.release(host, key, grant),
             LockClient::Postgres(p) => p.release(host, key, grant),
@@ -201,6 +230,8 @@ impl LockClient {
 /// The Redis lock client of one client process.
 pub struct RedisLock {
     backend: Backend,
+    /// The client's node, part of each value it stores ([`owner_value`]).
+    node: NodeId,
     conns: Vec<Conn>,
 }
 
@@ -208,22 +239,45 @@ fn key_name(key: u32) -> String {
     format!("lock:{key}")
 }
 
+/// The value a client of node `node` stores under a key it takes for `owner`: `OWNER@NODE`.
+pub(crate) fn owner_value(owner: u64, node: NodeId) -> String {
+    format!("{owner}@{node}")
+}
+
+/// The owner value and the node of a value [`owner_value`] made; `None` for any other value.
+pub(crate) fn parse_owner_value(v: &[u8]) -> Option<(u64, NodeId)> {
+    let (owner, node) = std::str::from_utf8(v).ok()?.split_once('@')?;
+    Some((owner.parse().ok()?, node.parse().ok()?))
+}
+
+/// GETDEL's answer: the value the key held (now deleted), or `None` (no such key, or an
+/// answer that is not a value).
+fn getdel_value(r: &Reply) -> Option<&[u8]> {
+    match r {
+        Reply::Bulk(v) => Some(v),
+        _ => None,
+    }
+}
+
 impl RedisLock {
-    /// A client of `backend` whose connections to `servers` leave from `me`.
+    /// A client of `backend` on node `node` whose connections to `servers` leave from `me`.
     pub fn new(
         backend: Backend,
+        node: NodeId,
         me: std::net::Ipv4Addr,
         servers: &[std::net::SocketAddrV4],
     ) -> Self {
         RedisLock {
             backend,
+            node,
             conns: servers.iter().map(|&s| Conn::new(me, s)).collect(),
         }
     }
 
     fn call(&mut self, server: usize, args: &[&[u8]]) -> Result<Reply, CallError> {
-        let t = Duration::from_nanos(self.backend.timeout);
-        self.conns[server].call(&request(args), t, read_reply)
+        let t = (self.backend.timeout != NO_TIMEOUT)
+            .then(|| Duration::from_nanos(self.backend.timeout));
+        self.conns[server].call_within(&request(args), t, read_reply)
     }
 
     fn deadline(&self, host: &dyn Host, start: i64, ttl: Nanos) -> (i128, (LocalClock, i64)) {
@@ -243,10 +297,10 @@ impl RedisLock {
         owner: u64,
         ttl: Nanos,
     ) -> Result<Option<Option<u64>>, CallError> {
-        let (k, o) = (key_name(key), owner.to_string());
+        let (k, o) = (key_name(key), owner_value(owner, self.node));
         let ms = (ttl / 1_000_000).max(1).to_string();
         let reply = if self.backend.fencing() {
-            let args = acquire_fenced_args(key, owner, ttl, true);
+            let args = acquire_fenced_args(key, &o, ttl, true);
             let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
             self.call(server, &args)?
         } else {
@@ -270,9 +324,27 @@ impl RedisLock {
         })
     }
 
-    /// Compare-and-delete on `server`: `Ok(true)` when it freed the owner's lock.
-    fn del(&mut self, server: usize, key: u32, owner: u64) -> Result<bool, CallError> {
-        let (k, o) = (key_name(key), owner.to_string());
+    /// Compare-and-delete on `server`: `Ok(true)` when it freed the owner's lock. With
+    /// `release = delete`, `GETDEL`: `Ok(true)` when it deleted a lock, the owner's or
+    /// another's (recorded as the server's `freed` event, through `host`).
+    fn del(
+        &mut self,
+        host: &dyn Host,
+        server: usize,
+        key: u32,
+        owner: u64,
+    ) -> Result<bool, CallError> {
+        let (k, o) = (key_name(key), owner_value(owner, self.node));
+        if self.backend.release_delete {
+            let r = self.call(server, &[b"GETDEL", k.as_bytes()])?;
+            let Some(v) = getdel_value(&r) else {
+                return Ok(false);
+            };
+            if let Some((freed, holder)) = parse_owner_value(v) {
+                host.freed(host.true_time(), server as u32, key, freed, holder, owner);
+            }
+            return Ok(true);
+        }
         let r = self.call(
             server,
             &[
@@ -335,7 +407,7 @@ impl RedisLock {
             });
         }
         for m in 0..self.conns.len() {
-            let _ = self.del(m, key, owner);
+            let _ = self.del(host, m, key, owner);
         }
         Outcome::Fail(format!(
             "{yes} of {} masters, validity {}",
@@ -345,10 +417,10 @@ impl RedisLock {
     }
 
     /// Releases `grant` of `key` (on every master).
-    pub fn release(&mut self, key: u32, grant: &Grant) -> Outcome<()> {
+    pub fn release(&mut self, host: &dyn Host, key: u32, grant: &Grant) -> Outcome<()> {
         let (mut ok, mut unknown, mut last) = (0, 0, String::new());
         for m in 0..self.conns.len() {
-            match self.del(m, key, grant.owner) {
+            match self.del(host, m, key, grant.owner) {
                 Ok(true) => ok += 1,
                 Ok(false) => {}
                 Err(e) => {
@@ -375,13 +447,35 @@ impl RedisLock {
 mod tests {
     #[test]
     fn the_fenced_acquire_names_the_key_its_counter_and_the_flag() {
-        let a = super::acquire_fenced_args(7, 42, 1_500_000_000, true);
+        let a = super::acquire_fenced_args(7, "42@3", 1_500_000_000, true);
         let a: Vec<&str> = a.iter().map(|x| std::str::from_utf8(x).unwrap()).collect();
         assert_eq!(a[0], "EVAL");
         assert_eq!(a[1], super::ACQUIRE_FENCED);
-        assert_eq!(a[2..], ["2", "lock:7", "fence:7", "42", "1500", "1"]);
-        let b = super::acquire_fenced_args(7, 42, 10, false);
+        assert_eq!(a[2..], ["2", "lock:7", "fence:7", "42@3", "1500", "1"]);
+        let b = super::acquire_fenced_args(7, "42", 10, false);
         assert_eq!(b[6], b"1", "at least 1 ms");
         assert_eq!(b[7], b"0");
+    }
+
+    #[test]
+    fn a_stored_value_names_its_owner_and_node_and_nothing_else_parses() {
+        let v = super::owner_value(18_446_744_073_709_551_615, 7);
+        assert_eq!(v, "18446744073709551615@7");
+        assert_eq!(super::parse_owner_value(v.as_bytes()), Some((u64::MAX, 7)));
+        for bad in ["42", "@7", "42@", "x@7", "42@c1", "", "42@7@8"] {
+            assert_eq!(super::parse_owner_value(bad.as_bytes()), None, "{bad}");
+        }
+        assert_eq!(super::parse_owner_value(&[0xff, b'@', b'1']), None);
+    }
+
+    #[test]
+    fn getdel_of_a_missing_key_frees_nothing() {
+        use crate::resp::Reply;
+        assert_eq!(super::getdel_value(&Reply::Nil), None);
+        assert_eq!(super::getdel_value(&Reply::Int(1)), None);
+        assert_eq!(
+            super::getdel_value(&Reply::Bulk(b"1@4".to_vec())),
+            Some(&b"1@4"[..])
+        );
     }
 }

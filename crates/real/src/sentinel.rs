@@ -326,7 +326,8 @@ impl SentinelLock {
     pub fn acquire(&mut self, host: &dyn Host, key: u32, owner: u64, ttl: Nanos) -> Outcome<Grant> {
         let clock = self.backend.client_clock;
         let start = host.now(clock);
-        let args = crate::lock::acquire_fenced_args(key, owner, ttl, self.backend.fencing());
+        let value = owner.to_string();
+        let args = crate::lock::acquire_fenced_args(key, &value, ttl, self.backend.fencing());
         let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let (p, r) = self.command(&args, self.backend.timeout);
         let token = match r {
@@ -377,7 +378,7 @@ impl SentinelLock {
     /// Releases `grant` of `key`: compare-and-delete, or `DEL` with `release = delete`.
     pub fn release(&mut self, key: u32, grant: &Grant) -> Outcome<()> {
         let (k, o) = (format!("lock:{key}"), grant.owner.to_string());
-        let r = if self.backend.failover.release_delete {
+        let r = if self.backend.release_delete {
             self.command(&[b"DEL", k.as_bytes()], self.backend.timeout)
                 .1
         } else {

@@ -67,6 +67,9 @@ pub struct Backend {
     pub failover: FailoverKnobs,
     /// `zookeeper`'s knobs (all off for the other services).
     pub zk: ZkKnobs,
+    /// `release = delete` (Redis services): a release deletes the key without an owner check.
+    #[serde(default)]
+    pub release_delete: bool,
 }
 
 /// The knobs of `zookeeper` (the simulator's, `crates/algos/src/zookeeper`), as the real
@@ -102,8 +105,6 @@ pub struct FailoverKnobs {
     pub wait_timeout: Nanos,
     /// The token counter's `INCR` beside the `SET`.
     pub fencing: bool,
-    /// `release = delete`: a plain `DEL`, no owner check.
-    pub release_delete: bool,
 }
 
 /// The knobs of `pg-advisory` (the simulator's, `crates/algos/src/pgadvisory.rs`), as
@@ -180,6 +181,112 @@ impl Backend {
     pub fn drift(&self, ttl: Nanos) -> i64 {
         (ttl as u128 * self.drift_ppm as u128 / 1_000_000) as i64 + 2_000_000
     }
+}
+
+/// A setting of the simulator that real mode refuses: which algorithms, which value(s), and
+/// why. `locksim list` prints it on the knob (`real` in `list --json`), and the refusal says
+/// the same ([`refusal`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Refused {
+    /// The algorithms whose knob it is.
+    pub algorithms: &'static [&'static str],
+    /// The knob.
+    pub key: &'static str,
+    /// The values refused, as a reader says them ("when true", "when set", "other than wall").
+    pub values: &'static str,
+    /// Why real mode cannot run them.
+    pub why: &'static str,
+}
+
+/// Every knob value real mode refuses (ranges a real server imposes, such as etcd's whole
+/// second leases, are checked and explained where they are read).
+pub const REFUSED: &[Refused] = &[
+    Refused {
+        algorithms: &["central", "central-fencing", "redlock"],
+        key: "clock",
+        values: "other than wall",
+        why: "redis-server judges key expiry by its wall clock",
+    },
+    Refused {
+        algorithms: &["redlock"],
+        key: "delayed_restart",
+        values: "when true",
+        why: "a master that waits out a TTL before it answers after a restart is not in real mode yet",
+    },
+    Refused {
+        algorithms: &["pg-advisory"],
+        key: "xact",
+        values: "when true",
+        why: "the real client records each grant from the lock's own statement, which with a \
+              transaction-level lock runs in a transaction left open while the lock is held: \
+              the record would roll back with a transaction that never commits, so the run \
+              could not see the grant (not in real mode yet)",
+    },
+    Refused {
+        algorithms: &["redis-failover"],
+        key: "repl_delay",
+        values: "when set",
+        why: "the replication lag is what real Redis on loopback gives (well under a millisecond)",
+    },
+    Refused {
+        algorithms: &["redis-failover"],
+        key: "promote",
+        values: "other than most-up-to-date",
+        why: "Sentinel promotes the replica with the best priority and largest replication offset",
+    },
+    Refused {
+        algorithms: &["raft-lease"],
+        key: "clock",
+        values: "other than mono",
+        why: "etcd times leases with Go's monotonic clock",
+    },
+    Refused {
+        algorithms: &["raft-lease"],
+        key: "fsync",
+        values: "other than always",
+        why: "etcd 3.4 always fsyncs its log",
+    },
+    Refused {
+        algorithms: &["raft-lease"],
+        key: "grant_on_expired_lease",
+        values: "when set",
+        why: BUG,
+    },
+    Refused {
+        algorithms: &["raft-lease"],
+        key: "unlock_by_name",
+        values: "when set",
+        why: BUG,
+    },
+    Refused {
+        algorithms: &["raft-lease"],
+        key: "unlock_retry",
+        values: "when set",
+        why: BUG,
+    },
+    Refused {
+        algorithms: &["zookeeper"],
+        key: "follower_lag",
+        values: "when set",
+        why: "a follower applies a commit when real ZooKeeper does (well under a millisecond on \
+              loopback)",
+    },
+];
+
+const BUG: &str =
+    "a bug the simulator injects into its own model; real etcd and our real client do not have it";
+
+/// What real mode refuses of `algo`'s knob `key` ([`REFUSED`]).
+pub fn refused(algo: &str, key: &str) -> Option<&'static Refused> {
+    REFUSED
+        .iter()
+        .find(|r| r.key == key && r.algorithms.contains(&algo))
+}
+
+/// The refusal of `algo`'s `key = value`: one line, the words `locksim list` shows.
+fn refusal(algo: &str, key: &str, value: &str) -> String {
+    let why = refused(algo, key).map_or("", |r| r.why);
+    format!("{algo}: `{key} = {value}` cannot run for real: {why}")
 }
 
 /// A flag as the simulator's knobs spell it: true/false, on/off, yes/no, 1/0 (any case).
@@ -264,23 +371,27 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
             "fsync",
             "delayed_restart",
             "timeout",
+            "release",
             "client_clock",
             "drift_factor",
         ],
-        _ => &["clock", "fsync", "timeout", "client_clock", "drift_factor"],
+        _ => &[
+            "clock",
+            "fsync",
+            "timeout",
+            "release",
+            "client_clock",
+            "drift_factor",
+        ],
     };
     if let Some(k) = cfg.keys().find(|k| !known.contains(&k.as_str())) {
         return Err(format!("{algo}: setting `{k}` is unknown in real mode"));
     }
     if get("clock", "wall") != "wall" {
-        return Err(format!(
-            "{algo}: `clock = {}` cannot run for real: redis-server judges key expiry by its \
-             wall clock",
-            get("clock", "wall")
-        ));
+        return Err(refusal(algo, "clock", get("clock", "wall")));
     }
     if get("delayed_restart", "false") != "false" {
-        return Err("redlock: `delayed_restart` is not available in real mode yet".into());
+        return Err(refusal(algo, "delayed_restart", get("delayed_restart", "")));
     }
     let fsync_always = match get("fsync", "never") {
         "never" => false,
@@ -318,11 +429,23 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
     } else {
         "100ms"
     };
+    let timeout = match get("timeout", default_timeout) {
+        "none" => NO_TIMEOUT,
+        t => knob_duration("timeout", t).map_err(|e| format!("{algo}: {e} (or none)"))?,
+    };
+    let release_delete = match get("release", "owner") {
+        "owner" => false,
+        "delete" => true,
+        other => {
+            return Err(format!(
+                "{algo}: `release`: {other:?} is neither owner nor delete"
+            ))
+        }
+    };
     Ok(Backend {
         service,
         servers,
-        timeout: knob_duration("timeout", get("timeout", default_timeout))
-            .map_err(|e| format!("{algo}: {e}"))?,
+        timeout,
         drift_ppm: fraction_ppm("drift_factor", get("drift_factor", "0.01"))
             .map_err(|e| format!("{algo}: {e}"))?,
         client_clock,
@@ -334,6 +457,7 @@ pub fn backend(scenario: &Scenario) -> Result<Backend, String> {
         pg: PoolKnobs::default(),
         failover: FailoverKnobs::default(),
         zk: ZkKnobs::default(),
+        release_delete,
     })
 }
 
@@ -454,6 +578,7 @@ fn plain(
         pg: PoolKnobs::default(),
         failover: FailoverKnobs::default(),
         zk: ZkKnobs::default(),
+        release_delete: false,
     }
 }
 
@@ -507,10 +632,7 @@ fn pool_backend(scenario: &Scenario) -> Result<Backend, String> {
         ],
     )?;
     if k.flag("xact")? {
-        return Err(format!(
-            "{algo}: `xact = true` is not in real mode yet (the statement's grant record would \
-             roll back with a transaction that never commits)"
-        ));
+        return Err(refusal(algo, "xact", k.get("xact", "")));
     }
     let server_lifetime = k.duration("server_lifetime", "3600s")?;
     if server_lifetime % SEC != 0 {
@@ -541,11 +663,8 @@ fn pool_backend(scenario: &Scenario) -> Result<Backend, String> {
 /// The simulator's `redis-failover` knobs, as Redis, Sentinel and our client take them.
 fn failover_backend(scenario: &Scenario) -> Result<Backend, String> {
     let algo = "redis-failover";
-    if scenario.config.contains_key("repl_delay") {
-        return Err(format!(
-            "{algo}: `repl_delay` cannot run for real: the replication lag is what real Redis \
-             on loopback gives (well under a millisecond)"
-        ));
+    if let Some(v) = scenario.config.get("repl_delay") {
+        return Err(refusal(algo, "repl_delay", v));
     }
     let k = Settings::new(
         algo,
@@ -565,11 +684,7 @@ fn failover_backend(scenario: &Scenario) -> Result<Backend, String> {
         ],
     )?;
     if k.get("promote", "most-up-to-date") != "most-up-to-date" {
-        return Err(format!(
-            "{algo}: `promote = {}` cannot run for real: Sentinel promotes the replica with the \
-             best priority and largest replication offset",
-            k.get("promote", "")
-        ));
+        return Err(refusal(algo, "promote", k.get("promote", "")));
     }
     let replicas = k.int("replicas", "2", 1..=6)?;
     let mut b = plain(
@@ -586,8 +701,8 @@ fn failover_backend(scenario: &Scenario) -> Result<Backend, String> {
         wait_replicas: k.int("wait_replicas", "0", 0..=replicas)?,
         wait_timeout: k.duration("wait_timeout", "100ms")?,
         fencing: k.flag("fencing")?,
-        release_delete: k.choice("release", "owner", &["owner", "delete"])? == "delete",
     };
+    b.release_delete = k.choice("release", "owner", &["owner", "delete"])? == "delete";
     Ok(b)
 }
 
@@ -608,26 +723,17 @@ fn etcd_backend(scenario: &Scenario) -> Result<Backend, String> {
         "drift_factor",
     ];
     let bugs = ["grant_on_expired_lease", "unlock_by_name", "unlock_retry"];
-    if let Some(k) = cfg.keys().find(|k| bugs.contains(&k.as_str())) {
-        return Err(format!(
-            "{algo}: `{k}` is a bug the simulator injects into its own model; real etcd and our \
-             real client do not have it"
-        ));
+    if let Some((k, v)) = cfg.iter().find(|(k, _)| bugs.contains(&k.as_str())) {
+        return Err(refusal(algo, k, v));
     }
     if let Some(k) = cfg.keys().find(|k| !known.contains(&k.as_str())) {
         return Err(format!("{algo}: setting `{k}` is unknown in real mode"));
     }
     if get("clock", "mono") != "mono" {
-        return Err(format!(
-            "{algo}: `clock = {}` cannot run for real: etcd times leases with Go's monotonic clock",
-            get("clock", "mono")
-        ));
+        return Err(refusal(algo, "clock", get("clock", "mono")));
     }
     if get("fsync", "always") != "always" {
-        return Err(format!(
-            "{algo}: `fsync = {}` cannot run for real: etcd 3.4 always fsyncs its log",
-            get("fsync", "always")
-        ));
+        return Err(refusal(algo, "fsync", get("fsync", "always")));
     }
     let servers = get("servers", "3")
         .parse::<u32>()
@@ -701,6 +807,7 @@ fn etcd_backend(scenario: &Scenario) -> Result<Backend, String> {
         pg: PoolKnobs::default(),
         failover: FailoverKnobs::default(),
         zk: ZkKnobs::default(),
+        release_delete: false,
     })
 }
 
@@ -708,11 +815,8 @@ fn etcd_backend(scenario: &Scenario) -> Result<Backend, String> {
 /// take them.
 fn zk_backend(scenario: &Scenario) -> Result<Backend, String> {
     let algo = "zookeeper";
-    if scenario.config.contains_key("follower_lag") {
-        return Err(format!(
-            "{algo}: `follower_lag` cannot run for real: a follower applies a commit when real \
-             ZooKeeper does (well under a millisecond on loopback)"
-        ));
+    if let Some(v) = scenario.config.get("follower_lag") {
+        return Err(refusal(algo, "follower_lag", v));
     }
     let k = Settings::new(
         algo,
@@ -1033,6 +1137,63 @@ mod tests {
         .unwrap();
         assert!(b.fencing() && b.fsync_always);
         assert_eq!((b.drift_ppm, b.timeout, b.servers), (50_000, SEC, 1));
+    }
+
+    #[test]
+    fn central_runs_without_a_timeout_and_with_a_plain_delete() {
+        let b = backend(&scenario(
+            "central",
+            &[("timeout", "none"), ("release", "delete")],
+            vec![],
+        ))
+        .unwrap();
+        assert_eq!(b.timeout, NO_TIMEOUT);
+        assert!(b.release_delete);
+        let b = backend(&scenario("central-fencing", &[], vec![])).unwrap();
+        assert_eq!((b.timeout, b.release_delete), (100 * MS, false));
+        let b = backend(&scenario("redlock", &[("release", "owner")], vec![])).unwrap();
+        assert!(!b.release_delete);
+        let e = backend(&scenario("central", &[("release", "del")], vec![])).unwrap_err();
+        assert!(
+            e.starts_with("central: `release`") && e.contains("owner nor delete"),
+            "{e}"
+        );
+        let e = backend(&scenario("central", &[("timeout", "never")], vec![])).unwrap_err();
+        assert!(e.contains("`timeout`") && e.contains("(or none)"), "{e}");
+        let s = scenario("redis-failover", &[("release", "delete")], vec![]);
+        assert!(backend(&s).unwrap().release_delete);
+    }
+
+    #[test]
+    fn each_refused_knob_is_refused_with_the_words_list_shows() {
+        for r in REFUSED {
+            for algo in r.algorithms {
+                let value = match r.values {
+                    "when true" | "when set" => "true",
+                    _ => "bogus",
+                };
+                let mut s = scenario(algo, &[(r.key, value)], vec![]);
+                s.cluster.servers = match *algo {
+                    "redlock" => 5,
+                    "redis-failover" => 4,
+                    "raft-lease" | "zookeeper" => 3,
+                    _ => 1,
+                };
+                let Err(e) = backend(&s) else {
+                    panic!("{algo}: `{} = {value}` ran", r.key)
+                };
+                if *algo == "raft-lease" && !cfg!(feature = "etcd") {
+                    continue;
+                }
+                assert!(
+                    e.contains(&format!("`{} = {value}` cannot run for real", r.key))
+                        && e.ends_with(r.why),
+                    "{algo}: {e}"
+                );
+            }
+        }
+        assert!(refused("pg-advisory", "xact").is_some());
+        assert!(refused("central", "timeout").is_none() && refused("central", "release").is_none());
     }
 
     #[test]
