@@ -16,7 +16,7 @@ use crate::{exit, out};
 #[derive(clap::Args)]
 pub(crate) struct ListArgs {
     /// Print one JSON object: `{"algorithms":[{"name","what","settings":[{"key","help",
-    /// "default"}]}],"workload":[{"key","help"}],"fault_shape":[{"key","help"}],
+    /// "default","real"?}]}],"workload":[{"key","help"}],"fault_shape":[{"key","help"}],
     /// "client":[{"key","help"}],"faults":[…],
     /// "fault_types":[{"type","fields":[…],"help"}],"properties":[…],
     /// "clients":[{"name","library","package","version","language","algorithm":[…]}]}`.
@@ -130,7 +130,13 @@ fn json_listing() -> Value {
             let settings: Vec<Value> = locksim_algos::knobs(name)
                 .unwrap_or(&[])
                 .iter()
-                .map(|k| json!({"key": k.key, "help": k.help, "default": k.default}))
+                .map(|k| {
+                    let mut v = json!({"key": k.key, "help": k.help, "default": k.default});
+                    if let Some(r) = real_note(name, k.key) {
+                        v["real"] = json!(r);
+                    }
+                    v
+                })
                 .collect();
             let client_defaults: Vec<Value> = locksim_algos::client_defaults(name)
                 .iter()
@@ -194,6 +200,12 @@ fn json_listing() -> Value {
     })
 }
 
+/// What real mode (`locksim real`) does not run of `algo`'s knob `key`, and why: `refused
+/// <values>: <why>`, the words of its refusal; `None` when it runs every value.
+fn real_note(algo: &str, key: &str) -> Option<String> {
+    locksim_real::support::refused(algo, key).map(|r| format!("refused {}: {}", r.values, r.why))
+}
+
 /// A fault type's fields (`"a, b, duration"`) as a list.
 fn fields_of(fields: &str) -> Vec<&str> {
     fields.split(", ").filter(|f| !f.is_empty()).collect()
@@ -222,6 +234,9 @@ fn text() -> String {
         t += &format!("  {name:<aw$} {what}\n");
         for k in locksim_algos::knobs(name).unwrap_or(&[]) {
             t += &format!("      {:<kw$} {} (default {})\n", k.key, k.help, k.default);
+            if let Some(r) = real_note(name, k.key) {
+                t += &format!("      {:<kw$} real mode: {r}\n", "");
+            }
         }
         for d in locksim_algos::client_defaults(name) {
             t += &format!(
@@ -443,7 +458,13 @@ fn algorithms_md() -> String {
         } else {
             let rows: Vec<Vec<String>> = knobs
                 .iter()
-                .map(|k| vec![code(k.key), code(k.default), cell(k.help)])
+                .map(|k| {
+                    let help = match real_note(name, k.key) {
+                        Some(r) => format!("{} *Real mode: {r}.*", k.help),
+                        None => k.help.to_string(),
+                    };
+                    vec![code(k.key), code(k.default), cell(&help)]
+                })
                 .collect();
             t += "\n";
             t += &table(&["setting", "default", "what it does"], &rows);
