@@ -37,7 +37,11 @@ fn cell_text(c: &CellSummary) -> String {
     match (parts.is_empty(), idle) {
         (true, None) => "safe".into(),
         (true, Some(idle)) => format!("safe · {idle}"),
-        (false, idle) => parts.into_iter().chain(idle).collect::<Vec<_>>().join(" · "),
+        (false, idle) => parts
+            .into_iter()
+            .chain(idle)
+            .collect::<Vec<_>>()
+            .join(" · "),
     }
 }
 

@@ -298,7 +298,9 @@ fn lost_replies(settings: &[&str]) -> (locksim_explore::Setup, Vec<locksim_core:
     let p = st.scenario(0, &[]);
     let c1 = node(&p, "c1");
     let servers: Vec<u32> = p.cluster.server_ids().collect();
-    let runs = (0..40)
+    // Seeds 100..140: the window holds a CURATOR-498 seed (133) since followers touch sessions
+    // only in reply to the leader's ping (c22c843 moved it from 28).
+    let runs = (100..140)
         .map(|seed| {
             let mut s = scenario(
                 &st,
@@ -329,7 +331,7 @@ fn zookeeper_protected_mode_by_guid_adopts_the_abandoned_sessions_node() {
                 .violates(Property::S1)
         })
         .count();
-    assert!(double > 0, "CURATOR-498 never showed in 40 seeds");
+    assert!(double > 0, "CURATOR-498 never showed in seeds 100..140");
     let (st, runs) = lost_replies(&["protected=guid+session", "sync_before_read=true"]);
     for s in &runs {
         let out = check_scenario(s, st.algo.clone());
