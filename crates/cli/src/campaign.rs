@@ -672,7 +672,7 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
     };
     check_memory(&spec, jobs, &a.memory)?;
     if let Some(r) = &a.report {
-        crate::report::check_target(r, a.force)?;
+        crate::report::check_target_with_out(r, a.out.as_deref(), a.force)?;
     }
     let mut job = [Job {
         label: String::new(),
@@ -777,7 +777,7 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         }
         eprint!("{tail}");
     }
-    Ok(ExitCode::from(gate(&cells, &fail_on, 0)))
+    Ok(ExitCode::from(run_gate(&cells, &fail_on, 0)))
 }
 
 /// The exit code of a campaign or merge whose campaign files' expectations gave `code` (0 or
@@ -792,6 +792,18 @@ fn gate(cells: &[CellSummary], fail_on: &[Property], code: u8) -> u8 {
         eprintln!("{}", locksim_core::text::one_line(w));
     }
     worst(code, own)
+}
+
+/// [`gate`] for a campaign run (not a merge): a run that judged no seed (a shard without
+/// seeds) proves nothing, with or without --fail-on: exit 3, said on stderr.
+fn run_gate(cells: &[CellSummary], fail_on: &[Property], code: u8) -> u8 {
+    let code = gate(cells, fail_on, code);
+    // With --fail-on, gate has said so already.
+    if fail_on.is_empty() && cells.iter().all(|c| c.seeds == 0) {
+        eprintln!("no seed was judged (a shard without seeds): this run proves nothing");
+        return worst(code, crate::exit::UNDECIDED);
+    }
+    code
 }
 
 /// The stronger of two exit codes: 1 (a violation) over 3 (proves nothing) over 0.
@@ -859,7 +871,7 @@ fn files(
         specs.push(spec);
     }
     if let Some(r) = &a.report {
-        crate::report::check_target(r, a.force)?;
+        crate::report::check_target_with_out(r, a.out.as_deref(), a.force)?;
     }
     let mut campaign_jobs: Vec<Job> = files
         .iter()
@@ -978,7 +990,7 @@ fn files(
             expectations(failed, shard),
         );
     }
-    Ok(ExitCode::from(gate(
+    Ok(ExitCode::from(run_gate(
         &every_cell,
         &fail_on,
         if failed > 0 { 1 } else { 0 },

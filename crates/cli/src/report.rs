@@ -35,6 +35,34 @@ pub fn files_dir(report: &Path) -> PathBuf {
 /// # Errors
 /// One line naming the file or folder in the way.
 pub fn check_target(report: &Path, force: bool) -> Result<(), String> {
+    check_target_with_out(report, None, force)
+}
+
+/// [`check_target`], and `--report` is not the run's own `--out` record file (both would be
+/// written to one path: refused before the run, not found out after it).
+///
+/// # Errors
+/// One line naming the file or folder in the way.
+pub fn check_target_with_out(report: &Path, out: Option<&Path>, force: bool) -> Result<(), String> {
+    if let Some(out) = out {
+        // The same file even when written differently (`x.html`, `./x.html`, `dir/../x.html`).
+        let key = |p: &Path| {
+            let dir = p
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            std::fs::canonicalize(dir)
+                .ok()
+                .map(|d| d.join(p.file_name().unwrap_or_default()))
+        };
+        let same = |a: &Path, b: &Path| a == b || key(a).is_some_and(|k| Some(k) == key(b));
+        if same(report, out) {
+            return Err(format!(
+                "--report {} is also the --out file: give the report and the records different names",
+                report.display()
+            ));
+        }
+    }
     crate::render::check_page_target(report, force)?;
     let dir = files_dir(report);
     if dir.exists() && !dir.is_dir() {

@@ -688,7 +688,7 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
         return Err("--report needs the whole sweep, not one shard".into());
     }
     if let Some(r) = &a.report {
-        crate::report::check_target(r, a.force)?;
+        crate::report::check_target_with_out(r, a.out.as_deref(), a.force)?;
     }
     if let Some(p) = a.svg.as_ref().filter(|p| p.exists() && !a.force) {
         return Err(format!(

@@ -277,3 +277,45 @@ fn report_target_is_checked_before_the_campaign_runs() {
     assert_eq!(std::fs::read_to_string(&plain).unwrap(), "mine\n");
     assert!(!d.join("taken.html").exists(), "nothing written");
 }
+
+/// A shard that got no seeds judged nothing: exit 3 (proves nothing), with or without
+/// `--fail-on`, and it says so; a shard with seeds exits as its campaign does.
+#[test]
+fn a_shard_without_seeds_proves_nothing() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sims/central-safe.toml");
+    let empty = locksim(&["campaign", file, "--seeds", "1", "--shard", "1/2", "-q"]);
+    assert_eq!(empty.status.code(), Some(3), "{}", stderr(&empty));
+    assert!(
+        stderr(&empty).contains("proves nothing"),
+        "{}",
+        stderr(&empty)
+    );
+    let one = locksim(&["campaign", file, "--seeds", "1", "--shard", "0/2", "-q"]);
+    assert_eq!(one.status.code(), Some(0), "{}", stderr(&one));
+}
+
+/// `--report` on the run's own `--out` file is refused before any seed runs (it used to be
+/// found out after the whole run and its shrinking).
+#[test]
+fn a_report_on_the_out_file_is_refused_before_the_run() {
+    let d = scratch("edges", "report-is-out");
+    let out = d.join("same.html");
+    let dotted = d.join(".").join("same.html");
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../sims/central-unsafe.toml"
+    );
+    let o = locksim(&[
+        "campaign",
+        file,
+        "--seeds",
+        "3",
+        "-q",
+        "--out",
+        s(&out),
+        "--report",
+        s(&dotted),
+    ]);
+    refused(&o, &["is also the --out file"]);
+    assert!(!out.exists(), "nothing was written");
+}
