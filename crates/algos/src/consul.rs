@@ -14,7 +14,16 @@
 //! - **`lock_delay`** (default 15 s, the session's `LockDelay`): after an invalidation the
 //!   lock it held cannot be acquired for that long; a clean release (`?release=`) sets no
 //!   delay. Each server sets it when it applies the invalidation. L1 allows for it
-//!   ([`LockAlgorithm::liveness`]).
+//!   ([`LockAlgorithm::liveness`]). As in Consul's state store (`deleteSessionTxn` in
+//!   `agent/consul/state/session.go` applies the session's delay to every key it held,
+//!   whether the session was destroyed or ran out), the delay also follows a session that
+//!   holds a lock its client was never told of: a lock request committed by the next leader
+//!   after the leader that took it crashed or lost its leadership before answering. The
+//!   client got an error, gives the session up, and the lock is out of reach for 15 s, longer
+//!   than the default campaign's 10 s workload; that is why a few default-campaign seeds grant
+//!   nothing (`crates/explore/tests/consul_no_grant.rs`). Their pending acquires are waiters
+//!   behind the delay, as `api.Lock` retries every `DefaultLockRetryTime` (5 s) in a
+//!   lock-delay, not requests a server holds unanswered.
 //! - the client **renews its session every `ttl/2`** between holds (`Session.RenewPeriodic`);
 //!   while it holds a lock it renews through the workload's renewals (`renew_every`, which
 //!   sims files set to `ttl/2`), so that every renewal is in the history S3 checks.
