@@ -1,16 +1,27 @@
 #!/usr/bin/env python3
 """Checks the sharded campaign recipes without a cluster or a CI runner.
 
-For deploy/kubernetes/campaign-job.yaml (+ merge-job.yaml) and .github/workflows/campaign.yml:
-reads them with a YAML parser (PyYAML), checks their shape (an Indexed Job with completions,
-parallelism, backoffLimitPerIndex and a podFailurePolicy on locksim's exit codes; a shard matrix,
-artifacts and a merge job), validates them against the Kubernetes Job schema (kubernetes-validate)
-and the GitHub workflow schema (check-jsonschema's vendored copy) when those packages are
-installed, then runs each shard's exact command with the environment Kubernetes or the runner
-gives it, runs the merge command, and compares the merged summary with an unsharded run of the
-same campaign, byte for byte. It also checks that merge refuses a missing shard (exit 2) and
-that --partial summarizes what is there (exit 3: the campaign files' expectations are left
-unjudged; naming the missing seeds).
+Kubernetes: reads deploy/kubernetes/campaign-job.yaml with a YAML parser (PyYAML) and checks its
+shape (an Indexed Job with completions, parallelism, backoffLimitPerIndex, a podFailurePolicy on
+locksim's exit codes, an emptyDir per pod and no shared volume or PVC, the image placeholder);
+validates it, and the manifest deploy/run-campaign.sh --print-manifest renders from it, against
+the Kubernetes Job schema (kubernetes-validate); runs bash -n and shellcheck (when installed) on
+deploy/run-campaign.sh; then runs that script end to end against a stand-in kubectl and docker:
+`kubectl create` runs each completion index's exact pod command locally (its emptyDir a folder
+of its own, JOB_COMPLETION_INDEX set, stdout and stderr kept as its log), and the script
+decodes each shard's records from that log as it does from `kubectl logs`, merges them, and the
+merged summary must equal an unsharded run of the same campaign byte for byte. Also: an existing
+Job is refused and --collect-only collects it; a failing index (FailIndex) makes the script exit
+3 at once with a --partial merge; a log cut short exits 4; a Job that never ends exits 3 at
+--timeout; merge refuses a missing shard (exit 2) and --partial summarizes what is there (exit
+3). No cluster is involved.
+
+GitHub Actions: reads .github/workflows/campaign.yml, checks its shape (a shard matrix,
+artifacts and a merge job), validates it against the GitHub workflow schema (check-jsonschema's
+vendored copy), runs each shard's and the merge's steps, and compares the merged summary with
+the unsharded run, byte for byte.
+
+Without --require-validators, a schema validator that is not installed is skipped (said so).
 
 Usage: scripts/check-campaign-deploy.py --locksim target/release/locksim
            [--subset sims/a.toml sims/b.toml] [--require-validators]
@@ -19,6 +30,7 @@ short; the check says so.
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -30,7 +42,7 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 K8S_JOB = os.path.join(ROOT, "deploy/kubernetes/campaign-job.yaml")
-K8S_MERGE = os.path.join(ROOT, "deploy/kubernetes/merge-job.yaml")
+RUNNER = os.path.join(ROOT, "deploy/run-campaign.sh")
 WORKFLOW = os.path.join(ROOT, ".github/workflows/campaign.yml")
 
 
@@ -54,15 +66,6 @@ def run(argv_or_sh, cwd, env, shell=False):
     p = subprocess.run(argv_or_sh, cwd=cwd, env=env, shell=False, capture_output=True,
                        executable=None)
     return p.returncode, p.stdout, p.stderr.decode(errors="replace")
-
-
-def k8s_expand(s, env):
-    """Kubernetes' $(VAR) expansion in command and args ($$ is a literal $)."""
-    def sub(m):
-        if m.group(0) == "$$":
-            return "$"
-        return env.get(m.group(1), m.group(0))
-    return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)", sub, s)
 
 
 def validate(kind, path, require):
@@ -136,11 +139,147 @@ def compare(label, merged, expected):
     print(f"ok    {label}: merged summary equals the unsharded run byte for byte ({len(merged)} bytes)")
 
 
+# A stand-in for kubectl, for deploy/run-campaign.sh: `create -f -` runs each completion index's
+# pod command locally (its emptyDir a folder of its own, JOB_COMPLETION_INDEX set, the campaign's
+# stdout and stderr kept as its log) and applies the podFailurePolicy's FailIndex exit codes;
+# `get`, `logs` and `delete` answer from what it ran. FAKE_KUBE_BREAK_INDEX=i gives index i a
+# missing campaign file (locksim exits 2: the Job fails), FAKE_KUBE_CUT_INDEX=i cuts its log's
+# last lines (as a rotated log would), FAKE_KUBE_HANG=1 leaves the Job running for ever.
+FAKE_KUBECTL = r"""
+import json, os, re, shutil, subprocess, sys
+import yaml
+state = os.environ["FAKE_KUBE_STATE"]
+root = os.environ["FAKE_KUBE_ROOT"]
+subset = os.environ.get("FAKE_KUBE_SUBSET", "")
+jobf = os.path.join(state, "job.json")
+args = sys.argv[1:]
+if args[:1] == ["--namespace"]:
+    args = args[2:]
+with open(os.path.join(state, "calls"), "a") as f:
+    f.write(json.dumps(args) + "\n")
+STATUS = ("jsonpath={.status.succeeded}/{.status.failed}/{.status.failedIndexes}/"
+          '{range .status.conditions[?(@.status=="True")]}{.type},{end}')
+PODS = r'jsonpath={range .items[*]}{.metadata.name}{"\n"}{end}'
+
+def load():
+    return json.load(open(jobf)) if os.path.exists(jobf) else None
+
+def expand(s, env):
+    return re.sub(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)",
+                  lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), s)
+
+def create(doc):
+    spec = doc["spec"]
+    pod = spec["template"]["spec"]
+    c = pod["containers"][0]
+    n = spec["completions"]
+    fail_codes = set()
+    for r in spec.get("podFailurePolicy", {}).get("rules", []):
+        if r["action"] == "FailIndex":
+            fail_codes |= set(r["onExitCodes"]["values"])
+    hang = os.environ.get("FAKE_KUBE_HANG") == "1"
+    idx = {}
+    for i in range(n):
+        if hang:
+            break
+        emptydir = os.path.join(state, f"pod-{i}")
+        os.makedirs(emptydir)
+        env = dict(os.environ)
+        env.update({e["name"]: str(e.get("value", "")) for e in c.get("env", [])})
+        env["JOB_COMPLETION_INDEX"] = str(i)
+        argv = [expand(a, env) for a in c["command"] + c.get("args", [])]
+        for m in c.get("volumeMounts", []):
+            argv = [a.replace(m["mountPath"], emptydir) for a in argv]
+        campaign = subset
+        if os.environ.get("FAKE_KUBE_BREAK_INDEX") == str(i):
+            campaign = "sims/no-such-file.toml"
+        if campaign:
+            argv = [a.replace(" sims/ ", f" {campaign} ") for a in argv]
+        p = subprocess.run(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        log = p.stdout.decode()
+        if os.environ.get("FAKE_KUBE_CUT_INDEX") == str(i):
+            log = "".join(log.splitlines(True)[:-2])
+        open(os.path.join(state, f"log-{i}"), "w").write(log)
+        idx[i] = "succeeded" if p.returncode == 0 else "failed"
+        if p.returncode != 0 and p.returncode not in fail_codes:
+            sys.exit(f"fake kubectl: index {i} exited {p.returncode}, which its FailIndex rule does not name")
+    failed = sorted(i for i, s in idx.items() if s == "failed")
+    conds = [] if hang else (["FailureTarget", "Failed"] if failed else ["SuccessCriteriaMet", "Complete"])
+    json.dump({"name": doc["metadata"]["name"], "completions": n, "indexes": idx, "conditions": conds},
+              open(jobf, "w"))
+    print(f"job.batch/{doc['metadata']['name']} created")
+
+job = load()
+if args[:3] == ["create", "-f", "-"]:
+    docs = [d for d in yaml.safe_load_all(sys.stdin) if d]
+    assert len(docs) == 1 and docs[0]["kind"] == "Job", docs
+    if job:
+        sys.exit(f'Error from server (AlreadyExists): jobs.batch "{job["name"]}" already exists')
+    create(docs[0])
+elif args[:2] == ["delete", "job"]:
+    if job:
+        shutil.rmtree(state)
+        os.makedirs(state)
+        print(f'job.batch "{job["name"]}" deleted')
+elif args[:2] == ["get", "job"]:
+    if not job or args[2] != job["name"]:
+        sys.exit(f'Error from server (NotFound): jobs.batch "{args[2]}" not found')
+    o = args[4] if args[3:4] == ["-o"] else ""
+    idx = job["indexes"]
+    if o == "jsonpath={.metadata.uid}":
+        print("0f0e0d0c-uid", end="")
+    elif o == "jsonpath={.spec.completions}":
+        print(job["completions"], end="")
+    elif o == STATUS:
+        ok = sum(s == "succeeded" for s in idx.values())
+        bad = [i for i, s in sorted(idx.items()) if s == "failed"]
+        print(f"{ok or ''}/{len(bad) or ''}/{','.join(bad)}/{''.join(c + ',' for c in job['conditions'])}", end="")
+    elif o:
+        sys.exit(f"fake kubectl: unexpected output {o}")
+elif args[:2] == ["get", "pods"] and args[2] == "-l":
+    sel = dict(kv.split("=") for kv in args[3].split(","))
+    assert sel["batch.kubernetes.io/controller-uid"] == "0f0e0d0c-uid", sel
+    assert args[4:] == ["--field-selector=status.phase=Succeeded", "-o", PODS], args
+    i = sel["batch.kubernetes.io/job-completion-index"]
+    if job and job["indexes"].get(i) == "succeeded":
+        print(f"{job['name']}-{i}-x7k2p")
+elif args[:1] == ["logs"] and args[2:] == ["-c", "locksim"]:
+    i = args[1].split("-")[-2]
+    sys.stdout.write(open(os.path.join(state, f"log-{i}")).read())
+else:
+    sys.exit(f"fake kubectl: unsupported call {args}")
+"""
+
+FAKE_DOCKER = r"""
+import json, os, sys
+with open(os.environ["FAKE_DOCKER_LOG"], "a") as f:
+    f.write(json.dumps(sys.argv[1:]) + "\n")
+"""
+
+
+def check_script_lint(require):
+    p = subprocess.run(["bash", "-n", RUNNER], capture_output=True, text=True)
+    need(p.returncode == 0, f"bash -n {RUNNER}:\n{p.stderr}")
+    if shutil.which("shellcheck") is None:
+        print(f"SKIP shellcheck of {os.path.relpath(RUNNER, ROOT)}: shellcheck is not installed")
+        return
+    p = subprocess.run(["shellcheck", RUNNER], capture_output=True, text=True)
+    need(p.returncode == 0, f"shellcheck {RUNNER}:\n{p.stdout}{p.stderr}")
+    print(f"ok    {os.path.relpath(RUNNER, ROOT)}: bash -n and shellcheck clean")
+
+
 def check_kubernetes(locksim, subset, require, env):
     docs = load_all(K8S_JOB)
-    jobs = [d for d in docs if d.get("kind") == "Job"]
-    need(len(jobs) == 1, f"{K8S_JOB}: expected one Job, found {len(jobs)}")
-    job = jobs[0]
+    need([d.get("kind") for d in docs] == ["Job"], f"{K8S_JOB}: expected one Job and nothing else, "
+         f"found {[d.get('kind') for d in docs]}")
+    for dirpath, _, files in os.walk(os.path.join(ROOT, "deploy")):
+        for f in files:
+            if f.endswith((".yaml", ".yml")):
+                text = json.dumps(load_all(os.path.join(dirpath, f)))
+                need("ReadWriteMany" not in text and "PersistentVolumeClaim" not in text
+                     and "persistentVolumeClaim" not in text,
+                     f"{f} asks for a shared (ReadWriteMany) volume or a PVC: typical clusters have none")
+    job = docs[0]
     spec = job["spec"]
     need(spec.get("completionMode") == "Indexed", "the Job is not Indexed (completionMode)")
     n = spec.get("completions")
@@ -152,6 +291,8 @@ def check_kubernetes(locksim, subset, require, env):
     containers = pod["containers"]
     need(len(containers) == 1, "expected one container")
     c = containers[0]
+    need(c.get("image") == "REGISTRY/locksim:TAG", "the image is not the REGISTRY/locksim:TAG placeholder "
+         "that deploy/run-campaign.sh --image replaces")
     codes = exit_codes(locksim, env)
     rules = spec.get("podFailurePolicy", {}).get("rules", [])
     fail_index = [r for r in rules if r.get("action") == "FailIndex" and "onExitCodes" in r]
@@ -161,55 +302,97 @@ def check_kubernetes(locksim, subset, require, env):
          f"FailIndex must be on locksim's exit codes {sorted(codes)}, not {ec}")
     need(ec.get("containerName") == c["name"], "FailIndex names another container")
     argv = list(c.get("command", [])) + list(c.get("args", []))
-    need(argv[:2] == ["locksim", "campaign"], f"the container does not run locksim campaign: {argv}")
-    i = argv.index("--shards") if "--shards" in argv else -1
-    need(i > 0 and argv[i + 1] == str(n), f"--shards must equal completions ({n})")
-    mounts = {m["name"]: m["mountPath"] for m in c.get("volumeMounts", [])}
-    need(mounts, "no volume mount for the results")
+    need(argv[:2] == ["sh", "-c"] and len(argv) == 3, f"the container does not run sh -c SCRIPT: {argv}")
+    m = re.search(r"^locksim campaign sims/ --shards (\d+) --out ", argv[2], re.M)
+    need(m, f"the pod's script has no `locksim campaign sims/ --shards N --out ...` line:\n{argv[2]}")
+    need(m.group(1) == str(n), f"--shards {m.group(1)} must equal completions ({n})")
+    vols = pod.get("volumes", [])
+    need(vols and all("emptyDir" in v for v in vols), f"the pod's volumes must be emptyDirs: {vols}")
     print(f"ok    {os.path.relpath(K8S_JOB, ROOT)}: Indexed Job, {n} completions, "
-          f"backoffLimitPerIndex {spec['backoffLimitPerIndex']}, FailIndex on exit codes {sorted(codes)}")
-    merge_docs = load_all(K8S_MERGE)
-    merge_jobs = [d for d in merge_docs if d.get("kind") == "Job"]
-    need(len(merge_jobs) == 1, f"{K8S_MERGE}: expected one Job")
-    mc = merge_jobs[0]["spec"]["template"]["spec"]["containers"][0]
-    for path in (K8S_JOB, K8S_MERGE):
-        validate("k8s", path, require)
+          f"backoffLimitPerIndex {spec['backoffLimitPerIndex']}, FailIndex on exit codes {sorted(codes)}, "
+          f"an emptyDir per pod, no shared volume")
+    check_script_lint(require)
 
+    image = "registry.example.invalid/locksim:check"
     with tempfile.TemporaryDirectory() as tmp:
-        volume = os.path.join(tmp, "results")
-        os.mkdir(volume)
+        rendered = os.path.join(tmp, "campaign-job.rendered.yaml")
+        code, text, err = run([RUNNER, "--print-manifest", "--image", image], ROOT, env)
+        need(code == 0, f"run-campaign.sh --print-manifest exited {code}: {err}")
+        open(rendered, "wb").write(text)
+        rdocs = load_all(rendered)
+        need(rdocs[0]["spec"]["template"]["spec"]["containers"][0]["image"] == image
+             and text.decode().replace(image, "REGISTRY/locksim:TAG") == open(K8S_JOB).read(),
+             "--print-manifest changes more than the image")
+        for path in (K8S_JOB, rendered):
+            validate("k8s", path, require)
 
-        def local(s):  # the shared volume is a local folder
-            for mount in mounts.values():
-                s = s.replace(mount, volume)
-            return s
-
+        # deploy/run-campaign.sh end to end, against the stand-in kubectl and docker.
+        bindir = os.path.join(tmp, "bin")
+        os.mkdir(bindir)
+        for name, body in (("kubectl", FAKE_KUBECTL), ("docker", FAKE_DOCKER)):
+            path = os.path.join(bindir, name)
+            open(path, "w").write(f"#!{sys.executable}\n{body}")
+            os.chmod(path, 0o755)
         if subset:
             print(f"note  campaign argument sims/ replaced by {' '.join(subset)} (--subset)")
-        for index in range(n):
-            penv = dict(env)
-            penv.update({e["name"]: str(e.get("value", "")) for e in c.get("env", [])})
-            penv["JOB_COMPLETION_INDEX"] = str(index)  # what the Job controller sets
-            args = [local(k8s_expand(a, penv)) for a in subset_args(argv, subset)]
-            code, _, err = run(args, ROOT, penv)
-            need(code == 0, f"index {index}: {' '.join(args)} exited {code}:\n{err}")
-        shard_files = sorted(os.listdir(volume))
-        need(len(shard_files) == n, f"expected {n} shard files, found {shard_files}")
-        print(f"ok    ran {n} indexes: {', '.join(shard_files)}")
-        margv = list(mc.get("command", [])) + list(mc.get("args", []))
-        need(margv[:2] == ["sh", "-c"] and len(margv) == 3, f"merge command is not sh -c: {margv}")
-        code, merged, err = run(["sh", "-c", local(margv[2])], ROOT, env)
-        need(code == 0, f"merge exited {code}:\n{err}")
-        code, expected, err = run(unsharded(subset_args(argv, subset)), ROOT, env)
+
+        def script(label, *extra, fresh=True, **fake):
+            state = os.path.join(tmp, "state")
+            if fresh:
+                shutil.rmtree(state, ignore_errors=True)
+                os.mkdir(state)
+            senv = dict(env)
+            senv.update({"PATH": bindir + os.pathsep + env["PATH"], "FAKE_KUBE_STATE": state,
+                         "FAKE_KUBE_ROOT": ROOT, "FAKE_KUBE_SUBSET": " ".join(subset),
+                         "FAKE_DOCKER_LOG": os.path.join(tmp, f"docker-{label}")})
+            senv.update({f"FAKE_KUBE_{k.upper()}": str(v) for k, v in fake.items()})
+            out = os.path.join(tmp, f"out-{label}")
+            argv = [RUNNER, "--image", image, "--out", out, "--locksim", locksim, "--poll", "0", *extra]
+            code, stdout, err = run(argv, ROOT, senv)
+            return code, stdout, err, out
+
+        code, stdout, err, out = script("ok")
+        need(code == 0, f"run-campaign.sh exited {code}:\n{err}")
+        dock = [json.loads(line) for line in open(os.path.join(tmp, "docker-ok"))]
+        need(dock == [["build", "-t", image, ROOT], ["push", image]], f"docker was called as {dock}")
+        shard_files = sorted(os.listdir(os.path.join(out, "shards")))
+        need(shard_files == [f"shard-{i}.jsonl" for i in range(n)], f"collected {shard_files}")
+        print(f"ok    run-campaign.sh: docker build + push, {n} indexes run, their records "
+              f"decoded from their logs: {', '.join(shard_files)}")
+        merged = open(os.path.join(out, "summary.txt"), "rb").read()
+        need(stdout == merged, "run-campaign.sh's stdout is not the merged summary")
+        code, expected, err = run(["locksim", "campaign", *(subset or ["sims/"])], ROOT, env)
         need(code == 0, f"the unsharded run exited {code}:\n{err}")
         compare("kubernetes", merged, expected)
-        report = os.path.join(volume, "report.html")
+        report = os.path.join(out, "report.html")
         need(os.path.exists(report), "merge wrote no report")
+        files = os.path.join(out, "report-files")
         print(f"ok    report {os.path.getsize(report)} bytes, "
-              f"{len(os.listdir(os.path.join(volume, 'report-files'))) if os.path.isdir(os.path.join(volume, 'report-files')) else 0} files beside it")
+              f"{len(os.listdir(files)) if os.path.isdir(files) else 0} files beside it, in --out")
+
+        code, _, err, _ = script("again", "--no-build", fresh=False)
+        need(code == 2 and "exists" in err, f"a second run over an existing Job exited {code}: {err}")
+        code, stdout2, err, _ = script("collect", "--collect-only", fresh=False)
+        need(code == 0 and stdout2 == merged, f"--collect-only exited {code}: {err}")
+        print("ok    an existing Job: refused (exit 2) without --replace; --collect-only merges it again")
+
+        code, _, err, out = script("broken", "--no-build", break_index=1)
+        need(code == 3 and "FAILED: failed indexes 1" in err
+             and os.path.exists(os.path.join(out, "summary.txt")),
+             f"with index 1 failing (exit 2) run-campaign.sh exited {code}:\n{err}")
+        print("ok    index 1 failing (locksim exits 2, FailIndex): run-campaign.sh exits 3 when the Job fails, "
+              "not at --timeout; the other shards merged with --partial")
+        code, _, err, _ = script("cut", "--no-build", cut_index=2)
+        need(code == 4 and "index 2: its log is cut short" in err,
+             f"with index 2's log cut short run-campaign.sh exited {code}:\n{err}")
+        print("ok    index 2's log cut short: exit 4 naming it")
+        code, _, err, _ = script("hang", "--no-build", "--timeout", "1s", hang=1)
+        need(code == 3 and "neither complete nor failed after 1s" in err,
+             f"a Job that never finishes: run-campaign.sh exited {code}:\n{err}")
+        print("ok    a Job that never finishes: exit 3 after --timeout")
+
         # A missing shard: refused (exit 2) naming it; --partial summarizes and names the seeds.
-        os.remove(os.path.join(volume, shard_files[-1]))
-        rest = [os.path.join(volume, f) for f in shard_files[:-1]]
+        rest = [os.path.join(tmp, "out-ok", "shards", f) for f in shard_files[:-1]]
         code, _, refused = run([locksim, "merge", *rest], ROOT, env)
         need(code == 2 and f"shard {n - 1}/{n} missing" in refused,
              f"merge without shard {n - 1} exited {code}: {refused}")
