@@ -185,6 +185,7 @@ def create(doc):
         emptydir = os.path.join(state, f"pod-{i}")
         os.makedirs(emptydir)
         env = dict(os.environ)
+        env["PATH"] = os.environ["FAKE_KUBE_PATH"]
         env.update({e["name"]: str(e.get("value", "")) for e in c.get("env", [])})
         env["JOB_COMPLETION_INDEX"] = str(i)
         argv = [expand(a, env) for a in c["command"] + c.get("args", [])]
@@ -250,10 +251,21 @@ else:
     sys.exit(f"fake kubectl: unsupported call {args}")
 """
 
+# A stand-in for docker: records its calls; `run ... -v HOST:/out IMAGE ARGS` runs the image's
+# entrypoint (locksim, FAKE_DOCKER_LOCKSIM) with /out mapped to HOST, as the container sees it.
 FAKE_DOCKER = r"""
-import json, os, sys
+import json, os, subprocess, sys
+args = sys.argv[1:]
 with open(os.environ["FAKE_DOCKER_LOG"], "a") as f:
-    f.write(json.dumps(sys.argv[1:]) + "\n")
+    f.write(json.dumps(args) + "\n")
+if args[:1] == ["run"]:
+    vol = args[args.index("-v") + 1]
+    host, mount = vol.rsplit(":", 1)
+    assert mount == "/out" and args[args.index("--user") + 1] == f"{os.getuid()}:{os.getgid()}", args
+    rest = args[args.index("-v") + 3:]
+    rest = [host + a[len(mount):] if a.startswith(mount + "/") else a for a in rest]
+    sys.exit(subprocess.run([os.environ["FAKE_DOCKER_LOCKSIM"], *rest],
+                            cwd=os.environ["FAKE_KUBE_ROOT"]).returncode)
 """
 
 
@@ -336,18 +348,24 @@ def check_kubernetes(locksim, subset, require, env):
         if subset:
             print(f"note  campaign argument sims/ replaced by {' '.join(subset)} (--subset)")
 
-        def script(label, *extra, fresh=True, **fake):
+        def script(label, *extra, fresh=True, merge_in_docker=False, **fake):
             state = os.path.join(tmp, "state")
             if fresh:
                 shutil.rmtree(state, ignore_errors=True)
                 os.mkdir(state)
             senv = dict(env)
-            senv.update({"PATH": bindir + os.pathsep + env["PATH"], "FAKE_KUBE_STATE": state,
-                         "FAKE_KUBE_ROOT": ROOT, "FAKE_KUBE_SUBSET": " ".join(subset),
+            # The pods find locksim on PATH, as in the image; the script finds it only through
+            # --locksim (else it merges with `docker run IMAGE merge ...`).
+            without = [d for d in env["PATH"].split(os.pathsep) if not os.path.exists(os.path.join(d, "locksim"))]
+            senv.update({"PATH": os.pathsep.join([bindir, *without]), "FAKE_KUBE_PATH": env["PATH"],
+                         "FAKE_KUBE_STATE": state, "FAKE_KUBE_ROOT": ROOT,
+                         "FAKE_KUBE_SUBSET": " ".join(subset), "FAKE_DOCKER_LOCKSIM": locksim,
                          "FAKE_DOCKER_LOG": os.path.join(tmp, f"docker-{label}")})
             senv.update({f"FAKE_KUBE_{k.upper()}": str(v) for k, v in fake.items()})
             out = os.path.join(tmp, f"out-{label}")
-            argv = [RUNNER, "--image", image, "--out", out, "--locksim", locksim, "--poll", "0", *extra]
+            argv = [RUNNER, "--image", image, "--out", out, "--poll", "0", *extra]
+            if not merge_in_docker:
+                argv += ["--locksim", locksim]
             code, stdout, err = run(argv, ROOT, senv)
             return code, stdout, err, out
 
@@ -375,6 +393,12 @@ def check_kubernetes(locksim, subset, require, env):
         code, stdout2, err, _ = script("collect", "--collect-only", fresh=False)
         need(code == 0 and stdout2 == merged, f"--collect-only exited {code}: {err}")
         print("ok    an existing Job: refused (exit 2) without --replace; --collect-only merges it again")
+        code, stdout3, err, out3 = script("docker", "--collect-only", fresh=False, merge_in_docker=True)
+        dock = [json.loads(line) for line in open(os.path.join(tmp, "docker-docker"))]
+        need(code == 0 and stdout3 == merged and os.path.exists(os.path.join(out3, "report.html"))
+             and [d[0] for d in dock] == ["run"],
+             f"--collect-only merging through docker run exited {code} (docker calls {dock}): {err}")
+        print("ok    without --locksim or locksim on PATH: merged by `docker run IMAGE merge`, /out mapped")
 
         code, _, err, out = script("broken", "--no-build", break_index=1)
         need(code == 3 and "FAILED: failed indexes 1" in err
