@@ -78,7 +78,7 @@ pub const SHIPPED: &[Shipped] = &[
         language: "python",
         algorithms: &["central"],
         file: "adapter.py",
-        source: include_str!("../../../adapters/redis-py/adapter.py"),
+        source: include_str!("../adapters/redis-py/adapter.py"),
         whole_seconds: false,
     },
     Shipped {
@@ -89,7 +89,7 @@ pub const SHIPPED: &[Shipped] = &[
         language: "python",
         algorithms: &["central"],
         file: "adapter.py",
-        source: include_str!("../../../adapters/python-redis-lock/adapter.py"),
+        source: include_str!("../adapters/python-redis-lock/adapter.py"),
         whole_seconds: true,
     },
     Shipped {
@@ -100,7 +100,7 @@ pub const SHIPPED: &[Shipped] = &[
         language: "python",
         algorithms: &["redlock"],
         file: "adapter.py",
-        source: include_str!("../../../adapters/pottery/adapter.py"),
+        source: include_str!("../adapters/pottery/adapter.py"),
         whole_seconds: false,
     },
     Shipped {
@@ -112,7 +112,7 @@ pub const SHIPPED: &[Shipped] = &[
         language: "javascript",
         algorithms: &["redlock"],
         file: "adapter.js",
-        source: include_str!("../../../adapters/node-redlock/adapter.js"),
+        source: include_str!("../adapters/node-redlock/adapter.js"),
         whole_seconds: false,
     },
     Shipped {
@@ -124,7 +124,7 @@ pub const SHIPPED: &[Shipped] = &[
         language: "python",
         algorithms: &["zookeeper"],
         file: "adapter.py",
-        source: include_str!("../../../adapters/kazoo/adapter.py"),
+        source: include_str!("../adapters/kazoo/adapter.py"),
         whole_seconds: false,
     },
     Shipped {
@@ -136,7 +136,7 @@ pub const SHIPPED: &[Shipped] = &[
         language: "rust",
         algorithms: &["redlock"],
         file: "main.rs",
-        source: include_str!("../../../adapters/redlock-rs/src/main.rs"),
+        source: include_str!("../adapters/redlock-rs-main.rs"),
         whole_seconds: false,
     },
 ];
@@ -936,10 +936,10 @@ mod tests {
 
     #[test]
     fn shipped_versions_are_the_pinned_ones() {
-        let pins = include_str!("../../../adapters/requirements.txt");
-        let node = include_str!("../../../adapters/node/package.json");
-        let rust = include_str!("../../../adapters/redlock-rs/Cargo.toml");
-        let rust_lock = include_str!("../../../adapters/redlock-rs/Cargo.lock");
+        let pins = include_str!("../adapters/requirements.txt");
+        let node = include_str!("../adapters/node/package.json");
+        let rust = include_str!("../adapters/redlock-rs/Cargo.toml");
+        let rust_lock = include_str!("../adapters/redlock-rs/Cargo.lock");
         for s in SHIPPED {
             let pinned = match s.language {
                 "rust" => {

@@ -1,0 +1,1 @@
+redlock-rs/src/main.rs
