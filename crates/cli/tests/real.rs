@@ -103,13 +103,13 @@ fn what_real_mode_cannot_run_is_one_line_and_exit_2() {
             "repl.toml",
             "algorithm = \"redis-failover\"\nfaults = [\"none\"]\n",
             "repl_delay = \"2s\"\n",
-            "`repl_delay` cannot run for real",
+            "`repl_delay = 2s` cannot run for real",
         ),
         (
             "xact.toml",
             "algorithm = \"pg-advisory\"\nfaults = [\"none\"]\n",
             "xact = true\n",
-            "`xact = true` is not in real mode yet",
+            "`xact = true` cannot run for real",
         ),
         (
             "db-knob.toml",

@@ -81,10 +81,19 @@ pub fn draw(
     // Whether S3 judged the service as a compare-and-swap record (k8s-lease), for the page's
     // explanation: from the algorithm given, else the one the trace names.
     let (record, session) = crate::outcome::held_spec(&trace.scenario, algo.as_deref());
+    // A real run's trace is never re-run (there is no seed): drawn from its events by design,
+    // not flagged as a trace that failed to re-run.
+    let no_rerun = no_rerun || trace.real.is_some();
     let rerun = if no_rerun {
-        notes.push(
-            "Drawn from the events the trace embeds, without re-running it (no messages).".into(),
-        );
+        notes.push(match &trace.real {
+            Some(what) => format!(
+                "A real run ({what}): drawn from the events it records (a real run is re-run with `locksim real`, never replayed)."
+            ),
+            None => {
+                "Drawn from the events the trace embeds, without re-running it (no messages)."
+                    .into()
+            }
+        });
         None
     } else {
         let replayed: Result<Replay, String> = match algo {
