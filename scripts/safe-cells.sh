@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The 100,000-seed check of issue #24: every cell the which-lock table calls safe (40 cells),
 # 2,500 seeds each (100,000 seeds), with liveness checked, one JSON file per algorithm.
-# A violation in a cell the README does not document is a finding: read its timeline
+# A violation in a cell docs/which-lock.md does not document is a finding: read its timeline
 # (`locksim run --algo A --faults K --seed N --events`) and fix the checker or document it.
 #
 #   scripts/safe-cells.sh [LOCKSIM] [OUT_DIR]

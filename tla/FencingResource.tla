@@ -8,7 +8,7 @@
 (* A write without a token (token 0 here) is always accepted.  This is    *)
 (* crates/sim/src/resource.rs for one key.                                *)
 (*                                                                         *)
-(* S2 (ResourceSafety, DESIGN §7): the resource never accepts a write     *)
+(* S2 (ResourceSafety, docs/design.md §7): the resource never accepts a write     *)
 (* from a grant after it accepted a write from a later grant.  Grants are *)
 (* numbered in the order the clients learned of them (`grants`, a ghost   *)
 (* counter); `lastAcc` is the grant of the last accepted write and        *)

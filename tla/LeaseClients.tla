@@ -2,11 +2,11 @@
 (***************************************************************************)
 (* What every lease-lock specification here shares: true time, per-node  *)
 (* clocks with steps, process pauses, the client's critical section, the  *)
-(* fencing resource, and the safety properties S1 and S2 of DESIGN §7.    *)
+(* fencing resource, and the safety properties S1 and S2 of docs/design.md §7.    *)
 (* Central, Redlock and RaftLease extend this module with their lock      *)
 (* service.                                                                *)
 (*                                                                         *)
-(* Time (DESIGN §3).  `now` is true time in ticks, seen only by the       *)
+(* Time (docs/design.md §3).  `now` is true time in ticks, seen only by the       *)
 (* properties.  Node n's wall clock reads now + off[n]; a clock step      *)
 (* (NTP) changes off[n]; a monotonic clock reads `now` (no drift is       *)
 (* modelled: the simulator's drift campaigns found nothing either).      *)
@@ -28,7 +28,7 @@
 (*                                                                         *)
 (* S1, MutualExclusion: a client *holds* from its acquire ok until the    *)
 (* earliest of its release, its clock reaching its deadline, or giving up *)
-(* -- but at least until the write it has committed to (DESIGN §6).  No   *)
+(* -- but at least until the write it has committed to (docs/design.md §6).  No   *)
 (* two clients hold at once.  S2, ResourceSafety: FencingResource, with   *)
 (* grants ordered as the service decided them (Decide, below), never by   *)
 (* the order in which the clients heard their acquire ok.                 *)
@@ -151,7 +151,7 @@ AdvanceTo(t) ==
 
 Tick == AdvanceTo(now + 1)
 
-\* The nemesis pauses client c (DESIGN §4 `pause`): it stops until Resume.
+\* The nemesis pauses client c (docs/design.md §4 `pause`): it stops until Resume.
 Pause(c) ==
     /\ Pauses /\ faults < MaxFaults /\ ~paused[c]
     /\ paused' = [paused EXCEPT ![c] = TRUE]
@@ -259,7 +259,7 @@ BeginAcquire(c) ==
     /\ start' = [start EXCEPT ![c] = ClientNow(c)]
     /\ UNCHANGED <<envVars, deadline, expired, token, workEnd, late, sentAt, resVars>>
 
-\* The service decides c's grant (DESIGN §7): S2's "later grant" is this
+\* The service decides c's grant (docs/design.md §7): S2's "later grant" is this
 \* order, the true time the service decided (a single server granting; a
 \* Redlock majority reached; a Raft leader telling c it holds), never the
 \* moment c hears ok, since replies overtake each other.  Every client whose
@@ -327,7 +327,7 @@ BeginRelease(c) ==
 -----------------------------------------------------------------------------
 (* Properties *)
 
-\* DESIGN §6: between its acquire ok and its release (or give-up) a client
+\* docs/design.md §6: between its acquire ok and its release (or give-up) a client
 \* holds while its clock is before its deadline, and, whatever the clock
 \* says, from its validity check until the write it has committed to.
 Holding(c) ==
@@ -341,7 +341,7 @@ MutualExclusion == \A c, d \in Clients : c # d => ~(Holding(c) /\ Holding(d))
 \* explore one state of each class of states equal up to renaming them.
 ClientSymmetry == Permutations(Clients)
 
-\* S2 (DESIGN §7): the resource never accepted a write from a grant after
+\* S2 (docs/design.md §7): the resource never accepted a write from a grant after
 \* it had accepted one from a grant the service decided later.
 ResourceSafety == ~staleAcc
 =============================================================================
