@@ -146,37 +146,28 @@ pub(crate) fn on_answer(
 ) -> bool {
     e.last_ok = now;
     e.down = false;
-    if is_primary_node {
-        if e.info_at
-            .is_none_or(|t| now.saturating_sub(t) >= INFO_PERIOD)
-        {
-            e.info_at = Some(now);
-            if reported_primary != e.reported_primary {
-                e.reported_primary = reported_primary;
-                e.reported_at = now;
-            }
-        }
-        return false;
-    }
     // A failover's REPLICAOF not yet taken: sent again (the retransmission of the one
     // command), until the replica follows the primary.
-    if e.reconf {
+    if e.reconf && !is_primary_node {
         if !reported_primary && follows_primary {
             e.reconf = false;
         } else {
             return true;
         }
     }
-    let info_due = e
-        .info_at
-        .is_none_or(|t| now.saturating_sub(t) >= INFO_PERIOD);
-    if !info_due {
+    // The role is read only when INFO is due (`info_refresh`), and dated when it changes.
+    if e.info_at
+        .is_some_and(|t| now.saturating_sub(t) < INFO_PERIOD)
+    {
         return false;
     }
     e.info_at = Some(now);
     if reported_primary != e.reported_primary {
         e.reported_primary = reported_primary;
         e.reported_at = now;
+    }
+    if is_primary_node {
+        return false;
     }
     if reported_primary {
         // "A slave turned into a master": convert it once the role has stood for 8 s.
@@ -191,6 +182,14 @@ pub(crate) fn on_answer(
     } else {
         false
     }
+}
+
+/// The monitor's table with a fresh entry for every data node, `primary` expected to lead:
+/// at the monitor's start and at every switch to a new primary.
+fn fresh_table(cfg: &RedisFailover, primary: NodeId, now: Nanos) -> BTreeMap<NodeId, Instance> {
+    cfg.data_nodes()
+        .map(|n| (n, Instance::new(n == primary, now)))
+        .collect()
 }
 
 /// Runs the monitor until it crashes. Its epoch and primary are kept on disk (Sentinel
@@ -209,10 +208,7 @@ pub async fn serve(ctx: NodeCtx, cfg: RedisFailover) {
     let start = ctx.mono_now();
     // A promoted replica not yet seen promoted, and when its INFO will show it.
     let mut promoting: Option<(NodeId, Nanos)> = None;
-    let mut table: BTreeMap<NodeId, Instance> = cfg
-        .data_nodes()
-        .map(|n| (n, Instance::new(n == primary, start)))
-        .collect();
+    let mut table = fresh_table(&cfg, primary, start);
     loop {
         match rx.next().await {
             Some(Input::Pinged(n, report)) => {
@@ -267,10 +263,7 @@ pub async fn serve(ctx: NodeCtx, cfg: RedisFailover) {
                             .filter(|&(&n, e)| n != primary && !e.down)
                             .map(|(&n, _)| n)
                             .collect();
-                        table = cfg
-                            .data_nodes()
-                            .map(|n| (n, Instance::new(n == primary, now)))
-                            .collect();
+                        table = fresh_table(&cfg, primary, now);
                         for n in reachable {
                             table.get_mut(&n).expect("a data node").reconf = true;
                             ctx.send(n, Ctl::Follow { epoch, primary }).await;
