@@ -2,7 +2,9 @@
 //! single Redis), an owner value per acquire, release only by the owner (or, with
 //! `release = "delete"`, a plain `DEL key` that deletes whoever's lock it finds: the bug the
 //! Redis docs' compare-and-delete script exists to prevent), the TTL judged by the server's own
-//! clock. `central-fencing` also issues a strictly increasing fencing token with
+//! clock. The acquire is the atomic `SET key owner NX PX ttl`, or with `acquire = "setnx-expire"`
+//! the two-step `SETNX` then `EXPIRE` of older lock code, whose key has no expiry until the
+//! second command lands ([`crate::knobs::ACQUIRE`]). `central-fencing` also issues a strictly increasing fencing token with
 //! each grant, which the resource checks (Kleppmann, "How to do distributed locking", 2016).
 //!
 //! The client computes a validity deadline as Redlock does, `start + TTL − drift`, with
@@ -16,7 +18,7 @@ use locksim_sim::{
 };
 use rand::Rng;
 
-use crate::knobs::{Knob, Knobs};
+use crate::knobs::{AcquireMode, Knob, Knobs};
 use crate::lockserver::{self, valid_until, Req, Resp, ServerConfig};
 
 /// Knobs of `central` and `central-fencing`.
@@ -37,6 +39,7 @@ pub const KNOBS: &[Knob] = &[
         help: "client's per-request timeout (a duration, or none); the Redis lock docs ask for one small against the lease (5-50 ms for a 10 s auto-release); redis-py sets none before 8.0 and 5 s since",
     },
     crate::knobs::RELEASE,
+    crate::knobs::ACQUIRE,
     crate::knobs::CLIENT_CLOCK,
     crate::knobs::DRIFT_FACTOR,
 ];
@@ -49,6 +52,7 @@ pub struct Central {
     timeout: Nanos,
     drift_ppm: u64,
     client_clock: LocalClock,
+    acquire: AcquireMode,
 }
 
 impl Central {
@@ -76,6 +80,7 @@ impl Central {
             timeout: k.timeout("timeout")?,
             drift_ppm,
             client_clock: crate::knobs::local_clock(&k, "client_clock")?,
+            acquire: crate::knobs::acquire_mode(&k)?,
         })
     }
 }
@@ -100,11 +105,29 @@ impl LockClient for Client {
     async fn acquire(&self, key: u32, ttl: Nanos) -> Outcome<Grant> {
         let owner: u64 = self.ctx.rng().gen();
         let start = self.ctx.now(self.cfg.client_clock);
-        match self
-            .ctx
-            .call::<Req, Resp>(0, Req::Acquire { key, owner, ttl }, self.cfg.timeout)
-            .await
+        let req = match self.cfg.acquire {
+            AcquireMode::Atomic => Req::Acquire { key, owner, ttl },
+            AcquireMode::SetNxExpire => Req::SetNx { key, owner },
+        };
+        let mut answer = self.ctx.call::<Req, Resp>(0, req, self.cfg.timeout).await;
+        if let (AcquireMode::SetNxExpire, Ok(Resp::Granted { token })) = (self.cfg.acquire, &answer)
         {
+            // The second command, `EXPIRE key ttl`: until it lands the key has no expiry.
+            let token = *token;
+            let expire = Req::Extend { key, owner, ttl };
+            answer = match self
+                .ctx
+                .call::<Req, Resp>(0, expire, self.cfg.timeout)
+                .await
+            {
+                Ok(Resp::Done) => Ok(Resp::Granted { token }),
+                Ok(Resp::NotOwner) => {
+                    return Outcome::Fail("EXPIRE found the key gone".into());
+                }
+                other => other,
+            };
+        }
+        match answer {
             Ok(Resp::Granted { token }) => Outcome::Ok(Grant {
                 key,
                 token,
@@ -162,7 +185,11 @@ impl LockAlgorithm for Central {
     fn liveness(&self) -> locksim_sim::LivenessHints {
         locksim_sim::LivenessHints {
             lock_delay: 0,
-            attempt: Some(locksim_sim::finite(self.timeout)),
+            // The two-step acquire is two requests, each with its timeout.
+            attempt: Some(match self.acquire {
+                AcquireMode::Atomic => locksim_sim::finite(self.timeout),
+                AcquireMode::SetNxExpire => locksim_sim::finite(self.timeout).saturating_mul(2),
+            }),
             election: 0,
         }
     }

@@ -62,6 +62,36 @@ pub fn release_mode(k: &Knobs) -> Result<ReleaseMode, String> {
     })
 }
 
+/// The acquire knob of `central` and `central-fencing`: one atomic command or two. The Redis
+/// docs' lock pattern is the atomic `SET key value NX PX ttl`; the older two-step pattern,
+/// `SETNX key value` and then `EXPIRE key ttl`, leaves a key without expiry when the client dies
+/// between the two (sidekiq-grouping#23, laravel/horizon#1738, lukas-krecan/ShedLock#65).
+pub const ACQUIRE: Knob = Knob {
+    key: "acquire",
+    default: "atomic",
+    help: "how the client takes the key: atomic (SET key value NX PX ttl, the Redis docs' pattern) | setnx-expire (SETNX key value, then EXPIRE key ttl: a client that dies between them leaves a key that never expires; sidekiq-grouping#23, laravel/horizon#1738, ShedLock#65)",
+};
+
+/// How a client takes a Redis-like lock key ([`ACQUIRE`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcquireMode {
+    /// `SET key value NX PX ttl`: the key and its expiry in one command.
+    Atomic,
+    /// `SETNX key value`, then `EXPIRE key ttl`: two round trips.
+    SetNxExpire,
+}
+
+/// Reads the [`ACQUIRE`] knob.
+///
+/// # Errors
+/// When the value is neither `atomic` nor `setnx-expire`.
+pub fn acquire_mode(k: &Knobs) -> Result<AcquireMode, String> {
+    Ok(match k.choice("acquire", &["atomic", "setnx-expire"])? {
+        "atomic" => AcquireMode::Atomic,
+        _ => AcquireMode::SetNxExpire,
+    })
+}
+
 /// Reads knobs out of a config map, remembering which keys were used.
 pub struct Knobs<'a> {
     algo: &'a str,

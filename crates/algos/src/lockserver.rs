@@ -65,6 +65,10 @@ impl ServerConfig {
 pub enum Req {
     /// Set `key` to `owner` with a lease of `ttl` ns if it is free (or expired).
     Acquire { key: u32, owner: u64, ttl: Nanos },
+    /// `SETNX key owner`: set `key` to `owner` with no expiry if it is free (or expired); the
+    /// client then sets the lease with [`Req::Extend`] (`EXPIRE`), a second round trip
+    /// ([`crate::knobs::AcquireMode::SetNxExpire`]).
+    SetNx { key: u32, owner: u64 },
     /// Delete `key` if its owner is `owner` (with `release = "delete"`: whoever owns it;
     /// `owner` then only names, for the history, the grant the release meant).
     Release { key: u32, owner: u64 },
@@ -159,31 +163,40 @@ pub async fn serve(ctx: NodeCtx, cfg: ServerConfig) {
             locks.get(key).filter(|e| t < e.expires).copied()
         };
         let mut changed = false;
+        let acquire = match *req {
+            Req::Acquire { key, owner, ttl } => Some((key, owner, t.saturating_add(ttl as i64))),
+            // A key set without a TTL never expires.
+            Req::SetNx { key, owner } => Some((key, owner, i64::MAX)),
+            _ => None,
+        };
         let resp = match *req {
-            Req::Acquire { key, owner, ttl } => match live(&locks, &key) {
-                Some(_) => Resp::Held,
-                None => {
-                    locks.insert(
-                        key,
-                        Entry {
-                            owner,
-                            expires: t.saturating_add(ttl as i64),
+            Req::Acquire { .. } | Req::SetNx { .. } => {
+                let (key, owner, expires) = acquire.expect("an acquire");
+                match live(&locks, &key) {
+                    Some(_) => Resp::Held,
+                    None => {
+                        locks.insert(
+                            key,
+                            Entry {
+                                owner,
+                                expires,
+                                client: msg.from,
+                            },
+                        );
+                        let token = cfg.fencing.then(|| {
+                            next_token += 1;
+                            next_token - 1
+                        });
+                        changed = true;
+                        ctx.record(EventKind::Grant {
+                            key,
                             client: msg.from,
-                        },
-                    );
-                    let token = cfg.fencing.then(|| {
-                        next_token += 1;
-                        next_token - 1
-                    });
-                    changed = true;
-                    ctx.record(EventKind::Grant {
-                        key,
-                        client: msg.from,
-                        token,
-                    });
-                    Resp::Granted { token }
+                            token,
+                        });
+                        Resp::Granted { token }
+                    }
                 }
-            },
+            }
             Req::Release { key, owner } => match live(&locks, &key) {
                 Some(e) if e.owner == owner => {
                     locks.remove(&key);
