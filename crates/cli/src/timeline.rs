@@ -9,100 +9,6 @@ use locksim_core::{Event, History, Scenario, Verdict};
 
 use crate::plural;
 
-fn describe(s: &Scenario, e: &Event) -> String {
-    let c = &s.cluster;
-    match &e.kind {
-        EventKind::Op {
-            phase,
-            f,
-            key,
-            handle,
-            token,
-            deadline,
-            error,
-            ..
-        } => {
-            let mut t = format!("{f:?} {phase:?} k{key}").to_lowercase();
-            if let Some(h) = handle {
-                t += &format!(" handle {h}");
-            }
-            if let Some(tok) = token {
-                t += &format!(" token {tok}");
-            }
-            if let Some(d) = deadline {
-                t += &format!(" (valid until {})", fmt_nanos(d.at as i128));
-            }
-            if let Some(err) = error {
-                t += &format!(": {err}");
-            }
-            t
-        }
-        EventKind::Lost {
-            key,
-            handle,
-            reason,
-        } => format!("gives up k{key} handle {handle}: {reason}"),
-        EventKind::Grant { key, client, token } => match token {
-            Some(t) => format!("grants k{key} to {} with token {t}", c.name(*client)),
-            None => format!("grants k{key} to {}", c.name(*client)),
-        },
-        EventKind::Freed {
-            key,
-            client,
-            freed,
-            released,
-            holder: Some(h),
-        } if freed != released => format!(
-            "FREES k{key} granted to {} for {}'s release of another grant",
-            c.name(*h),
-            c.name(*client)
-        ),
-        EventKind::Freed {
-            key,
-            client,
-            holder: Some(_),
-            ..
-        } => {
-            format!("frees k{key} for {}", c.name(*client))
-        }
-        EventKind::Freed {
-            key,
-            client,
-            freed,
-            released,
-            ..
-        } if freed == released => {
-            format!("frees k{key} (token {freed}) for {}", c.name(*client))
-        }
-        EventKind::Freed {
-            key,
-            client,
-            freed,
-            released,
-            ..
-        } => format!(
-            "FREES k{key} token {freed} for {}, whose release named token {released}",
-            c.name(*client)
-        ),
-        EventKind::WriteAccepted { key, handle, token } => match token {
-            Some(t) => format!("accepts a write to k{key} from handle {handle} (token {t})"),
-            None => format!("accepts a write to k{key} from handle {handle}"),
-        },
-        EventKind::WriteRejected {
-            key,
-            handle,
-            token,
-            highest,
-        } => format!(
-            "REJECTS a write to k{key} from handle {handle}: token {token} < highest {highest}"
-        ),
-        EventKind::Fault { fault } => format!("FAULT {}", fault.describe(c)),
-        EventKind::FaultEnd { what } => format!("fault ends: {what}"),
-        EventKind::Leader { term } => format!("leads (term {term})"),
-        EventKind::Replicated { offset } => format!("replicates up to offset {offset}"),
-    }
-}
-
 fn interesting(e: &Event) -> bool {
     matches!(
         e.kind,
@@ -182,7 +88,7 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool)
             } else {
                 format!("{:+}", fmt_nanos(skew)).replace("+-", "-")
             },
-            describe(s, e),
+            locksim_render::describe::event(c, e),
             if is_witness || all {
                 format!("  [#{}]", e.id)
             } else {

@@ -10,7 +10,8 @@ use locksim_core::time::fmt_nanos;
 use locksim_core::{Event, Fault, Nanos, NodeId, Role};
 use serde::Serialize;
 
-use crate::explain::{describe_event, explain};
+use crate::describe;
+use crate::explain::explain;
 use crate::Run;
 
 /// One lane of the diagram: a node.
@@ -592,7 +593,7 @@ pub fn page_data(run: &Run) -> PageData {
                 .events
                 .iter()
                 .filter_map(|&id| h.events.get(id as usize))
-                .map(|e| (e.id, e.node, e.time, describe_event(s, e)))
+                .map(|e| (e.id, e.node, e.time, describe::event_line(c, e)))
                 .collect();
             let (lo, hi) = witnesses
                 .iter()

@@ -4,76 +4,10 @@
 use locksim_check::holds::{Hold, HoldEnd};
 use locksim_core::history::{EventKind, OpF};
 use locksim_core::time::fmt_nanos;
-use locksim_core::{Event, Fault, History, Nanos, NodeId, Property, Scenario, Violation};
+use locksim_core::{Fault, History, Nanos, NodeId, Property, Scenario, Violation};
 
 fn t(ns: Nanos) -> String {
     fmt_nanos(ns as i128)
-}
-
-/// One line for an event, e.g. `c2 write invoke k0 handle 13`.
-pub fn describe_event(s: &Scenario, e: &Event) -> String {
-    let c = &s.cluster;
-    let who = c.name(e.node);
-    let what = match &e.kind {
-        EventKind::Op {
-            phase,
-            f,
-            key,
-            handle,
-            token,
-            error,
-            ..
-        } => {
-            let mut w = format!("{f:?} {phase:?} k{key}").to_lowercase();
-            if let Some(h) = handle {
-                w += &format!(" handle {h}");
-            }
-            if let Some(x) = token {
-                w += &format!(" token {x}");
-            }
-            if let Some(err) = error {
-                w += &format!(" ({err})");
-            }
-            w
-        }
-        EventKind::Lost { key, reason, .. } => format!("gives up k{key}: {reason}"),
-        EventKind::Grant { key, client, .. } => format!("grants k{key} to {}", c.name(*client)),
-        EventKind::Freed {
-            key,
-            client,
-            holder: Some(h),
-            ..
-        } => format!(
-            "frees k{key}, granted to {}, for {}'s release of another grant",
-            c.name(*h),
-            c.name(*client)
-        ),
-        EventKind::Freed {
-            key,
-            client,
-            freed,
-            released,
-            holder: None,
-        } => format!(
-            "frees k{key} (token {freed}) for {}, whose release named token {released}",
-            c.name(*client)
-        ),
-        EventKind::WriteAccepted { key, handle, token } => match token {
-            Some(x) => format!("accepts a write to k{key} (handle {handle}, token {x})"),
-            None => format!("accepts a write to k{key} (handle {handle})"),
-        },
-        EventKind::WriteRejected {
-            key,
-            token,
-            highest,
-            ..
-        } => format!("rejects a write to k{key}: token {token} below {highest}"),
-        EventKind::Fault { fault } => format!("fault: {}", fault.describe(c)),
-        EventKind::FaultEnd { what } => format!("fault ends: {what}"),
-        EventKind::Leader { term } => format!("leads (term {term})"),
-        EventKind::Replicated { offset } => format!("replicates up to offset {offset}"),
-    };
-    format!("{who} {what}")
 }
 
 /// The faults that acted on one of `nodes` (or on the whole network) between `from` and `to`,

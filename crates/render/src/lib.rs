@@ -9,12 +9,15 @@
 //!   showing each client's holds, the servers' grants, the resource's writes, the faults where
 //!   they act, each node's clock offset, the messages on demand, and the violations
 //!   highlighted and explained in plain words ([`explain`]);
+//! - [`describe`]: one line of words per event, shared by the page's witnesses and the CLI's
+//!   text timeline;
 //! - [`report::campaign_report`]: a campaign's matrix as a page linking to rendered traces;
 //! - [`sweep::sweep_report`]: a sweep's rates, intervals and latencies as inline SVG plots.
 //!
 //! Output is a pure function of its input: the same run renders to the same bytes.
 
 mod data;
+pub mod describe;
 pub mod explain;
 mod latency;
 pub mod linear;
