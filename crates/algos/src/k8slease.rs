@@ -51,6 +51,10 @@
 //!   the record back at once; another candidate's take-over must still come after the lease's
 //!   end (± the declared uncertainty), which is what the candidates' clocks promise.
 //!
+//! - **`renewer`**: a renewal GETs the record and UPDATEs it on the resourceVersion read
+//!   (`reread`, client-go's way), or UPDATEs it on the version of the client's own last write
+//!   without a read (`last-write`, the DynamoDB lock client's heartbeat, [`Renewer`]).
+//!
 //! One deviation: when a leader's renewal finds another holder named it reports the lease lost,
 //! where client-go would try to take it back if that holder's lease looked expired.
 
@@ -91,8 +95,27 @@ pub const KNOBS: &[Knob] = &[
         default: "max(renew_deadline/2, ttl/15)",
         help: "client's per-request timeout (one GET or UPDATE): by default max(renew_deadline/2, ttl/15), what resourcelock.NewFromKubeconfig and controller-runtime set (max(RenewDeadline/2, 1s): 5 s with the 10 s default); a duration, or none (a rest.Config of your own: no Timeout)",
     },
+    Knob {
+        key: "renewer",
+        default: "reread",
+        help: "what a renewal's update is conditioned on: reread (GET the Lease, then UPDATE on the resourceVersion read: client-go's tryAcquireOrRenew, so after a renewal without an answer the next one finds its own write) | last-write (one UPDATE on the version this client last wrote, no read: the DynamoDB lock client's heartbeat on its recordVersionNumber; a lost success reply leaves it a stale version and its next heartbeat fails: cirello-io/dynamolock#280)",
+    },
     crate::knobs::DRIFT_FACTOR,
 ];
+
+/// What a renewal's UPDATE is conditioned on (the `renewer` knob).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renewer {
+    /// GET the record, then UPDATE on the resourceVersion read (client-go's
+    /// `tryAcquireOrRenew`).
+    Reread,
+    /// UPDATE on the resourceVersion of this client's own last successful write, without a
+    /// read: the DynamoDB lock client's heartbeat, conditioned on the `recordVersionNumber` it
+    /// last wrote (<https://github.com/awslabs/amazon-dynamodb-lock-client>,
+    /// cirello-io/dynamolock#280). A write that took effect but whose reply was lost leaves the
+    /// client a stale version: its next heartbeat is refused and it loses the lock it holds.
+    LastWrite,
+}
 
 /// client-go's leader-election durations as Kubernetes' components ship them, scaled to the
 /// run's `ttl` (the `LeaseDuration`): `RetryPeriod` 2 s and `RenewDeadline` 10 s of a 15 s
@@ -260,6 +283,8 @@ pub enum ExpiryDuration {
 pub struct K8sLease {
     expiry: ExpiryDuration,
     release_on_cancel: bool,
+    /// What a renewal is conditioned on.
+    renewer: Renewer,
     /// Hand the resource the fencing token ([`token`]).
     fencing: bool,
     timeout: Nanos,
@@ -320,6 +345,10 @@ impl K8sLease {
                 _ => ExpiryDuration::Record,
             },
             release_on_cancel: k.flag("release_on_cancel")?,
+            renewer: match k.choice("renewer", &["reread", "last-write"])? {
+                "last-write" => Renewer::LastWrite,
+                _ => Renewer::Reread,
+            },
             fencing: k.flag("fencing")?,
             timeout: if timeout_given {
                 k.timeout("timeout")?
@@ -425,6 +454,9 @@ impl Client {
             renew_time: wall,
             transitions: 0,
         };
+        if renew_only && self.cfg.renewer == Renewer::LastWrite {
+            return self.heartbeat(name, fresh).await;
+        }
         let seen = match self.api(ApiReq::Get { name }).await {
             Ok(ApiResp::Object(o)) => o,
             Ok(_) => return Err(NotHeld::Conflict),
@@ -476,6 +508,35 @@ impl Client {
             record,
             rv,
             acquire: !renew_only,
+        };
+        match self.api(req).await {
+            Ok(ApiResp::Written(rv)) => Ok(self.wrote(name, record, rv)),
+            Ok(_) => Err(NotHeld::Conflict),
+            Err(e) => Err(NotHeld::Call(e)),
+        }
+    }
+
+    /// A renewal with `renewer = last-write`: one UPDATE conditioned on the resourceVersion of
+    /// this client's last successful write (the record it last observed is its own), no GET.
+    async fn heartbeat(
+        &self,
+        name: u32,
+        fresh: LeaseRecord,
+    ) -> Result<(LeaseRecord, u64), NotHeld> {
+        let last = self.observed.borrow().get(&name).and_then(|o| o.record);
+        let Some((old, rv)) = last.filter(|(r, _)| r.holder == Some(self.ctx.id())) else {
+            return Err(NotHeld::Conflict);
+        };
+        let record = LeaseRecord {
+            acquire_time: old.acquire_time,
+            transitions: old.transitions,
+            ..fresh
+        };
+        let req = ApiReq::Update {
+            name,
+            record,
+            rv,
+            acquire: false,
         };
         match self.api(req).await {
             Ok(ApiResp::Written(rv)) => Ok(self.wrote(name, record, rv)),
@@ -756,5 +817,10 @@ mod tests {
         );
         let e = K8sLease::from_config(&cfg("release_on_cancel", "maybe"), &w).unwrap_err();
         assert!(e.contains("release_on_cancel"), "{e}");
+        let e = K8sLease::from_config(&cfg("renewer", "dynamodb"), &w).unwrap_err();
+        assert_eq!(
+            e,
+            "k8s-lease: `renewer=dynamodb` is not valid (choose reread or last-write)"
+        );
     }
 }

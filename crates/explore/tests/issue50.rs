@@ -59,3 +59,29 @@ fn a_crash_between_setnx_and_expire_orphans_the_key_and_set_nx_px_does_not() {
         );
     }
 }
+
+/// Item 3: a heartbeat conditioned on the holder's own last write loses the lock after one
+/// lost success reply (L2); client-go's re-reading renewer keeps it.
+#[test]
+fn a_lost_heartbeat_reply_costs_a_last_write_renewer_its_lock_and_not_a_rereading_one() {
+    let file = "k8s-lease-heartbeat-on-last-write.toml";
+    for seed in 0..3 {
+        let last_write = sims_run(file, seed, &[]);
+        assert!(
+            last_write.verdict.violates(Property::L2),
+            "seed {seed}: {:?}",
+            last_write.verdict
+        );
+        let reread = sims_run(file, seed, &[("renewer", "reread")]);
+        assert!(
+            reread.verdict.violations.is_empty(),
+            "seed {seed}: {:?}",
+            reread.verdict.violations
+        );
+    }
+    let err = refused("k8s-lease", "renewer", "dynamodb");
+    assert!(
+        err.contains("`renewer=dynamodb` is not valid (choose reread or last-write)"),
+        "{err}"
+    );
+}
