@@ -1,0 +1,319 @@
+//! Turns what the simulated server saw into a locksim [`History`], with no hook in the
+//! client's code: every event is recorded at the server, in true time.
+//!
+//! - A lock key is any key a `SET … NX` created; keys are numbered (`k0`, `k1`, …) in the order
+//!   of their first grant.
+//! - A grant (`SET … NX` that created the key) is an acquire by the calling client node: an
+//!   `invoke`, the service's `grant` and an `ok` with a validity deadline of the grant's TTL,
+//!   all at the moment the server decided. The client's hold in the checkers then runs from
+//!   the grant until its release, its deadline, its crash or its last resource write,
+//!   whichever the checkers' rule picks (locksim-check's `holds`).
+//! - A release is a delete of the lock key by the client that holds it (a compare-and-delete
+//!   script whose compare held, or a plain `DEL`); a compare-and-delete that found another
+//!   value ends the caller's belief (`release` invoke, then `fail`).
+//! - A delete of a lock key another client holds (a `DEL`, or a compare-and-delete with that
+//!   holder's value) is a `freed` event naming the holder: S4.
+//! - An extension (`PEXPIRE`/`EXPIRE` or a compare-and-pexpire by the holder) is an `extend`
+//!   `ok` with the new deadline.
+//! - A write to a key under the resource prefix is a resource write under the writer's latest
+//!   grant (its `write` op and `write_accepted`): so a client that writes after its lease ran
+//!   out shows up as S1 (its hold stretches to the write) and S2 (a stale write).
+
+use std::collections::BTreeMap;
+
+use locksim_core::history::{Deadline, Event, EventKind, LocalClock, OpF, Phase};
+use locksim_core::{Fault, History, Nanos, NodeId};
+
+use crate::store::Effect;
+
+#[derive(Debug, Clone)]
+struct Live {
+    handle: u64,
+    client: NodeId,
+    value: Vec<u8>,
+    /// The key's deadline at the server, ns.
+    until: Option<Nanos>,
+    released: bool,
+}
+
+/// The recorder of one run.
+#[derive(Debug)]
+pub struct Recorder {
+    server: NodeId,
+    resource: NodeId,
+    resource_prefix: Vec<u8>,
+    events: Vec<Event>,
+    lock_keys: BTreeMap<Vec<u8>, u32>,
+    /// Per lock key: the latest grant at the server.
+    live: BTreeMap<u32, Live>,
+    /// Per client: its latest grant (handle, key).
+    latest: BTreeMap<NodeId, (u64, u32)>,
+    next_op: u64,
+    next_handle: u64,
+    writes: u64,
+}
+
+impl Recorder {
+    /// A recorder for a server at node `server`, resource writes recorded on node `resource`,
+    /// keys starting with `resource_prefix` being the protected resource.
+    pub fn new(server: NodeId, resource: NodeId, resource_prefix: &[u8]) -> Recorder {
+        Recorder {
+            server,
+            resource,
+            resource_prefix: resource_prefix.to_vec(),
+            events: Vec::new(),
+            lock_keys: BTreeMap::new(),
+            live: BTreeMap::new(),
+            latest: BTreeMap::new(),
+            next_op: 1,
+            next_handle: 1,
+            writes: 0,
+        }
+    }
+
+    fn push(&mut self, time: Nanos, node: NodeId, kind: EventKind) -> u64 {
+        let id = self.events.len() as u64;
+        // One clock for every node (madsim's): wall and monotonic readings are true time.
+        self.events.push(Event {
+            id,
+            time,
+            node,
+            wall: time as i64,
+            mono: time,
+            kind,
+        });
+        id
+    }
+
+    fn op(
+        time: Nanos,
+        node: NodeId,
+        op: u64,
+        phase: Phase,
+        f: OpF,
+        key: u32,
+        handle: Option<u64>,
+    ) -> Event {
+        Event {
+            id: 0,
+            time,
+            node,
+            wall: time as i64,
+            mono: time,
+            kind: EventKind::Op {
+                op,
+                phase,
+                f,
+                key,
+                handle,
+                token: None,
+                deadline: None,
+                error: None,
+                value: None,
+            },
+        }
+    }
+
+    fn push_event(&mut self, e: Event) {
+        self.push(e.time, e.node, e.kind);
+    }
+
+    fn new_op(&mut self) -> u64 {
+        self.next_op += 1;
+        self.next_op - 1
+    }
+
+    fn deadline(at: Option<Nanos>) -> Option<Deadline> {
+        at.map(|at| Deadline {
+            clock: LocalClock::Mono,
+            local: at as i64,
+            at,
+        })
+    }
+
+    /// Records what one command from `client` did at true time `now`.
+    pub fn effects(&mut self, now: Nanos, client: NodeId, effects: &[Effect]) {
+        for e in effects {
+            self.effect(now, client, e);
+        }
+    }
+
+    fn live_grant(&self, key: &[u8], now: Nanos) -> Option<(u32, &Live)> {
+        let k = *self.lock_keys.get(key)?;
+        let l = self.live.get(&k)?;
+        (!l.released && l.until.is_none_or(|t| t > now)).then_some((k, l))
+    }
+
+    fn effect(&mut self, now: Nanos, client: NodeId, e: &Effect) {
+        match e {
+            Effect::Acquired {
+                key,
+                value,
+                expires,
+            } => {
+                let n = self.lock_keys.len() as u32;
+                let k = *self.lock_keys.entry(key.clone()).or_insert(n);
+                let (op, handle) = (self.new_op(), self.next_handle);
+                self.next_handle += 1;
+                let inv = Self::op(now, client, op, Phase::Invoke, OpF::Acquire, k, None);
+                self.push_event(inv);
+                self.push(
+                    now,
+                    self.server,
+                    EventKind::Grant {
+                        key: k,
+                        client,
+                        token: None,
+                    },
+                );
+                let mut ok = Self::op(now, client, op, Phase::Ok, OpF::Acquire, k, Some(handle));
+                if let EventKind::Op { deadline, .. } = &mut ok.kind {
+                    *deadline = Self::deadline(*expires);
+                }
+                self.push_event(ok);
+                self.live.insert(
+                    k,
+                    Live {
+                        handle,
+                        client,
+                        value: value.clone(),
+                        until: *expires,
+                        released: false,
+                    },
+                );
+                self.latest.insert(client, (handle, k));
+            }
+            Effect::Deleted { key, value, .. } => {
+                let Some((k, live)) = self.live_grant(key, now) else {
+                    return;
+                };
+                let live = live.clone();
+                if live.client == client && &live.value == value {
+                    let op = self.new_op();
+                    for phase in [Phase::Invoke, Phase::Ok] {
+                        let e =
+                            Self::op(now, client, op, phase, OpF::Release, k, Some(live.handle));
+                        self.push_event(e);
+                    }
+                } else {
+                    // Someone else's lock: the caller's own grant on this key, if it had one,
+                    // is the one it meant to release.
+                    let own = match self.latest.get(&client) {
+                        Some(&(h, kk)) if kk == k => h,
+                        _ => 0,
+                    };
+                    self.push(
+                        now,
+                        self.server,
+                        EventKind::Freed {
+                            key: k,
+                            client,
+                            freed: live.handle,
+                            released: own,
+                            holder: Some(live.client),
+                        },
+                    );
+                }
+                if let Some(l) = self.live.get_mut(&k) {
+                    l.released = true;
+                }
+            }
+            Effect::CompareFailed {
+                key,
+                kind: crate::scripts::ScriptKind::CompareAndDelete,
+            } => {
+                let Some(&k) = self.lock_keys.get(key.as_slice()) else {
+                    return;
+                };
+                let Some(&(h, kk)) = self.latest.get(&client) else {
+                    return;
+                };
+                if kk != k {
+                    return;
+                }
+                let op = self.new_op();
+                let inv = Self::op(now, client, op, Phase::Invoke, OpF::Release, k, Some(h));
+                self.push_event(inv);
+                let mut fail = Self::op(now, client, op, Phase::Fail, OpF::Release, k, Some(h));
+                if let EventKind::Op { error, .. } = &mut fail.kind {
+                    *error = Some("the lock key holds another value (or none)".into());
+                }
+                self.push_event(fail);
+            }
+            Effect::CompareFailed { .. } => {}
+            Effect::Expiry { key, value, until } => {
+                let Some((k, live)) = self.live_grant(key, now) else {
+                    return;
+                };
+                if live.client != client || &live.value != value {
+                    return;
+                }
+                let handle = live.handle;
+                let op = self.new_op();
+                let inv = Self::op(now, client, op, Phase::Invoke, OpF::Extend, k, Some(handle));
+                self.push_event(inv);
+                let mut ok = Self::op(now, client, op, Phase::Ok, OpF::Extend, k, Some(handle));
+                if let EventKind::Op { deadline, .. } = &mut ok.kind {
+                    *deadline = Self::deadline(Some(*until));
+                }
+                self.push_event(ok);
+                if let Some(l) = self.live.get_mut(&k) {
+                    l.until = Some(*until);
+                }
+            }
+            Effect::Wrote { key } => {
+                if !key.starts_with(&self.resource_prefix) {
+                    return;
+                }
+                let Some(&(handle, k)) = self.latest.get(&client) else {
+                    // A write by a client that never held a lock: no hold to judge it by.
+                    return;
+                };
+                self.writes += 1;
+                let op = self.new_op();
+                let mut inv = Self::op(now, client, op, Phase::Invoke, OpF::Write, k, Some(handle));
+                if let EventKind::Op { value, .. } = &mut inv.kind {
+                    *value = Some(self.writes);
+                }
+                self.push_event(inv);
+                self.push(
+                    now,
+                    self.resource,
+                    EventKind::WriteAccepted {
+                        key: k,
+                        handle,
+                        token: None,
+                    },
+                );
+                let ok = Self::op(now, client, op, Phase::Ok, OpF::Write, k, Some(handle));
+                self.push_event(ok);
+            }
+        }
+    }
+
+    /// Records an injected fault on `node` (a crash ends the node's holds in the checkers).
+    pub fn fault(&mut self, now: Nanos, node: NodeId, fault: Fault) {
+        self.push(now, node, EventKind::Fault { fault });
+    }
+
+    /// Records the end of a fault with a duration.
+    pub fn fault_end(&mut self, now: Nanos, node: NodeId, what: String) {
+        self.push(now, node, EventKind::FaultEnd { what });
+    }
+
+    /// The server lost its memory (a crash without persistence): no grant is live any more.
+    pub fn server_lost_keys(&mut self) {
+        self.live.clear();
+    }
+
+    /// The history, ended at true time `end`.
+    pub fn finish(&mut self, end: Nanos) -> History {
+        History {
+            events: std::mem::take(&mut self.events),
+            end,
+            messages_sent: 0,
+            messages_dropped: 0,
+            messages: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,428 @@
+//! One run: a madsim world with one simulated Redis server node, the user's client nodes and
+//! the timed faults, and the history the server recorded.
+//!
+//! Nodes are numbered as locksim numbers them ([`Cluster`] with one server): `n1` (node 0) is
+//! the server at 10.0.0.1:6379, `c1`…`cN` (nodes 1…N) the clients at 10.0.1.1…, `res`
+//! (node N+1) the protected resource, which here is the server's keys under the resource
+//! prefix (its writes are recorded on `res`).
+
+use std::future::Future;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use locksim_check::{check_all, CheckOptions};
+use locksim_core::{Cluster, Fault, History, Nanos, NodeId, Verdict};
+use madsim::net::NetSim;
+use madsim::runtime::{Handle, Runtime};
+
+use crate::record::Recorder;
+use crate::scripts::{ScriptKind, Scripts};
+
+/// The server's port.
+pub const PORT: u16 = 6379;
+
+const MS: Nanos = 1_000_000;
+
+/// A fault at a true time, ns since the run started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timed {
+    /// When it strikes, ns.
+    pub at: Nanos,
+    /// What strikes.
+    pub fault: Fault,
+}
+
+/// What a run is: the seed, the clients, the length, the faults, the resource and the scripts
+/// the server recognises.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// madsim's seed: network latencies, task order, everything random in the run.
+    pub seed: u64,
+    /// Number of client nodes (each runs the user's client function).
+    pub clients: u32,
+    /// How long the run lasts, ns of true time; then every node stops.
+    pub duration: Nanos,
+    /// The faults, in any order. Supported: `isolate`, `partition` (node sets, both ways),
+    /// `pause` (the whole process) and `crash` (with or without a restart), of the server or a
+    /// client. Other kinds are refused by [`Scenario::validate`].
+    pub faults: Vec<Timed>,
+    /// Keys starting with this are the protected resource (default `resource:`).
+    pub resource_prefix: String,
+    /// The scripts the server recognises.
+    pub scripts: Scripts,
+}
+
+impl Scenario {
+    /// Two clients, 10 s, no faults, resource prefix `resource:`.
+    pub fn new(seed: u64) -> Scenario {
+        Scenario {
+            seed,
+            clients: 2,
+            duration: 10_000 * MS,
+            faults: Vec::new(),
+            resource_prefix: "resource:".into(),
+            scripts: Scripts::default(),
+        }
+    }
+
+    /// Sets the number of clients.
+    pub fn clients(mut self, n: u32) -> Scenario {
+        self.clients = n;
+        self
+    }
+
+    /// Sets the run's length in ms.
+    pub fn duration_ms(mut self, ms: u64) -> Scenario {
+        self.duration = ms * MS;
+        self
+    }
+
+    /// Adds `fault` at `at_ms` ms.
+    pub fn fault(mut self, at_ms: u64, fault: Fault) -> Scenario {
+        self.faults.push(Timed {
+            at: at_ms * MS,
+            fault,
+        });
+        self
+    }
+
+    /// Sets the resource key prefix.
+    pub fn resource_prefix(mut self, prefix: &str) -> Scenario {
+        self.resource_prefix = prefix.into();
+        self
+    }
+
+    /// Makes the server recognise the script `text` as doing `kind`.
+    pub fn script(mut self, text: &str, kind: ScriptKind) -> Scenario {
+        self.scripts.register(text, kind);
+        self
+    }
+
+    /// The node layout: one server, the clients, the resource.
+    pub fn cluster(&self) -> Cluster {
+        Cluster {
+            servers: 1,
+            clients: self.clients,
+        }
+    }
+
+    /// The client node `i` (1-based: `c1` is `client(1)`).
+    pub fn client(&self, i: u32) -> NodeId {
+        i
+    }
+
+    /// The server node.
+    pub fn server(&self) -> NodeId {
+        0
+    }
+
+    /// Refuses what this run cannot do: no clients, more than 250, a fault of a kind not
+    /// supported here, or one naming a node that is not a server or a client.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.clients == 0 || self.clients > 250 {
+            return Err(format!("clients must be 1 to 250, not {}", self.clients));
+        }
+        let nodes = self.clients + 1;
+        let check = |n: NodeId| {
+            if n < nodes {
+                Ok(())
+            } else {
+                Err(format!(
+                    "node {n} is neither the server (0) nor a client (1..={})",
+                    self.clients
+                ))
+            }
+        };
+        for t in &self.faults {
+            match &t.fault {
+                Fault::Isolate { node, .. }
+                | Fault::Pause {
+                    node,
+                    task: locksim_core::fault::PauseTask::Process,
+                    ..
+                }
+                | Fault::Crash { node, .. } => check(*node)?,
+                Fault::Partition { a, b, .. } => {
+                    for n in a.iter().chain(b) {
+                        check(*n)?;
+                    }
+                }
+                other => {
+                    return Err(format!(
+                        "{other:?}: runs of your own client support isolate, partition, \
+                         pause (of the whole process) and crash faults so far"
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One client node, as the user's function gets it.
+#[derive(Debug, Clone)]
+pub struct Client {
+    /// Its node id (1 for `c1`).
+    pub node: NodeId,
+    /// Its name (`c1`, `c2`, …).
+    pub name: String,
+    /// How many times it was restarted before this start (0 at first).
+    pub incarnation: u32,
+    /// The simulated Redis server's address.
+    pub server: SocketAddr,
+}
+
+#[cfg(feature = "redis")]
+impl Client {
+    /// A redis-rs multiplexed connection to the simulated server over madsim's TCP, in RESP2
+    /// (what redis-rs speaks by default): the real `redis` crate's
+    /// `MultiplexedConnection::new_with_config`, its driver spawned on this node. redis-rs's
+    /// own response and connection timeouts are off (they would use tokio's timer, which does
+    /// not run in the simulation): time out with `tokio::time::timeout` from madsim-tokio.
+    pub async fn redis(&self) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
+        self.redis_with(redis::RedisConnectionInfo::default()).await
+    }
+
+    /// [`Client::redis`] with your own connection settings (e.g. RESP3 through
+    /// `RedisConnectionInfo::set_protocol`).
+    pub async fn redis_with(
+        &self,
+        info: redis::RedisConnectionInfo,
+    ) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
+        let stream = madsim::net::TcpStream::connect(self.server).await?;
+        let config = redis::AsyncConnectionConfig::new()
+            .set_response_timeout(None)
+            .set_connection_timeout(None);
+        let (conn, driver) =
+            redis::aio::MultiplexedConnection::new_with_config(&info, stream, config).await?;
+        madsim::task::spawn(driver);
+        Ok(conn)
+    }
+}
+
+/// What the server node and the fault supervisor share.
+pub(crate) struct Shared {
+    start: madsim::time::Instant,
+    pub(crate) scripts: Scripts,
+    recorder: Mutex<Recorder>,
+    clients: u32,
+}
+
+impl Shared {
+    /// True time since the run started, ns.
+    pub(crate) fn now(&self) -> Nanos {
+        madsim::time::Instant::now()
+            .duration_since(self.start)
+            .as_nanos() as Nanos
+    }
+
+    /// The node that owns the peer address `peer` (a client's address).
+    pub(crate) fn node_of(&self, peer: SocketAddr) -> NodeId {
+        match peer.ip() {
+            IpAddr::V4(ip) if ip.octets()[..3] == [10, 0, 1] => {
+                let n = ip.octets()[3] as u32;
+                assert!(n >= 1 && n <= self.clients, "no client at {ip}");
+                n
+            }
+            ip => panic!("a connection from {ip}, which is no client"),
+        }
+    }
+
+    pub(crate) fn record<T>(&self, f: impl FnOnce(&mut Recorder) -> T) -> T {
+        f(&mut self.recorder.lock().expect("one thread"))
+    }
+}
+
+fn ip(node: NodeId) -> IpAddr {
+    if node == 0 {
+        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1))
+    } else {
+        IpAddr::V4(Ipv4Addr::new(10, 0, 1, node as u8))
+    }
+}
+
+/// A finished run.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// What the server recorded, and the faults.
+    pub history: History,
+    /// The node layout, for names in verdicts.
+    pub cluster: Cluster,
+}
+
+impl Outcome {
+    /// locksim's safety verdict on the history: S1 (no double grant), S2 (no stale resource
+    /// write) and S4 (no release of another's lock).
+    pub fn verdict(&self) -> Verdict {
+        check_all(
+            &self.history,
+            &CheckOptions {
+                cluster: Some(&self.cluster),
+                ..Default::default()
+            },
+        )
+    }
+
+    /// The history's digest ([`History::digest`]): equal digests, equal runs.
+    pub fn digest(&self) -> String {
+        self.history.digest()
+    }
+}
+
+/// Runs `scenario` with `client` as every client node's program and returns what the server
+/// recorded. The function is called afresh on each (re)start of a client node; the run ends
+/// after `scenario.duration` whatever the clients do.
+///
+/// Deterministic: the same scenario and client code give the same history. Each run gets a
+/// fresh OS thread (madsim's and std's per-thread state must not carry over between runs).
+///
+/// # Panics
+/// When the scenario is invalid ([`Scenario::validate`]), or the simulation panics (a panic in
+/// the client's code included), with its message.
+pub fn run<F, Fut>(scenario: &Scenario, client: F) -> Outcome
+where
+    F: Fn(Client) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    if let Err(e) = scenario.validate() {
+        panic!("invalid scenario: {e}");
+    }
+    let scenario = scenario.clone();
+    let thread = std::thread::Builder::new()
+        .name(format!("locksim-resp-seed-{}", scenario.seed))
+        .stack_size(8 << 20)
+        .spawn(move || run_here(&scenario, Arc::new(client)))
+        .expect("a thread for the simulation");
+    match thread.join() {
+        Ok(o) => o,
+        Err(p) => std::panic::resume_unwind(p),
+    }
+}
+
+fn run_here<F, Fut>(scenario: &Scenario, client: Arc<F>) -> Outcome
+where
+    F: Fn(Client) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    let rt = Runtime::with_seed_and_config(scenario.seed, madsim::Config::default());
+    let scenario = scenario.clone();
+    rt.block_on(async move {
+        let cluster = scenario.cluster();
+        let shared = Arc::new(Shared {
+            start: madsim::time::Instant::now(),
+            scripts: scenario.scripts.clone(),
+            recorder: Mutex::new(Recorder::new(
+                0,
+                cluster.resource_id(),
+                scenario.resource_prefix.as_bytes(),
+            )),
+            clients: scenario.clients,
+        });
+        let server = SocketAddr::new(ip(0), PORT);
+        let h = Handle::current();
+        let mut ids = Vec::new();
+        {
+            let shared = shared.clone();
+            let node = h
+                .create_node()
+                .name("n1")
+                .ip(ip(0))
+                .init(move || crate::server::serve(server, shared.clone()))
+                .build();
+            ids.push(node.id());
+        }
+        let starts: Arc<Vec<std::sync::atomic::AtomicU32>> =
+            Arc::new((0..=scenario.clients).map(|_| Default::default()).collect());
+        for c in 1..=scenario.clients {
+            let (client, starts) = (client.clone(), starts.clone());
+            let node = h
+                .create_node()
+                .name(cluster.name(c))
+                .ip(ip(c))
+                .init(move || {
+                    let incarnation =
+                        starts[c as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    client(Client {
+                        node: c,
+                        name: format!("c{c}"),
+                        incarnation,
+                        server,
+                    })
+                })
+                .build();
+            ids.push(node.id());
+        }
+        let ids = Arc::new(ids);
+        for t in scenario.faults.clone() {
+            let (shared, ids) = (shared.clone(), ids.clone());
+            madsim::task::spawn(async move {
+                madsim::time::sleep_until(shared.start + Duration::from_nanos(t.at)).await;
+                inject(&shared, &ids, t.fault).await;
+            });
+        }
+        madsim::time::sleep_until(shared.start + Duration::from_nanos(scenario.duration)).await;
+        for id in ids.iter() {
+            h.kill(*id);
+        }
+        let history = shared.record(|r| r.finish(scenario.duration));
+        Outcome { history, cluster }
+    })
+}
+
+/// Applies `fault` now, records it, and undoes it after its duration.
+async fn inject(shared: &Shared, ids: &[madsim::task::NodeId], fault: Fault) {
+    let h = Handle::current();
+    let net = NetSim::current();
+    let now = shared.now();
+    let node = fault.node().unwrap_or(0);
+    shared.record(|r| r.fault(now, node, fault.clone()));
+    let (duration, what) = match &fault {
+        Fault::Pause { node, duration, .. } => {
+            h.pause(ids[*node as usize]);
+            (Some(*duration), "pause")
+        }
+        Fault::Isolate { node, duration, .. } => {
+            net.clog_node(ids[*node as usize]);
+            (Some(*duration), "isolate")
+        }
+        Fault::Partition { a, b, duration, .. } => {
+            for (x, y) in pairs(a, b) {
+                net.clog_link(ids[x as usize], ids[y as usize]);
+                net.clog_link(ids[y as usize], ids[x as usize]);
+            }
+            (Some(*duration), "partition")
+        }
+        Fault::Crash {
+            node,
+            restart_after,
+        } => {
+            h.kill(ids[*node as usize]);
+            if *node == 0 {
+                shared.record(|r| r.server_lost_keys());
+            }
+            (*restart_after, "crash")
+        }
+        _ => unreachable!("validated"),
+    };
+    let Some(d) = duration else { return };
+    madsim::time::sleep(Duration::from_nanos(d)).await;
+    match &fault {
+        Fault::Pause { node, .. } => h.resume(ids[*node as usize]),
+        Fault::Isolate { node, .. } => net.unclog_node(ids[*node as usize]),
+        Fault::Partition { a, b, .. } => {
+            for (x, y) in pairs(a, b) {
+                net.unclog_link(ids[x as usize], ids[y as usize]);
+                net.unclog_link(ids[y as usize], ids[x as usize]);
+            }
+        }
+        Fault::Crash { node, .. } => h.restart(ids[*node as usize]),
+        _ => unreachable!("validated"),
+    }
+    let now = shared.now();
+    shared.record(|r| r.fault_end(now, node, format!("{what} ended")));
+}
+
+fn pairs<'a>(a: &'a [NodeId], b: &'a [NodeId]) -> impl Iterator<Item = (NodeId, NodeId)> + 'a {
+    a.iter().flat_map(move |x| b.iter().map(move |y| (*x, *y)))
+}
