@@ -29,6 +29,6 @@ mod server;
 pub mod sim;
 pub mod store;
 
-pub use locksim_core::{Fault, History, Verdict};
+pub use locksim_core::{Fault, History, Property, Verdict};
 pub use scripts::ScriptKind;
 pub use sim::{run, Client, Outcome, Scenario, Timed};
