@@ -16,6 +16,26 @@ pub struct Knob {
     pub help: &'static str,
 }
 
+impl Knob {
+    /// Whether `key` names this knob: its key, or for a per-server knob (`nN.follower_lag`)
+    /// the same with a server's name in place of `nN` (`n3.follower_lag`).
+    pub fn names(&self, key: &str) -> bool {
+        if self.key == key {
+            return true;
+        }
+        match (self.key.strip_prefix("nN."), key.split_once('.')) {
+            (Some(field), Some((node, f))) => {
+                f == field
+                    && node
+                        .strip_prefix('n')
+                        .and_then(|n| n.parse::<u32>().ok())
+                        .is_some_and(|n| node == format!("n{n}"))
+            }
+            _ => false,
+        }
+    }
+}
+
 /// The client's clock knob, shared by the algorithms whose clients compute a validity.
 pub const CLIENT_CLOCK: Knob = Knob {
     key: "client_clock",
@@ -110,7 +130,7 @@ impl<'a> Knobs<'a> {
         known: &'static [Knob],
     ) -> Result<Self, String> {
         for k in config.keys() {
-            if !known.iter().any(|n| n.key == k) {
+            if !known.iter().any(|n| n.names(k)) {
                 let valid: Vec<&str> = known.iter().map(|n| n.key).collect();
                 return Err(format!(
                     "`{k}` is not a setting of {algo} (valid: {})",

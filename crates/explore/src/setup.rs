@@ -343,7 +343,7 @@ impl Setup {
             {
                 continue;
             }
-            if !algo_knobs.iter().any(|n| n.key == k) {
+            if !algo_knobs.iter().any(|n| n.names(k)) {
                 let mut valid: Vec<&str> = WORKLOAD_KNOBS.iter().map(|k| k.0).collect();
                 valid.extend(FAULT_KNOBS.iter().map(|k| k.0));
                 valid.extend(algo_knobs.iter().map(|k| k.key));
@@ -541,7 +541,7 @@ pub fn setups_for(algorithms: &[String], settings: &[String]) -> Result<Vec<Setu
         })?);
     }
     for (k, _) in &pairs {
-        if !is_workload(k) && !knobs.iter().any(|ks| ks.iter().any(|n| n.key == k)) {
+        if !is_workload(k) && !knobs.iter().any(|ks| ks.iter().any(|n| n.names(k))) {
             let mut valid: Vec<&str> = WORKLOAD_KNOBS.iter().map(|w| w.0).collect();
             valid.extend(FAULT_KNOBS.iter().map(|k| k.0));
             for n in knobs.iter().flat_map(|ks| ks.iter()) {
@@ -563,7 +563,7 @@ pub fn setups_for(algorithms: &[String], settings: &[String]) -> Result<Vec<Setu
         .map(|(a, ks)| {
             let mine: Vec<(String, String)> = pairs
                 .iter()
-                .filter(|(k, _)| is_workload(k) || ks.iter().any(|n| n.key == k))
+                .filter(|(k, _)| is_workload(k) || ks.iter().any(|n| n.names(k)))
                 .cloned()
                 .collect();
             Setup::registered(a, &mine)

@@ -12,6 +12,8 @@
 //!   connected to from its own state; a follower applies each commit `follower_lag` after it
 //!   arrives ("ZooKeeper does not guarantee that at every instance in time, two different
 //!   clients will have identical views", Programmer's Guide, Consistency Guarantees).
+//!   One follower may lag on its own (`n3.follower_lag`: `--set n3.follower_lag=2s`, or
+//!   `"n3.follower_lag" = "2s"` in a file's `[settings]`).
 //!   `sync_before_read` issues `sync` first: the server answers once it has applied
 //!   everything the leader had committed.
 //! - **Sessions** with a timeout (each client's TTL; `session_timeout` is the same setting
@@ -81,6 +83,11 @@ pub const KNOBS: &[Knob] = &[
         help: "delay before a follower applies a commit, drawn uniformly per commit: MIN..MAX (or one duration)",
     },
     Knob {
+        key: "nN.follower_lag",
+        default: "follower_lag",
+        help: "one follower's own lag (n2..nN; n1 leads and applies at once), as --set n3.follower_lag=2s or, in a file's [settings], \"n3.follower_lag\" = \"2s\": MIN..MAX or one duration. A client connected to a lagging follower reads an old tree unless it syncs first (the ZooKeeper Programmer's Guide, Consistency Guarantees: \"if a client wants the most up-to-date data, it should call sync()\")",
+    },
+    Knob {
         key: "tick",
         default: "50ms",
         help: "how often followers pass session touches to the leader and the leader checks expiry and re-sends proposals",
@@ -137,6 +144,8 @@ pub struct Zookeeper {
     pub(crate) reconnect: Reconnect,
     pub(crate) sync_before_read: bool,
     pub(crate) follower_lag: (Nanos, Nanos),
+    /// Followers with a lag of their own (`nN.follower_lag`), by node id (n2 is 1).
+    pub(crate) server_lag: BTreeMap<u32, (Nanos, Nanos)>,
     pub(crate) tick: Nanos,
     pub(crate) fencing: bool,
     /// How long a client request waits for an answer, ns; `None`: the ZooKeeper client's
@@ -159,7 +168,39 @@ impl Zookeeper {
         workload: &Workload,
     ) -> Result<Self, String> {
         let name = "zookeeper";
+        // `nN.follower_lag`: one follower's lag; the rest are the ensemble's knobs.
+        let (per_server, config): (BTreeMap<_, _>, BTreeMap<_, _>) = config
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .partition(|(k, _)| server_key(k).is_some());
+        let config = &config;
+        if config.contains_key("nN.follower_lag") {
+            return Err(format!(
+                "{name}: `nN.follower_lag`: name the follower, e.g. n3.follower_lag"
+            ));
+        }
         let k = Knobs::new(name, config, KNOBS)?;
+        let servers = k.int("servers", 1..=9)?;
+        let mut server_lag = BTreeMap::new();
+        for (key, v) in &per_server {
+            let (n, field) = server_key(key).expect("partitioned");
+            if field != "follower_lag" {
+                return Err(format!(
+                    "{name}: `{key}`: `{field}` is not a per-server setting (valid: follower_lag)"
+                ));
+            }
+            if n == 1 || n > servers {
+                return Err(format!(
+                    "{name}: `{key}`: n{n} is not a follower (followers: {}; n1 leads and applies every commit at once)",
+                    if servers < 2 {
+                        "none, with servers = 1".to_string()
+                    } else {
+                        format!("n2..n{servers}")
+                    }
+                ));
+            }
+            server_lag.insert(n - 1, crate::redisfailover::parse_range(name, key, v)?);
+        }
         if config.contains_key("session_timeout") {
             // The workload's ttl under ZooKeeper's name: the caller resolves it
             // (`workload_aliases`); here it would be ignored.
@@ -173,7 +214,7 @@ impl Zookeeper {
             .get("follower_lag")
             .map_or(KNOBS[4].default, String::as_str);
         Ok(Zookeeper {
-            servers: k.int("servers", 1..=9)?,
+            servers,
             protected: match k.choice("protected", &["guid", "guid+session"])? {
                 "guid" => Protected::Guid,
                 _ => Protected::GuidSession,
@@ -184,6 +225,7 @@ impl Zookeeper {
             },
             sync_before_read: k.flag("sync_before_read")?,
             follower_lag: crate::redisfailover::parse_range(name, "follower_lag", lag)?,
+            server_lag,
             tick: k.duration("tick")?,
             fencing: k.flag("fencing")?,
             timeout: config
@@ -195,6 +237,14 @@ impl Zookeeper {
             drift_ppm,
             client_clock: crate::knobs::local_clock(&k, "client_clock")?,
         })
+    }
+
+    /// The lag of server `id` (n1 is 0): its own `nN.follower_lag`, else `follower_lag`.
+    pub(crate) fn lag_of(&self, id: u32) -> (Nanos, Nanos) {
+        self.server_lag
+            .get(&id)
+            .copied()
+            .unwrap_or(self.follower_lag)
     }
 
     /// How long a client request waits for an answer before the connection counts as lost,
@@ -210,6 +260,13 @@ impl Zookeeper {
     pub(crate) fn peer_timeout(&self) -> Nanos {
         self.timeout.unwrap_or(2 * self.tick)
     }
+}
+
+/// A per-server key `nN.FIELD`, as `(N, FIELD)`.
+fn server_key(key: &str) -> Option<(u32, &str)> {
+    let (node, field) = key.split_once('.')?;
+    let n: u32 = node.strip_prefix('n')?.parse().ok()?;
+    (node == format!("n{n}")).then_some((n, field))
 }
 
 #[async_trait(?Send)]
@@ -273,6 +330,20 @@ mod tests {
         );
         let e = build(&[("protected", "session")]).unwrap_err();
         assert!(e.contains("protected=session"), "{e}");
+        let z = build(&[("n3.follower_lag", "2s")]).unwrap();
+        assert_eq!(z.lag_of(2), (2_000_000_000, 2_000_000_000));
+        assert_eq!(z.lag_of(1), z.follower_lag, "n2 keeps the ensemble's lag");
+        for (key, v, want) in [
+            ("n1.follower_lag", "2s", "zookeeper: `n1.follower_lag`: n1 is not a follower (followers: n2..n3; n1 leads and applies every commit at once)"),
+            ("n4.follower_lag", "2s", "zookeeper: `n4.follower_lag`: n4 is not a follower (followers: n2..n3; n1 leads and applies every commit at once)"),
+            ("n3.tick", "2s", "zookeeper: `n3.tick`: `tick` is not a per-server setting (valid: follower_lag)"),
+            ("n3.follower_lag", "2", "zookeeper: `n3.follower_lag=2`: "),
+            ("n3.follower_lag", "3s..1s", "zookeeper: `n3.follower_lag=3s..1s`: MIN is above MAX"),
+            ("nN.follower_lag", "2s", "zookeeper: `nN.follower_lag`: name the follower, e.g. n3.follower_lag"),
+        ] {
+            let e = build(&[(key, v)]).unwrap_err();
+            assert!(e.starts_with(want), "{key}={v}: {e}");
+        }
         let e = build(&[("follower_lag", "9ms..1ms")]).unwrap_err();
         assert!(
             e.contains("follower_lag") && e.contains("MIN is above MAX"),

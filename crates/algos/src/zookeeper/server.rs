@@ -578,7 +578,7 @@ impl Server {
             return;
         }
         self.committed = zxid;
-        let (lo, hi) = self.cfg.follower_lag;
+        let (lo, hi) = self.cfg.lag_of(self.ctx.id());
         let lag: Nanos = self.ctx.rng().gen_range(lo..=hi);
         let (c, tx) = (self.ctx.clone(), self.tx.clone());
         madsim::task::spawn_local(async move {
