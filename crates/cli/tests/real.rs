@@ -564,6 +564,20 @@ fn shipped_sentinel_scenarios_agree_with_the_simulator() {
         &[],
         &["S1", "S2", "S3", "S4"],
     );
+    // A killed primary back empty while Sentinel fails over: clients sent there before the
+    // promotion is announced are granted beside the promoted replica. Back after it: the
+    // holder's ended connection makes it ask Sentinel again, and nobody is sent to the empty
+    // old primary (the model went there: S1-S3 in every seed).
+    agree(
+        "redis-failover-killed-primary-back-during-failover.toml",
+        &["S1", "S2", "S3"],
+        &["S4"],
+    );
+    agree(
+        "redis-failover-killed-primary-back-late.toml",
+        &[],
+        &["S1", "S2", "S3", "S4"],
+    );
     // Sentinel's own +switch-master is in the record: a replica (n2 or n3) leads from after
     // the cut on.
     let events = real_trace("redis-failover-split-brain.toml", 1);

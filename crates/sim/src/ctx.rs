@@ -241,6 +241,20 @@ impl NodeCtx {
     pub fn incarnation(&self) -> u32 {
         self.inner.incarnation
     }
+    /// How many of this node's open connections to `to` have ended under it so far (the
+    /// peer's FIN when its process died, an RST, or the kernel giving up after
+    /// `tcp_retries2`), whether or not a call was waiting on them: what a client library
+    /// learns the next time it takes the socket, as redis-py's pool does before lending a
+    /// connection out. A client that caches a server's identity (a Sentinel client's primary)
+    /// compares it between calls and asks again when it moved. Always 0 under
+    /// `network = "datagram"`, which has no connections.
+    pub fn connection_ends(&self, to: NodeId) -> u64 {
+        if self.tcp() {
+            self.inner.world.tcp().ended(self.inner.id, to)
+        } else {
+            0
+        }
+    }
     /// The shared world (harness use: recorder, true time).
     pub fn world(&self) -> &Arc<World> {
         &self.inner.world

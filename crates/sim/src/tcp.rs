@@ -314,6 +314,9 @@ pub struct Tcp {
     conns: Conns,
     /// The connection a node's next call or send to a peer uses, by (opener, peer).
     current: BTreeMap<(NodeId, NodeId), u64>,
+    /// How many open connections each (opener, peer) pair has lost to an end it did not
+    /// choose (FIN, RST or `ETIMEDOUT`): see [`Tcp::ended`].
+    ended: BTreeMap<(NodeId, NodeId), u64>,
     next_conn: u64,
     events: BinaryHeap<Due>,
     next_event: u64,
@@ -342,6 +345,7 @@ impl Tcp {
             crash: w.crash,
             conns: Conns::default(),
             current: BTreeMap::new(),
+            ended: BTreeMap::new(),
             next_conn: 1,
             events: BinaryHeap::new(),
             next_event: 0,
@@ -594,10 +598,22 @@ impl Tcp {
         }
     }
 
+    /// How many connections from `opener` to `peer` ended while open by something other than
+    /// the opener's own close: the peer's FIN (its process died) or RST, or the opener's kernel
+    /// giving up (`ETIMEDOUT`). A client library learns of such an end when it next uses the
+    /// socket (redis-py's connection pool checks a socket for EOF before lending it out,
+    /// `ConnectionPool.get_connection`, and reconnects), even when no call was waiting on it.
+    pub(crate) fn ended(&self, opener: NodeId, peer: NodeId) -> u64 {
+        self.ended.get(&(opener, peer)).copied().unwrap_or(0)
+    }
+
     fn gone(&mut self, conn: u64) {
         if let Some(c) = self.conns.get_mut(&conn) {
-            c.state = State::Gone;
             let key = (c.ends[0], c.ends[1]);
+            if c.state == State::Open {
+                *self.ended.entry(key).or_default() += 1;
+            }
+            c.state = State::Gone;
             if self.current.get(&key) == Some(&conn) {
                 self.current.remove(&key);
             }

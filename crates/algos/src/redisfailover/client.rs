@@ -19,6 +19,12 @@ pub(crate) struct Client {
     cfg: RedisFailover,
     /// The primary as last told by the monitor; `None`: ask before the next request.
     primary: Cell<Option<NodeId>>,
+    /// [`NodeCtx::connection_ends`] towards the cached primary when it was cached: a
+    /// connection to it that ended since (its process was killed, say) sends the next request
+    /// through a new one, and a Sentinel client asks Sentinel before it connects (redis-py's
+    /// `SentinelManagedConnection.connect` looks the primary up on every connect), rather
+    /// than reaching whatever process listens at the old primary's address now.
+    ends_seen: Cell<u64>,
 }
 
 impl Client {
@@ -27,14 +33,17 @@ impl Client {
             ctx,
             cfg,
             primary: Cell::new(None),
+            ends_seen: Cell::new(0),
         }
     }
 
-    /// The primary to talk to: the cached one, else the monitor's answer, else (monitor
-    /// unreachable) the first primary.
+    /// The primary to talk to: the cached one while its connection lasts, else the monitor's
+    /// answer, else (monitor unreachable) the first primary.
     async fn primary(&self) -> NodeId {
         if let Some(p) = self.primary.get() {
-            return p;
+            if self.ctx.connection_ends(p) == self.ends_seen.get() {
+                return p;
+            }
         }
         let asked = self
             .ctx
@@ -43,6 +52,7 @@ impl Client {
         match asked {
             Ok(PrimaryIs { node, .. }) => {
                 self.primary.set(Some(node));
+                self.ends_seen.set(self.ctx.connection_ends(node));
                 node
             }
             Err(_) => 0,

@@ -20,8 +20,8 @@
 //!   the monitor pings every data node every 100 ms and, once the primary has been
 //!   unreachable for `down_after` (`down-after-milliseconds`), promotes a replica (`promote`:
 //!   Sentinel picks the one with the largest replication offset; `any` picks a reachable one
-//!   at random). It sees the promotion at that replica's next `INFO` (every second during a
-//!   failover), and only then bumps the configuration epoch, tells clients the new primary and
+//!   at random). It sees the promotion at that replica's next `INFO`, one second after the
+//!   failover began (the INFO period during a failover), and only then bumps the configuration epoch, tells clients the new primary and
 //!   sends `REPLICAOF` to the replicas it can reach. A node it considers down is sent nothing:
 //!   a returning old primary (paused, cut off or restarted) stays a primary and keeps granting
 //!   until the monitor converts it, at an `INFO` more than 8 s after it first reported the
