@@ -161,6 +161,15 @@ pub struct Workload {
     /// shutdown hooks, in-flight work. 0: it stops at once.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub step_down: Nanos,
+    /// How long a holder keeps acting after it has invoked its own release, ns of its
+    /// monotonic clock: work that goes on draining while the lock is already given back
+    /// (client-go's `ReleaseOnCancel` releases the Lease when the elector's context is
+    /// cancelled while the leader's controllers may still run: kubernetes/kubernetes#71490,
+    /// kubernetes-sigs/controller-runtime#1126). Its writes go on under the released grant
+    /// (work, then a write, while the next write would still start inside this window), and
+    /// S1/S2 judge them as late acts. 0 (the default): it stops acting before it releases.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub work_after_release: Nanos,
     /// Per-client settings that differ from the ones above, by client name (`c1`, `c2`, …).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub per_client: BTreeMap<String, ClientProfile>,
@@ -408,6 +417,9 @@ pub struct ClientProfile {
     /// Step-down time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_down: Option<Nanos>,
+    /// How long it keeps acting after its own release ([`Workload::work_after_release`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_after_release: Option<Nanos>,
     /// Retry policy after a failed acquire.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryPolicy>,
@@ -449,6 +461,8 @@ pub struct ClientParams {
     pub renew_retry: RenewRetry,
     /// Step-down time, ns.
     pub step_down: Nanos,
+    /// How long it keeps acting after its own release, ns.
+    pub work_after_release: Nanos,
     /// Retry policy after a failed acquire.
     pub retry: RetryPolicy,
     /// Initial wall-clock offset, ns.
@@ -490,6 +504,9 @@ impl Workload {
             },
             renew_retry: p.and_then(|p| p.renew_retry).unwrap_or(self.renew_retry),
             step_down: p.and_then(|p| p.step_down).unwrap_or(self.step_down),
+            work_after_release: p
+                .and_then(|p| p.work_after_release)
+                .unwrap_or(self.work_after_release),
             retry: p.and_then(|p| p.retry).unwrap_or(self.retry),
             clock_offset: p.and_then(|p| p.clock_offset).unwrap_or(0),
             clock_drift_ppm: p.and_then(|p| p.clock_drift_ppm).unwrap_or(0),
@@ -543,6 +560,7 @@ impl Default for Workload {
             renew_deadline: None,
             renew_retry: RenewRetry::UntilExpiry,
             step_down: 0,
+            work_after_release: 0,
             per_client: BTreeMap::new(),
             uncertainty: None,
             network: Network::Tcp,
@@ -595,6 +613,7 @@ impl Workload {
             ("renew_every", self.renew_every.unwrap_or(0)),
             ("renew_deadline", self.renew_deadline.unwrap_or(0)),
             ("step_down", self.step_down),
+            ("work_after_release", self.work_after_release),
             ("uncertainty", self.uncertainty.unwrap_or(0)),
             ("tcp_rto_min", self.tcp_rto_min),
         ];
@@ -694,6 +713,7 @@ impl ClientProfile {
             ("renew_every", self.renew_every),
             ("renew_deadline", self.renew_deadline),
             ("step_down", self.step_down),
+            ("work_after_release", self.work_after_release),
             ("work_min", self.work_min),
             ("work_max", self.work_max),
             ("duration", self.duration),

@@ -439,6 +439,10 @@ pub const CLIENT_FIELDS: &[(&str, &str)] = &[
         "how long the holder keeps acting after it learns the lock is lost",
     ),
     (
+        "work_after_release",
+        "how long the holder keeps acting (work, writes) after its own release: client-go's ReleaseOnCancel with work still draining (0: it stops first)",
+    ),
+    (
         "retry",
         "wait after a failed acquire: fixed | uniform | exponential | exponential-full | exponential-equal | exponential-decorrelated",
     ),
@@ -519,6 +523,7 @@ pub fn set_client_field(p: &mut ClientProfile, key: &str, v: &str) -> Result<(),
             })
         }
         "step_down" => p.step_down = Some(dur(key, v)?),
+        "work_after_release" => p.work_after_release = Some(dur(key, v)?),
         "retry" => {
             p.retry = Some(
                 crate::scenario::RetryPolicy::parse(v.trim())

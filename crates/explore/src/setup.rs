@@ -74,6 +74,10 @@ pub const WORKLOAD_KNOBS: &[(&str, &str)] = &[
         "how long a holder keeps acting after it learns its lock is lost (default 0)",
     ),
     (
+        "work_after_release",
+        "how long a holder keeps acting (work, writes) after its own release, as a leader whose work drains after client-go's ReleaseOnCancel gave the Lease back (kubernetes#71490, controller-runtime#1126); S1/S2 judge its late writes (default 0: it stops first)",
+    ),
+    (
         "uncertainty",
         "declared clock-uncertainty bound of the lock service, for S3 (default ttl/100 + 2ms)",
     ),
@@ -207,6 +211,7 @@ pub fn apply_workload(
             }
         }
         "step_down" => w.step_down = dur(key, v)?,
+        "work_after_release" => w.work_after_release = dur(key, v)?,
         "network" => {
             w.network = match v {
                 "tcp" => Network::Tcp,

@@ -18,6 +18,10 @@
 //!   fenced write), the holder keeps acting for that long before it stops — slow shutdown
 //!   hooks, in-flight work — and the hold lasts until it really stops (its late writes count).
 //!
+//! - **work after release** (`work_after_release`): after it invoked its release, the holder
+//!   keeps working and writing under the released grant for that long (a leader whose work
+//!   drains after client-go's `ReleaseOnCancel` gave the Lease back); its writes are late acts.
+//!
 //! Every step of the work and of the renewal task passes a [`NodeCtx::checkpoint`], so a
 //! `pause` fault with `task = work` or `task = renewal` stalls just that task.
 
@@ -151,32 +155,11 @@ pub(crate) async fn hold(
                 }
             }
         }
-        // A value unique in the run, never 0: the handle and the write's number under it.
-        let value = (handle << 16) | (i as u64 + 1);
-        let wr = OpRec::start(ctx, OpF::Write, key, Some(handle), token);
-        wr.emit_value(Phase::Invoke, value);
-        let resource = ctx.cluster().resource_id();
-        let req = WriteReq {
-            key,
-            handle,
-            token,
-            value,
-        };
-        match ctx
-            .call::<WriteReq, WriteResp>(resource, req, w.rpc_timeout)
-            .await
-        {
-            Ok(WriteResp::Accepted { previous }) => wr.emit_value(Phase::Ok, previous),
-            Ok(WriteResp::Fenced { highest }) => {
-                let why = format!("{}: token below {highest}", LostCause::Fenced.prefix());
-                wr.emit(Phase::Fail, None, Some(why.clone()));
-                state.lose(ctx, key, handle, why);
-                if state.stopped(ctx, me.step_down) {
-                    break;
-                }
+        if let Some(why) = write(ctx, key, handle, token, i, w).await {
+            state.lose(ctx, key, handle, why);
+            if state.stopped(ctx, me.step_down) {
+                break;
             }
-            Err(e) if e.maybe_delivered() => wr.emit(Phase::Info, None, Some(e.to_string())),
-            Err(e) => wr.emit(Phase::Fail, None, Some(e.to_string())),
         }
     }
     for task in [renewal, deadline_watch].into_iter().flatten() {
@@ -184,8 +167,78 @@ pub(crate) async fn hold(
     }
     ctx.checkpoint(Task::Work).await;
     let rel = OpRec::invoke(ctx, OpF::Release, key, Some(handle), token);
+    let released = ctx.mono_now();
     let o = client.release(grant).await;
     rel.outcome(&o, None);
+    if me.work_after_release > 0 && !state.stopped(ctx, me.step_down) {
+        drain(ctx, grant, handle, rng, me, w, released).await;
+    }
+}
+
+/// Work that goes on after the holder's own release (`work_after_release`): work, then a write
+/// under the released grant, while the write would still start within the window counted from
+/// the release's invoke (`released`, a monotonic reading). A fenced write ends it.
+async fn drain(
+    ctx: &NodeCtx,
+    grant: &Grant,
+    handle: u64,
+    rng: &mut WorkloadDraws,
+    me: &ClientParams,
+    w: &Workload,
+    released: u64,
+) {
+    let until = released.saturating_add(me.work_after_release);
+    for i in me.writes_per_hold.. {
+        let work = rng.work(me);
+        if ctx.mono_now().saturating_add(work) > until {
+            return;
+        }
+        ctx.sleep(work).await;
+        ctx.checkpoint(Task::Work).await;
+        if write(ctx, grant.key, handle, grant.token, i, w)
+            .await
+            .is_some()
+        {
+            return;
+        }
+    }
+}
+
+/// The `i`-th resource write under lock handle `handle` (from 0); `Some(why)` when the
+/// resource refused its fencing token.
+async fn write(
+    ctx: &NodeCtx,
+    key: u32,
+    handle: u64,
+    token: Option<u64>,
+    i: u32,
+    w: &Workload,
+) -> Option<String> {
+    // A value unique in the run, never 0: the handle and the write's number under it.
+    let value = (handle << 16) | (i as u64 + 1);
+    let wr = OpRec::start(ctx, OpF::Write, key, Some(handle), token);
+    wr.emit_value(Phase::Invoke, value);
+    let resource = ctx.cluster().resource_id();
+    let req = WriteReq {
+        key,
+        handle,
+        token,
+        value,
+    };
+    match ctx
+        .call::<WriteReq, WriteResp>(resource, req, w.rpc_timeout)
+        .await
+    {
+        Ok(WriteResp::Accepted { previous }) => wr.emit_value(Phase::Ok, previous),
+        Ok(WriteResp::Fenced { highest }) => {
+            let why = format!("{}: token below {highest}", LostCause::Fenced.prefix());
+            wr.emit(Phase::Fail, None, Some(why.clone()));
+            return Some(why);
+        }
+        Err(e) if e.maybe_delivered() => wr.emit(Phase::Info, None, Some(e.to_string())),
+        Err(e) => wr.emit(Phase::Fail, None, Some(e.to_string())),
+    }
+    None
 }
 
 /// The renewal task: extends the lease every `every` ns until the hold ends.
