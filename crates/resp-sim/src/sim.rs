@@ -173,6 +173,15 @@ pub struct Client {
     pub server: SocketAddr,
 }
 
+impl Client {
+    /// The server's URL, `redis://10.0.0.1:6379/`, for clients that connect themselves
+    /// (`redis::Client::open(url)`): with redis-rs built on madsim-tokio (see
+    /// `redis-on-madsim/patch-redis` and docs/own-client.md), they connect over madsim's TCP.
+    pub fn url(&self) -> String {
+        format!("redis://{}/", self.server)
+    }
+}
+
 #[cfg(feature = "redis")]
 impl Client {
     /// A redis-rs multiplexed connection to the simulated server over madsim's TCP, in RESP2

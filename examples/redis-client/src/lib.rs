@@ -88,10 +88,13 @@ impl RedisLock {
     }
 }
 
-/// The job: forever, take `lock:report`, read the report counter, work for `work`, write the
-/// counter back incremented, unlock. `me` names this worker (owner values are `me` and a round
-/// number).
-pub async fn report_job(conn: MultiplexedConnection, me: &str, work: Duration) -> RedisResult<()> {
+/// The job: connect to the Redis at `url`, then forever take `lock:report`, read the report
+/// counter, work for `work`, write the counter back incremented, unlock. `me` names this worker
+/// (owner values are `me` and a round number).
+pub async fn report_job(url: &str, me: &str, work: Duration) -> RedisResult<()> {
+    let conn = redis::Client::open(url)?
+        .get_multiplexed_async_connection()
+        .await?;
     let mut lock = RedisLock::new(conn, "lock:report", Duration::from_secs(1));
     for round in 0u64.. {
         let guard = lock

@@ -19,8 +19,8 @@ fn paused_past_the_ttl(seed: u64) -> Scenario {
 
 fn workers(scenario: &Scenario) -> Outcome {
     run(scenario, |client| async move {
-        let conn = client.redis().await.expect("the simulated server answers");
-        let _ = redis_client::report_job(conn, &client.name, Duration::from_millis(300)).await;
+        let _ =
+            redis_client::report_job(&client.url(), &client.name, Duration::from_millis(300)).await;
     })
 }
 
