@@ -18,10 +18,11 @@
 //! assert!(outcome.verdict().is_safe());
 //! ```
 //!
-//! Modules: [`resp`] (the wire format), [`store`] (the commands and key expiry), [`scripts`]
+//! Modules: [`file`] (scenario files: one test function names one), [`resp`] (the wire format), [`store`] (the commands and key expiry), [`scripts`]
 //! (the unlock/extend scripts, recognised by SHA1 or shape), [`record`] (server-side events to
 //! a history), [`sim`] (the run: nodes, faults, outcome).
 
+pub mod file;
 pub mod record;
 pub mod resp;
 pub mod scripts;
@@ -29,6 +30,9 @@ mod server;
 pub mod sim;
 pub mod store;
 
+pub use file::{check_file, Expect, FileReport, ScenarioFile};
+pub use locksim_core::trigger::{Trigger, TriggerEvent};
+pub use locksim_core::TimedFault;
 pub use locksim_core::{Fault, History, Property, Verdict};
 pub use scripts::ScriptKind;
-pub use sim::{run, Client, Outcome, Scenario, Timed};
+pub use sim::{run, Client, Outcome, Scenario};

@@ -22,6 +22,7 @@
 use std::collections::BTreeMap;
 
 use locksim_core::history::{Deadline, Event, EventKind, LocalClock, OpF, Phase};
+use locksim_core::trigger::{occurrence, Count, Trigger};
 use locksim_core::{Fault, History, Nanos, NodeId};
 
 use crate::store::Effect;
@@ -51,6 +52,10 @@ pub struct Recorder {
     next_op: u64,
     next_handle: u64,
     writes: u64,
+    /// Faults waiting for an event, their counts, and where to send one (and its delay) when
+    /// its event comes.
+    triggers: Vec<(Trigger, Fault, Count, bool)>,
+    fire: Option<tokio::sync::mpsc::UnboundedSender<(Fault, Nanos)>>,
 }
 
 impl Recorder {
@@ -68,10 +73,39 @@ impl Recorder {
             next_op: 1,
             next_handle: 1,
             writes: 0,
+            triggers: Vec::new(),
+            fire: None,
         }
     }
 
+    /// Watches the recorded events for `triggers`; when one's event comes, sends its fault and
+    /// delay (ns) on `fire`, once.
+    pub fn watch(
+        &mut self,
+        triggers: Vec<(Trigger, Fault)>,
+        fire: tokio::sync::mpsc::UnboundedSender<(Fault, Nanos)>,
+    ) {
+        self.triggers = triggers
+            .into_iter()
+            .map(|(t, f)| (t, f, Count::default(), false))
+            .collect();
+        self.fire = Some(fire);
+    }
+
     fn push(&mut self, time: Nanos, node: NodeId, kind: EventKind) -> u64 {
+        if let Some(o) = (!self.triggers.is_empty())
+            .then(|| occurrence(&kind))
+            .flatten()
+        {
+            for (trigger, fault, count, fired) in &mut self.triggers {
+                if !*fired && trigger.count(count, node, &o) && count.n == trigger.nth {
+                    *fired = true;
+                    if let Some(fire) = &self.fire {
+                        let _ = fire.send((fault.clone(), trigger.delay));
+                    }
+                }
+            }
+        }
         let id = self.events.len() as u64;
         // One clock for every node (madsim's): wall and monotonic readings are true time.
         self.events.push(Event {

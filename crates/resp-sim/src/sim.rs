@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use locksim_check::{check_all, CheckOptions};
-use locksim_core::{Cluster, Fault, History, Nanos, NodeId, Verdict};
+use locksim_core::trigger::Trigger;
+use locksim_core::{Cluster, Fault, History, Nanos, NodeId, TimedFault, Verdict};
 use madsim::net::NetSim;
 use madsim::runtime::{Handle, Runtime};
 
@@ -24,15 +25,6 @@ pub const PORT: u16 = 6379;
 
 const MS: Nanos = 1_000_000;
 
-/// A fault at a true time, ns since the run started.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Timed {
-    /// When it strikes, ns.
-    pub at: Nanos,
-    /// What strikes.
-    pub fault: Fault,
-}
-
 /// What a run is: the seed, the clients, the length, the faults, the resource and the scripts
 /// the server recognises.
 #[derive(Debug, Clone)]
@@ -43,10 +35,12 @@ pub struct Scenario {
     pub clients: u32,
     /// How long the run lasts, ns of true time; then every node stops.
     pub duration: Nanos,
-    /// The faults, in any order. Supported: `isolate`, `partition` (node sets, both ways),
-    /// `pause` (the whole process) and `crash` (with or without a restart), of the server or a
+    /// The faults, in any order, each at a true time or after an event the server recorded
+    /// (a trigger, as in locksim's scenario files: `after = { node = "n1", event = "grants",
+    /// client = "c1" }`). Supported: `isolate`, `partition` (node sets, both ways), `pause`
+    /// (the whole process) and `crash` (with or without a restart), of the server or a
     /// client. Other kinds are refused by [`Scenario::validate`].
-    pub faults: Vec<Timed>,
+    pub faults: Vec<TimedFault>,
     /// Keys starting with this are the protected resource (default `resource:`).
     pub resource_prefix: String,
     /// The scripts the server recognises.
@@ -80,9 +74,22 @@ impl Scenario {
 
     /// Adds `fault` at `at_ms` ms.
     pub fn fault(mut self, at_ms: u64, fault: Fault) -> Scenario {
-        self.faults.push(Timed {
+        self.faults.push(TimedFault {
             at: at_ms * MS,
             fault,
+            after: None,
+        });
+        self
+    }
+
+    /// Adds `fault`, striking after the event `after` names (e.g. the server's first grant to
+    /// `c1`: `Trigger { nodes: vec![0], event: TriggerEvent::Grants, nth: 1, delay: 0,
+    /// client: Some(1) }`).
+    pub fn fault_after(mut self, after: Trigger, fault: Fault) -> Scenario {
+        self.faults.push(TimedFault {
+            at: 0,
+            fault,
+            after: Some(after),
         });
         self
     }
@@ -135,6 +142,9 @@ impl Scenario {
             }
         };
         for t in &self.faults {
+            if let Some(after) = &t.after {
+                after.validate(&self.cluster())?;
+            }
             match &t.fault {
                 Fault::Isolate { node, .. }
                 | Fault::Pause {
@@ -363,11 +373,31 @@ where
             ids.push(node.id());
         }
         let ids = Arc::new(ids);
+        let (fire, mut fired) = tokio::sync::mpsc::unbounded_channel::<(Fault, Nanos)>();
+        let mut triggers = Vec::new();
         for t in scenario.faults.clone() {
+            match t.after {
+                Some(after) => triggers.push((after, t.fault)),
+                None => {
+                    let (shared, ids) = (shared.clone(), ids.clone());
+                    madsim::task::spawn(async move {
+                        madsim::time::sleep_until(shared.start + Duration::from_nanos(t.at)).await;
+                        inject(&shared, &ids, t.fault).await;
+                    });
+                }
+            }
+        }
+        if !triggers.is_empty() {
+            shared.record(|r| r.watch(triggers, fire));
             let (shared, ids) = (shared.clone(), ids.clone());
             madsim::task::spawn(async move {
-                madsim::time::sleep_until(shared.start + Duration::from_nanos(t.at)).await;
-                inject(&shared, &ids, t.fault).await;
+                while let Some((fault, delay)) = fired.recv().await {
+                    let (shared, ids) = (shared.clone(), ids.clone());
+                    madsim::task::spawn(async move {
+                        madsim::time::sleep(Duration::from_nanos(delay)).await;
+                        inject(&shared, &ids, fault).await;
+                    });
+                }
             });
         }
         madsim::time::sleep_until(shared.start + Duration::from_nanos(scenario.duration)).await;

@@ -1,0 +1,318 @@
+//! Scenario files: a run of your own client described in TOML, with the `[[fault]]` entries of
+//! locksim's campaign files (node names, durations with units, `at` or `after`), and what the
+//! run must show. One test function names the file:
+//!
+//! ```toml
+//! name = "a holder paused past its TTL"
+//! description = "c1 stops for 2 s the moment the server grants it the lock."
+//! clients = 2
+//! duration = "4s"
+//! seeds = 5                     # seeds 1..=5 (`seed = 10` starts them at 10)
+//! resource_prefix = "resource:" # the default
+//! expect = ["S1", "S2"]         # each must be violated by some seed, nothing else by any;
+//!                               # "safe": no seed violates anything
+//!
+//! [[fault]]
+//! after = { node = "n1", event = "grants", client = "c1" }
+//! type = "pause"
+//! node = "c1"
+//! duration = "2s"
+//! ```
+
+use std::future::Future;
+use std::path::Path;
+
+use locksim_core::scenario_file::{read_faults, RawFault};
+use locksim_core::time::parse_duration;
+use locksim_core::{Property, Verdict};
+
+use crate::sim::{run, Client, Outcome, Scenario};
+
+/// What a scenario file asks of its runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expect {
+    /// No seed violates any property.
+    Safe,
+    /// Each of these is violated by at least one seed, and no other property by any seed.
+    Violates(Vec<Property>),
+}
+
+/// A parsed scenario file.
+#[derive(Debug, Clone)]
+pub struct ScenarioFile {
+    /// Its `name` (the file name when it has none).
+    pub name: String,
+    /// Its `description`.
+    pub description: String,
+    /// The run, with the first seed.
+    pub scenario: Scenario,
+    /// How many seeds run, from `scenario.seed` on.
+    pub seeds: u64,
+    /// What the runs must show.
+    pub expect: Expect,
+}
+
+const KEYS: &[&str] = &[
+    "name",
+    "description",
+    "clients",
+    "duration",
+    "seeds",
+    "seed",
+    "resource_prefix",
+    "expect",
+    "fault",
+];
+
+impl ScenarioFile {
+    /// Reads the file at `path`.
+    ///
+    /// # Errors
+    /// The file cannot be read, or [`ScenarioFile::parse`]'s errors, prefixed with the path.
+    pub fn read(path: impl AsRef<Path>) -> Result<ScenarioFile, String> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let default_name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Self::parse(&text, &default_name).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// Parses a scenario file's text; `default_name` names it when it has no `name`.
+    ///
+    /// # Errors
+    /// Bad TOML, an unknown key, a bad value (with the key's name), a fault entry locksim's
+    /// fault reader refuses, or a fault of a kind these runs do not support.
+    pub fn parse(text: &str, default_name: &str) -> Result<ScenarioFile, String> {
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+        if let Some(k) = table.keys().find(|k| !KEYS.contains(&k.as_str())) {
+            return Err(format!("unknown key `{k}` (valid: {})", KEYS.join(", ")));
+        }
+        let text_of = |k: &str| -> Result<Option<String>, String> {
+            match table.get(k) {
+                None => Ok(None),
+                Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+                Some(v) => Err(format!("`{k}`: {} is not a string", v.type_str())),
+            }
+        };
+        let int_of = |k: &str, min: i64, max: i64| -> Result<Option<i64>, String> {
+            match table.get(k) {
+                None => Ok(None),
+                Some(toml::Value::Integer(n)) if (min..=max).contains(n) => Ok(Some(*n)),
+                Some(v) => Err(format!("`{k}`: {v} is not a whole number in {min}..={max}")),
+            }
+        };
+        let seed = int_of("seed", 0, i64::MAX)?.unwrap_or(1) as u64;
+        let mut scenario = Scenario::new(seed);
+        if let Some(n) = int_of("clients", 1, 250)? {
+            scenario.clients = n as u32;
+        }
+        if let Some(d) = text_of("duration")? {
+            let ns = parse_duration(&d).map_err(|e| format!("`duration`: {e}"))?;
+            if ns <= 0 || ns > u64::MAX as i128 {
+                return Err(format!("`duration`: {d} is not a positive duration"));
+            }
+            scenario.duration = ns as u64;
+        }
+        if let Some(p) = text_of("resource_prefix")? {
+            scenario.resource_prefix = p;
+        }
+        let seeds = int_of("seeds", 1, 1_000_000)?.unwrap_or(1) as u64;
+        let expect = match table.get("expect") {
+            None => Expect::Safe,
+            Some(toml::Value::String(s)) if s == "safe" => Expect::Safe,
+            Some(toml::Value::Array(a)) if !a.is_empty() => Expect::Violates(
+                a.iter()
+                    .map(|v| match v {
+                        toml::Value::String(s) => {
+                            s.parse::<Property>().map_err(|e| format!("`expect`: {e}"))
+                        }
+                        v => Err(format!("`expect`: {v} is not a property name")),
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+            Some(v) => {
+                return Err(format!(
+                    "`expect`: {v} is neither \"safe\" nor a list of properties such as [\"S1\"]"
+                ))
+            }
+        };
+        let raw: Vec<RawFault> = match table.get("fault") {
+            None => Vec::new(),
+            Some(toml::Value::Array(a)) => a
+                .iter()
+                .map(|v| match v {
+                    toml::Value::Table(t) => Ok(RawFault {
+                        line: None,
+                        table: t.clone(),
+                    }),
+                    _ => Err("`fault`: write each fault as a [[fault]] table".to_string()),
+                })
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err("`fault`: write each fault as a [[fault]] table".into()),
+        };
+        let plan = read_faults(&raw, &scenario.cluster(), scenario.duration)?;
+        scenario.faults = plan.faults;
+        scenario.validate()?;
+        Ok(ScenarioFile {
+            name: text_of("name")?.unwrap_or_else(|| default_name.to_string()),
+            description: text_of("description")?.unwrap_or_default(),
+            scenario,
+            seeds,
+            expect,
+        })
+    }
+}
+
+/// What [`check_file`] found: each seed's outcome, in seed order.
+#[derive(Debug)]
+pub struct FileReport {
+    /// The file as read.
+    pub file: ScenarioFile,
+    /// `(seed, outcome)` for every seed run.
+    pub runs: Vec<(u64, Outcome)>,
+}
+
+impl FileReport {
+    /// The seeds whose verdict is not safe, with their verdicts.
+    pub fn failing(&self) -> Vec<(u64, Verdict)> {
+        self.runs
+            .iter()
+            .map(|(s, o)| (*s, o.verdict()))
+            .filter(|(_, v)| !v.is_safe())
+            .collect()
+    }
+}
+
+fn listing(seed: u64, v: &Verdict) -> String {
+    let mut out = format!("seed {seed}:");
+    for x in &v.violations {
+        out += &format!("\n  {:?}: {}", x.kind, x.summary);
+    }
+    out
+}
+
+/// Runs the scenario file at `path` (a relative path is read from the crate's folder when
+/// run by `cargo test`) with `client` as every client's program, for each of its seeds, checks
+/// its `expect`, and re-runs its first seed to check that the history comes out the same.
+///
+/// # Panics
+/// When the file cannot be read or is invalid, when a run panics, when the runs do not show
+/// what `expect` says (with each seed's violations), or when a re-run differs.
+pub fn check_file<F, Fut>(path: impl AsRef<Path>, client: F) -> FileReport
+where
+    F: Fn(Client) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    let file = ScenarioFile::read(path).unwrap_or_else(|e| panic!("{e}"));
+    let mut runs = Vec::with_capacity(file.seeds as usize);
+    for i in 0..file.seeds {
+        let mut s = file.scenario.clone();
+        s.seed = file.scenario.seed + i;
+        runs.push((s.seed, run(&s, client.clone())));
+    }
+    let again = run(&file.scenario, client);
+    assert_eq!(
+        again.digest(),
+        runs[0].1.digest(),
+        "{}: seed {} gave another history when run again: the client's code is not \
+         deterministic under the simulation (a real clock, thread or random source?)",
+        file.name,
+        file.scenario.seed
+    );
+    let report = FileReport { file, runs };
+    let failing = report.failing();
+    let all: Vec<String> = failing.iter().map(|(s, v)| listing(*s, v)).collect();
+    match &report.file.expect {
+        Expect::Safe => assert!(
+            failing.is_empty(),
+            "{}: expected safe, but:\n{}",
+            report.file.name,
+            all.join("\n")
+        ),
+        Expect::Violates(props) => {
+            for p in props {
+                assert!(
+                    failing
+                        .iter()
+                        .any(|(_, v)| v.violations.iter().any(|x| x.kind == *p)),
+                    "{}: expected some seed of {} to violate {p:?}; none did{}",
+                    report.file.name,
+                    report.file.seeds,
+                    if all.is_empty() {
+                        String::new()
+                    } else {
+                        format!(":\n{}", all.join("\n"))
+                    }
+                );
+            }
+            let other: Vec<String> = failing
+                .iter()
+                .filter(|(_, v)| v.violations.iter().any(|x| !props.contains(&x.kind)))
+                .map(|(s, v)| listing(*s, v))
+                .collect();
+            assert!(
+                other.is_empty(),
+                "{}: violations of properties `expect` does not list:\n{}",
+                report.file.name,
+                other.join("\n")
+            );
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use locksim_core::Fault;
+
+    #[test]
+    fn reads_faults_by_name_and_trigger() {
+        let f = ScenarioFile::parse(
+            r#"
+            clients = 3
+            duration = "5s"
+            seeds = 4
+            expect = ["S1", "S2"]
+            [[fault]]
+            after = { node = "n1", event = "grants", client = "c2" }
+            type = "pause"
+            node = "c2"
+            duration = "2s"
+            [[fault]]
+            at = "1s"
+            type = "isolate"
+            node = "n1"
+            duration = "300ms"
+            "#,
+            "x",
+        )
+        .unwrap();
+        assert_eq!(f.name, "x");
+        assert_eq!(f.scenario.clients, 3);
+        assert_eq!(f.scenario.duration, 5_000_000_000);
+        assert_eq!(f.expect, Expect::Violates(vec![Property::S1, Property::S2]));
+        assert_eq!(f.scenario.faults.len(), 2);
+        let pause = f
+            .scenario
+            .faults
+            .iter()
+            .find(|t| matches!(t.fault, Fault::Pause { node: 2, .. }))
+            .unwrap();
+        assert_eq!(pause.after.as_ref().unwrap().client, Some(2));
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_run() {
+        let err = |text: &str| ScenarioFile::parse(text, "x").unwrap_err();
+        assert!(err("colour = 1").contains("unknown key `colour`"));
+        assert!(err("duration = \"soon\"").contains("`duration`"));
+        assert!(err("expect = \"maybe\"").contains("`expect`"));
+        let e = err("[[fault]]\nat = \"1s\"\ntype = \"clock_step\"\nnode = \"c1\"\ndelta = \"1s\"");
+        assert!(e.contains("isolate, partition"), "{e}");
+        let e = err("[[fault]]\nat = \"1s\"\ntype = \"pause\"\nnode = \"c9\"\nduration = \"1s\"");
+        assert!(e.contains("c9"), "{e}");
+    }
+}
