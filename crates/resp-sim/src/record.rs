@@ -15,8 +15,10 @@
 //!   holder's value) is a `freed` event naming the holder: S4.
 //! - An extension (`PEXPIRE`/`EXPIRE` or a compare-and-pexpire by the holder) is an `extend`
 //!   `ok` with the new deadline.
-//! - A write to a key under the resource prefix is a resource write under the writer's latest
-//!   grant (its `write` op and `write_accepted`): so a client that writes after its lease ran
+//! - A write to a key under the resource prefix is a resource write under the latest grant
+//!   made on the same connection (else the writer's latest grant on any connection: a client
+//!   that acquires on one connection and writes on another; its `write` op and
+//!   `write_accepted`): so a client that writes after its lease ran
 //!   out shows up as S1 (its hold stretches to the write) and S2 (a stale write).
 
 use std::collections::BTreeMap;
@@ -49,6 +51,10 @@ pub struct Recorder {
     live: BTreeMap<u32, Live>,
     /// Per client: its latest grant (handle, key).
     latest: BTreeMap<NodeId, (u64, u32)>,
+    /// Per connection: the latest grant made on it (handle, key). A request the client gave up
+    /// on (a timeout) and that arrives late belongs to the grant of its own connection, not to
+    /// one the client got since on a new connection.
+    on_conn: BTreeMap<u64, (u64, u32)>,
     next_op: u64,
     next_handle: u64,
     writes: u64,
@@ -70,6 +76,7 @@ impl Recorder {
             lock_keys: BTreeMap::new(),
             live: BTreeMap::new(),
             latest: BTreeMap::new(),
+            on_conn: BTreeMap::new(),
             next_op: 1,
             next_handle: 1,
             writes: 0,
@@ -165,11 +172,21 @@ impl Recorder {
         })
     }
 
-    /// Records what one command from `client` did at true time `now`.
-    pub fn effects(&mut self, now: Nanos, client: NodeId, effects: &[Effect]) {
+    /// Records what one command from `client`, on its connection `conn` (an id unique in the
+    /// run), did at true time `now`.
+    pub fn effects(&mut self, now: Nanos, client: NodeId, conn: u64, effects: &[Effect]) {
         for e in effects {
-            self.effect(now, client, e);
+            self.effect(now, client, conn, e);
         }
+    }
+
+    /// The grant a request from `client` on `conn` acts under: the latest made on that
+    /// connection, else the client's latest.
+    fn own(&self, client: NodeId, conn: u64) -> Option<(u64, u32)> {
+        self.on_conn
+            .get(&conn)
+            .or_else(|| self.latest.get(&client))
+            .copied()
     }
 
     fn live_grant(&self, key: &[u8], now: Nanos) -> Option<(u32, &Live)> {
@@ -178,7 +195,7 @@ impl Recorder {
         (!l.released && l.until.is_none_or(|t| t > now)).then_some((k, l))
     }
 
-    fn effect(&mut self, now: Nanos, client: NodeId, e: &Effect) {
+    fn effect(&mut self, now: Nanos, client: NodeId, conn: u64, e: &Effect) {
         match e {
             Effect::Acquired {
                 key,
@@ -216,6 +233,7 @@ impl Recorder {
                     },
                 );
                 self.latest.insert(client, (handle, k));
+                self.on_conn.insert(conn, (handle, k));
             }
             Effect::Deleted { key, value, .. } => {
                 let Some((k, live)) = self.live_grant(key, now) else {
@@ -232,8 +250,8 @@ impl Recorder {
                 } else {
                     // Someone else's lock: the caller's own grant on this key, if it had one,
                     // is the one it meant to release.
-                    let own = match self.latest.get(&client) {
-                        Some(&(h, kk)) if kk == k => h,
+                    let own = match self.own(client, conn) {
+                        Some((h, kk)) if kk == k => h,
                         _ => 0,
                     };
                     self.push(
@@ -259,7 +277,7 @@ impl Recorder {
                 let Some(&k) = self.lock_keys.get(key.as_slice()) else {
                     return;
                 };
-                let Some(&(h, kk)) = self.latest.get(&client) else {
+                let Some((h, kk)) = self.own(client, conn) else {
                     return;
                 };
                 if kk != k {
@@ -299,7 +317,7 @@ impl Recorder {
                 if !key.starts_with(&self.resource_prefix) {
                     return;
                 }
-                let Some(&(handle, k)) = self.latest.get(&client) else {
+                let Some((handle, k)) = self.own(client, conn) else {
                     // A write by a client that never held a lock: no hold to judge it by.
                     return;
                 };

@@ -20,7 +20,6 @@ pub(crate) async fn serve(addr: SocketAddr, shared: Arc<Shared>) {
         .await
         .expect("the server node binds its address");
     let store = Arc::new(Mutex::new(Store::default()));
-    let mut next_id = 1;
     loop {
         let Ok((stream, peer)) = listener.accept().await else {
             continue;
@@ -28,9 +27,8 @@ pub(crate) async fn serve(addr: SocketAddr, shared: Arc<Shared>) {
         let (store, shared) = (store.clone(), shared.clone());
         let session = Session {
             proto: 2,
-            id: next_id,
+            id: shared.new_connection() as i64,
         };
-        next_id += 1;
         madsim::task::spawn(connection(stream, peer, session, store, shared));
     }
 }
@@ -43,6 +41,7 @@ async fn connection(
     shared: Arc<Shared>,
 ) {
     let client = shared.node_of(peer);
+    let conn = session.id as u64;
     let mut input: Vec<u8> = Vec::new();
     let mut out: Vec<u8> = Vec::new();
     let mut chunk = vec![0u8; 16 * 1024];
@@ -67,7 +66,7 @@ async fn connection(
                         &shared.scripts,
                         &args,
                     );
-                    shared.record(|r| r.effects(now, client, &effects));
+                    shared.record(|r| r.effects(now, client, conn, &effects));
                     reply.encode(session.proto, &mut out);
                 }
                 Ok(None) => break,

@@ -226,6 +226,8 @@ pub(crate) struct Shared {
     pub(crate) scripts: Scripts,
     recorder: Mutex<Recorder>,
     clients: u32,
+    /// The last connection id given out (ids are unique in the run, across server restarts).
+    connections: std::sync::atomic::AtomicU64,
 }
 
 impl Shared {
@@ -246,6 +248,13 @@ impl Shared {
             }
             ip => panic!("a connection from {ip}, which is no client"),
         }
+    }
+
+    /// A fresh connection id, from 1.
+    pub(crate) fn new_connection(&self) -> u64 {
+        self.connections
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1
     }
 
     pub(crate) fn record<T>(&self, f: impl FnOnce(&mut Recorder) -> T) -> T {
@@ -337,6 +346,7 @@ where
                 scenario.resource_prefix.as_bytes(),
             )),
             clients: scenario.clients,
+            connections: Default::default(),
         });
         let server = SocketAddr::new(ip(0), PORT);
         let h = Handle::current();

@@ -38,6 +38,11 @@ fn a_server_that_restarts_empty_grants_twice() {
 }
 
 #[test]
+fn a_write_given_up_on_lands_after_the_next_grant() {
+    show(&check_file("sims/server-isolated.toml", worker));
+}
+
+#[test]
 fn without_faults_the_client_is_safe() {
     check_file("sims/no-faults.toml", worker);
 }
