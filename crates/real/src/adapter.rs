@@ -26,7 +26,7 @@ use locksim_core::{Nanos, Scenario};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::lock::{Grant, Host, Outcome};
+use crate::backend::{Grant, Host, Outcome};
 use crate::support::{Backend, NO_TIMEOUT};
 
 /// The protocol version this locksim speaks (`hello`'s `protocol`).
@@ -227,7 +227,7 @@ pub fn check_scenario(scenario: &Scenario, choice: &Choice, shim: bool) -> Resul
             choice.name()
         ));
     }
-    if !shim && crate::harness::has_network_faults(scenario) {
+    if !shim && crate::support::has_network_faults(scenario) {
         return Err(format!(
             "adapter {}: network faults need liblocksim_clockshim.so (`cargo build -p locksim-clockshim`, beside this binary, or LOCKSIM_CLOCKSHIM=PATH), which gives the adapters' connections their nodes' addresses",
             choice.name()
@@ -849,6 +849,15 @@ impl Drop for AdapterLock {
 /// The variable the shim reads the source address from (`locksim-clockshim`'s `bind::ENV`).
 fn locksim_bind_env() -> &'static str {
     "LOCKSIM_BIND_ADDR"
+}
+
+impl crate::backend::Lock for AdapterLock {
+    fn acquire(&mut self, host: &dyn Host, key: u32, _owner: u64, ttl: Nanos) -> Outcome<Grant> {
+        AdapterLock::acquire(self, host, key, ttl)
+    }
+    fn release(&mut self, _host: &dyn Host, key: u32, _grant: &Grant) -> Outcome<()> {
+        AdapterLock::release(self, key)
+    }
 }
 
 #[cfg(test)]

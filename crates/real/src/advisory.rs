@@ -24,9 +24,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use locksim_core::history::LocalClock;
-use locksim_core::NodeId;
+use locksim_core::{Nanos, NodeId};
 
-use crate::lock::{Grant, Outcome};
+use crate::backend::{Grant, Host, Outcome};
 use crate::postgres::{first, PgConn};
 use crate::support::Backend;
 
@@ -167,7 +167,7 @@ impl AdvisoryLock {
                 Outcome::Ok(Grant {
                     owner: self.node as u64,
                     token: if self.backend.pg.fencing { token } else { None },
-                    deadline: (LocalClock::Mono, crate::lock::NO_DEADLINE),
+                    deadline: (LocalClock::Mono, crate::backend::NO_DEADLINE),
                     etcd: None,
                     row: None,
                     zk: None,
@@ -207,6 +207,18 @@ impl AdvisoryLock {
 /// The schema the lock statement needs beside `db-lease`'s: the fencing counters.
 pub const SCHEMA: &str =
     "CREATE TABLE lock_tokens (key integer PRIMARY KEY, token bigint NOT NULL)";
+
+impl crate::backend::Lock for AdvisoryLock {
+    fn acquire(&mut self, _host: &dyn Host, key: u32, _owner: u64, _ttl: Nanos) -> Outcome<Grant> {
+        AdvisoryLock::acquire(self, key)
+    }
+    fn release(&mut self, _host: &dyn Host, key: u32, _grant: &Grant) -> Outcome<()> {
+        AdvisoryLock::release(self, key)
+    }
+    fn check_held(&mut self, _host: &dyn Host, key: u32) -> Option<Result<(), String>> {
+        AdvisoryLock::check_held(self, key)
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -14,8 +14,8 @@ use locksim_core::time::fmt_nanos;
 use locksim_core::{ClientParams, Nanos, NodeId, Workload};
 use rand::Rng;
 
+use crate::backend::{Grant, Host, Lock, Outcome};
 use crate::conn::{read_line, CallError, Conn};
-use crate::lock::{Grant, Host, LockClient, Outcome};
 use crate::node::{sleep_until, true_now, Log, NodeSpec};
 use crate::resource::{read_answer, write_line, WriteResp};
 use locksim_core::clock::Clock;
@@ -153,7 +153,7 @@ fn write(
 #[allow(clippy::too_many_arguments)]
 fn hold(
     c: &Client,
-    lock: &mut LockClient,
+    lock: &mut dyn Lock,
     res: &mut Conn,
     grant: &Grant,
     key: u32,
@@ -350,9 +350,9 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
                 said,
                 serde_json::json!({"library": a.library.0, "version": a.library.1}).to_string(),
             );
-            LockClient::Adapter(Box::new(a))
+            Box::new(a) as Box<dyn Lock>
         }
-        None => LockClient::new(
+        None => crate::services::lock_client(
             backend,
             spec.node,
             s.seed,
@@ -413,12 +413,20 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
                     key,
                     Some(handle),
                     grant.token,
-                    (grant.deadline.1 != crate::lock::NO_DEADLINE).then_some(grant.deadline),
+                    (grant.deadline.1 != crate::backend::NO_DEADLINE).then_some(grant.deadline),
                     None,
                     None,
                 );
                 hold(
-                    &c, &mut lock, &mut res, &grant, key, handle, &mut rng, &me, &w,
+                    &c,
+                    lock.as_mut(),
+                    &mut res,
+                    &grant,
+                    key,
+                    handle,
+                    &mut rng,
+                    &me,
+                    &w,
                 );
                 backoff.reset();
                 think = true;

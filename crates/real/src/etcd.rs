@@ -37,7 +37,7 @@ use locksim_core::history::LocalClock;
 use locksim_core::time::fmt_nanos;
 use locksim_core::Nanos;
 
-use crate::lock::{Grant, Host, Outcome};
+use crate::backend::{Grant, Host, Outcome};
 use crate::support::Backend;
 
 /// Why a request got no usable answer.
@@ -532,4 +532,13 @@ pub fn leader(servers: &[SocketAddrV4], timeout: Duration, ids: &[u64]) -> Optio
     let st = statuses(servers, timeout);
     let (_, leader, _) = st.iter().flatten().max_by_key(|s| s.2)?;
     ids.iter().position(|id| id == leader && *leader != 0)
+}
+
+impl crate::backend::Lock for EtcdLock {
+    fn acquire(&mut self, host: &dyn Host, key: u32, _owner: u64, ttl: Nanos) -> Outcome<Grant> {
+        EtcdLock::acquire(self, host, key, ttl)
+    }
+    fn release(&mut self, host: &dyn Host, key: u32, grant: &Grant) -> Outcome<()> {
+        EtcdLock::release(self, host, key, grant)
+    }
 }

@@ -215,21 +215,6 @@ fn root_hint(e: String) -> String {
     }
 }
 
-/// Whether the plan has faults that nftables applies (cuts, loss, dropped replies).
-pub(crate) fn has_network_faults(s: &Scenario) -> bool {
-    s.faults.faults.iter().any(|f| {
-        matches!(
-            f.fault,
-            Fault::Partition { .. }
-                | Fault::DropReplies { .. }
-                | Fault::PartitionOneway { .. }
-                | Fault::Isolate { .. }
-                | Fault::IsolateLeader { .. }
-                | Fault::Loss { .. }
-        )
-    })
-}
-
 impl Run<'_> {
     fn name(&self, n: NodeId) -> String {
         self.s.cluster.name(n)
@@ -994,7 +979,7 @@ impl Run<'_> {
     /// not bind it: a program that does not call libc's `connect`). Checked until each
     /// client's first connection is seen; a connection from elsewhere fails the run.
     fn check_bound(&mut self) -> Result<(), RealError> {
-        if self.adapter.is_none() || !has_network_faults(self.s) {
+        if self.adapter.is_none() || !crate::support::has_network_faults(self.s) {
             return Ok(());
         }
         let now = true_now(self.t0);
@@ -1248,6 +1233,76 @@ fn first_error_lines(dir: &Path) -> String {
 /// # Errors
 /// [`RealError`]: unsupported input (exit 2), missing tools, a failed or interrupted run.
 pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError> {
+    let backend = check_input(scenario, opts)?;
+    let pg = if backend.postgres() {
+        let bin = crate::postgres::find(opts.postgres.as_deref()).map_err(RealError::Setup)?;
+        Some((bin, crate::postgres::server_user()))
+    } else {
+        None
+    };
+    let version = service_version(&backend, opts, pg.as_ref().map(|p| &p.0))?;
+    let network_faults = crate::support::has_network_faults(scenario);
+    if network_faults {
+        Command::new("nft")
+            .arg("--version")
+            .output()
+            .map_err(|e| {
+                RealError::Setup(format!(
+                    "cannot run nft ({e}): network faults in real mode need nftables (apt-get install nftables) and root"
+                ))
+            })?;
+    }
+    install_signal_handler();
+    let _host = HostLock::take()?;
+    sweep_stale_dirs();
+    // Always: a table that a killed harness left would cut this run's links too.
+    nft::sweep_stale();
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("locksim-real-{}-", std::process::id()))
+        .tempdir()
+        .map_err(|e| RealError::Setup(format!("cannot make a temporary folder: {e}")))?;
+    let mut run = Run::new(scenario, opts, backend, dir.path(), pg, network_faults)?;
+    run.prepare_clocks()?;
+    let stop_watch = Arc::new(AtomicBool::new(false));
+    let result = run.drive(&stop_watch);
+    stop_watch.store(true, Ordering::Relaxed);
+    run.procs.kill_all();
+    run.table = nft::Table::new(); // drops (deletes) the run's table now
+    if let Err(e) = result {
+        return Err(match e {
+            RealError::Failed(m) => RealError::Failed(format!(
+                "{m}{}{}",
+                first_error_lines(&run.dir).trim_end_matches(';'),
+                keep_notes(&run.dir)
+            )),
+            e => e,
+        });
+    }
+    let events = run.logs()?;
+    let history = crate::merge::history(scenario, events);
+    let clients = run
+        .adapter
+        .as_ref()
+        .map(|a| format!(", clients: {}", adapter_said(&run.dir, a)))
+        .unwrap_or_default();
+    let logs = if opts.keep_logs {
+        keep_logs(&run.dir, "locksim-logs-")
+    } else {
+        None
+    };
+    Ok(RealRun {
+        history,
+        service: format!("{} on {version}{clients}", scenario.algorithm),
+        logs,
+    })
+}
+
+/// The backend of `scenario`, once its knobs, plan, adapter and cluster are ones real mode
+/// runs.
+///
+/// # Errors
+/// [`RealError::Unsupported`], naming the first thing refused.
+fn check_input(scenario: &Scenario, opts: &RealOptions) -> Result<Backend, RealError> {
     let backend = crate::support::backend(scenario).map_err(RealError::Unsupported)?;
     crate::support::check_plan(
         scenario,
@@ -1266,13 +1321,20 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
             scenario.cluster.servers, scenario.algorithm, backend.servers
         )));
     }
-    let pg = if backend.postgres() {
-        let bin = crate::postgres::find(opts.postgres.as_deref()).map_err(RealError::Setup)?;
-        Some((bin, crate::postgres::server_user()))
-    } else {
-        None
-    };
-    let version = if let Some((bin, _)) = &pg {
+    Ok(backend)
+}
+
+/// What the service's servers say they are (`Redis server v=7.0.15 …`), for the run's notes;
+/// `pg`: PostgreSQL's programs, for its backends.
+///
+/// # Errors
+/// [`RealError::Setup`] when a server program cannot be run, saying how to install it.
+fn service_version(
+    backend: &Backend,
+    opts: &RealOptions,
+    pg: Option<&crate::postgres::PgBin>,
+) -> Result<String, RealError> {
+    if let Some(bin) = pg {
         crate::postgres::version(bin).and_then(|v| {
             if backend.pooler() {
                 server_version(
@@ -1297,27 +1359,34 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
             "real mode needs redis-server (Debian: apt-get install redis-server)",
         )
     }
-    .map_err(RealError::Setup)?;
-    let network_faults = has_network_faults(scenario);
-    if network_faults {
-        Command::new("nft")
-            .arg("--version")
-            .output()
-            .map_err(|e| {
-                RealError::Setup(format!(
-                    "cannot run nft ({e}): network faults in real mode need nftables (apt-get install nftables) and root"
-                ))
-            })?;
-    }
-    install_signal_handler();
-    let _host = HostLock::take()?;
-    sweep_stale_dirs();
-    // Always: a table that a killed harness left would cut this run's links too.
-    nft::sweep_stale();
-    let dir = tempfile::Builder::new()
-        .prefix(&format!("locksim-real-{}-", std::process::id()))
-        .tempdir()
-        .map_err(|e| RealError::Setup(format!("cannot make a temporary folder: {e}")))?;
+    .map_err(RealError::Setup)
+}
+
+/// `NODE.clock` in the run's folder `dir`: the clock file of `node`'s shifted clock.
+fn clock_file(
+    dir: &Path,
+    s: &Scenario,
+    node: NodeId,
+) -> Result<crate::clockfile::ClockFile, RealError> {
+    let path = dir.join(format!("{}.clock", s.cluster.name(node)));
+    crate::clockfile::ClockFile::create(&path).map_err(RealError::Setup)
+}
+
+/// The run's addresses, each a free port on its node's own address: the servers' client
+/// ports, the resource's, etcd members' peer ports and ZooKeeper members' quorum and election
+/// ports (empty for the other services).
+type Ports = (
+    Vec<SocketAddrV4>,
+    SocketAddrV4,
+    Vec<SocketAddrV4>,
+    Vec<(u16, u16)>,
+);
+
+/// Picks the run's [`Ports`].
+///
+/// # Errors
+/// [`RealError::Setup`] when an address cannot be bound.
+fn pick_ports(scenario: &Scenario, backend: &Backend) -> Result<Ports, RealError> {
     let c = &scenario.cluster;
     let port = |n: NodeId| {
         free_port(ip(n)).map_err(|e| RealError::Setup(format!("cannot bind {}: {e}", ip(n))))
@@ -1353,169 +1422,258 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
             peers.push(p);
         }
     }
-    let mut run = Run {
-        s: scenario,
-        backend,
-        opts,
-        dir: dir.path().to_path_buf(),
-        t0: 0,
-        servers,
-        peers,
-        zk_ports,
-        resource,
-        procs: Procs::default(),
-        table: if network_faults {
-            // Made now: without root this fails before anything starts. etcd members dial
-            // each other from 127.0.0.1: each runs as a user id of its own, whose
-            // connections the table gives the member's address.
-            let snat = if backend.etcd() || backend.zookeeper() {
-                c.server_ids().map(|n| (member_uid(n), ip(n))).collect()
-            } else if let Some((uid, _)) =
-                pg.as_ref().and_then(|p| p.1).filter(|_| backend.pooler())
-            {
-                // PgBouncer dials the server from 127.0.0.1 (it has no source-address
-                // setting): its connections get n2's address. It and the server run as one
-                // user, but the server opens no connections, so only the pooler's are rewritten.
-                vec![(uid, ip(1))]
-            } else {
-                Vec::new()
-            };
-            nft::Table::with_snat(snat).map_err(|e| RealError::Setup(root_hint(e)))?
-        } else {
-            nft::Table::new()
-        },
-        member_uids: (backend.etcd() || backend.zookeeper()) && network_faults,
-        member_ids: Vec::new(),
-        net: BTreeMap::new(),
-        paused: BTreeMap::new(),
-        resolved: BTreeMap::new(),
-        down: BTreeMap::new(),
-        incarnation: BTreeMap::new(),
-        events: Vec::new(),
-        clocks: (0..c.nodes())
-            .filter(|&n| c.role(n) != Role::Resource)
-            .map(|n| (n, crate::vclock::of(scenario, n)))
-            .collect(),
-        clock_files: BTreeMap::new(),
-        pg,
-        adapter: None,
-        bound: BTreeMap::new(),
-        bound_checked: 0,
+    Ok((servers, resource, peers, zk_ports))
+}
+
+/// The run's nftables table: with network faults made now (without root this fails before
+/// anything starts), with the source NAT its service's own connections need; else an empty
+/// one that touches nothing.
+///
+/// # Errors
+/// [`RealError::Setup`] when nft refuses the table (with a hint about root).
+fn nft_table(
+    scenario: &Scenario,
+    backend: &Backend,
+    pg: Option<&(crate::postgres::PgBin, Option<(u32, u32)>)>,
+    network_faults: bool,
+) -> Result<nft::Table, RealError> {
+    if !network_faults {
+        return Ok(nft::Table::new());
+    }
+    let c = &scenario.cluster;
+    // etcd members dial each other from 127.0.0.1: each runs as a user id of its own, whose
+    // connections the table gives the member's address.
+    let snat = if backend.etcd() || backend.zookeeper() {
+        c.server_ids().map(|n| (member_uid(n), ip(n))).collect()
+    } else if let Some((uid, _)) = pg.and_then(|p| p.1).filter(|_| backend.pooler()) {
+        // PgBouncer dials the server from 127.0.0.1 (it has no source-address
+        // setting): its connections get n2's address. It and the server run as one
+        // user, but the server opens no connections, so only the pooler's are rewritten.
+        vec![(uid, ip(1))]
+    } else {
+        Vec::new()
     };
-    if let Some(choice) = &opts.adapter {
-        let spec = crate::adapter::resolve(
-            choice,
-            &run.dir,
-            &opts.adapter_libs,
-            opts.clockshim.as_deref(),
-        )
-        .map_err(RealError::Setup)?;
-        run.adapter = Some(spec);
+    nft::Table::with_snat(snat).map_err(|e| RealError::Setup(root_hint(e)))
+}
+
+impl<'a> Run<'a> {
+    /// The run's state before anything starts: its ports, its nftables table, the clients'
+    /// clocks.
+    ///
+    /// # Errors
+    /// [`RealError::Setup`]: a port that cannot be bound, a table nft refuses.
+    fn new(
+        scenario: &'a Scenario,
+        opts: &'a RealOptions,
+        backend: Backend,
+        dir: &Path,
+        pg: Option<(crate::postgres::PgBin, Option<(u32, u32)>)>,
+        network_faults: bool,
+    ) -> Result<Run<'a>, RealError> {
+        let c = &scenario.cluster;
+        let (servers, resource, peers, zk_ports) = pick_ports(scenario, &backend)?;
+        let table = nft_table(scenario, &backend, pg.as_ref(), network_faults)?;
+        Ok(Run {
+            s: scenario,
+            backend,
+            opts,
+            dir: dir.to_path_buf(),
+            t0: 0,
+            servers,
+            peers,
+            zk_ports,
+            resource,
+            procs: Procs::default(),
+            table,
+            member_uids: (backend.etcd() || backend.zookeeper()) && network_faults,
+            member_ids: Vec::new(),
+            net: BTreeMap::new(),
+            paused: BTreeMap::new(),
+            resolved: BTreeMap::new(),
+            down: BTreeMap::new(),
+            incarnation: BTreeMap::new(),
+            events: Vec::new(),
+            clocks: (0..c.nodes())
+                .filter(|&n| c.role(n) != Role::Resource)
+                .map(|n| (n, crate::vclock::of(scenario, n)))
+                .collect(),
+            clock_files: BTreeMap::new(),
+            pg,
+            adapter: None,
+            bound: BTreeMap::new(),
+            bound_checked: 0,
+        })
     }
-    for tf in &scenario.faults.faults {
-        if let Fault::ClockStep { node, .. } | Fault::ClockDrift { node, .. } = tf.fault {
-            // A server's clock, or an adapter's (check_scenario allows only its steps).
-            let shifted = c.role(node) == Role::Server || run.adapter.is_some();
-            if shifted && !run.clock_files.contains_key(&node) {
-                let path = run.dir.join(format!("{}.clock", c.name(node)));
-                let f = crate::clockfile::ClockFile::create(&path).map_err(RealError::Setup)?;
-                run.clock_files.insert(node, f);
-            }
+
+    /// Resolves the adapter for this run's folder and makes the clock files of the servers
+    /// (and adapters) whose clocks the plan shifts, each adapter's set to its client's
+    /// wall-clock offset; probes that the adapter's runtime reads them.
+    ///
+    /// # Errors
+    /// [`RealError::Setup`]: an adapter that cannot be resolved, a clock file that cannot be
+    /// made, a runtime that ignores the clock shim.
+    fn prepare_clocks(&mut self) -> Result<(), RealError> {
+        let (scenario, opts) = (self.s, self.opts);
+        let c = &scenario.cluster;
+        if let Some(choice) = &opts.adapter {
+            let spec = crate::adapter::resolve(
+                choice,
+                &self.dir,
+                &opts.adapter_libs,
+                opts.clockshim.as_deref(),
+            )
+            .map_err(RealError::Setup)?;
+            self.adapter = Some(spec);
         }
-    }
-    if let Some(spec) = &run.adapter {
-        // A client's wall-clock offset (its settings) is where its adapter's clock starts.
-        for node in c.client_ids() {
-            let offset = scenario.workload.client(node - c.servers + 1).clock_offset;
-            if offset != 0 && !run.clock_files.contains_key(&node) {
-                let path = run.dir.join(format!("{}.clock", c.name(node)));
-                let f = crate::clockfile::ClockFile::create(&path).map_err(RealError::Setup)?;
-                run.clock_files.insert(node, f);
-            }
-            if let Some(f) = run.clock_files.get(&node) {
-                f.step(offset);
-            }
-        }
-        if c.client_ids().any(|n| run.clock_files.contains_key(&n)) {
-            crate::adapter::probe_clock(spec, &run.dir.join("probe.clock"))
-                .map_err(RealError::Setup)?;
-        }
-    }
-    let stop_watch = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let result = (|| {
-        if backend.postgres() {
-            run.init_postgres()?;
-        }
-        for n in c.server_ids() {
-            run.start(n)?;
-        }
-        if backend.etcd() {
-            run.wait_etcd()?;
-        } else if backend.zookeeper() {
-            run.wait_zookeeper()?;
-        } else if backend.postgres() {
-            run.wait_postgres(0)?;
-            crate::postgres::create_schema(run.servers[0], backend.pooler()).map_err(|e| {
-                RealError::Failed(format!("{}: creating the lock table: {e}", run.name(0)))
-            })?;
-            if backend.pooler() {
-                run.wait_postgres(1)?;
-            }
-        } else {
-            for n in c.server_ids() {
-                run.wait_up(n, run.servers[n as usize], true)?;
-                run.prove_shim(n)?;
-            }
-            if backend.sentinel() {
-                run.wait_sentinel()?;
-            }
-        }
-        // True time 0 a little ahead, so every client process is up and waiting for it.
-        // An adapter's interpreter starts and imports its library first (about 0.2 s for
-        // CPython with redis-py, 0.5 s for Node.js).
-        let startup = if run.adapter.is_some() { 1_500 * MS } else { 0 };
-        run.t0 = host_mono() + 200 * MS + 20 * MS * c.clients as u64 + startup;
-        // Sentinel's own word on each promotion, recorded as the promoted node beginning to
-        // lead: a run whose plan cuts the primary off and has none did not exercise failover.
-        let watch = backend.sentinel().then(|| {
-            let m = run.servers[run.servers.len() - 1];
-            crate::sentinel::watch_switches(m, run.t0, stop_watch.clone())
-        });
-        run.start(c.resource_id())?;
-        run.wait_up(c.resource_id(), run.resource, false)?;
-        for n in c.client_ids() {
-            run.start(n)?;
-        }
-        let ran = run.main_loop();
-        stop_watch.store(true, std::sync::atomic::Ordering::Relaxed);
-        if let Some(w) = watch {
-            for (term, (at, addr)) in w.join().unwrap_or_default().into_iter().enumerate() {
-                if let Some(n) = run.servers.iter().position(|&a| a == addr) {
-                    let kind = EventKind::Leader {
-                        term: term as u64 + 1,
-                    };
-                    run.record_at(n as NodeId, at, kind);
+        for tf in &scenario.faults.faults {
+            if let Fault::ClockStep { node, .. } | Fault::ClockDrift { node, .. } = tf.fault {
+                // A server's clock, or an adapter's (check_scenario allows only its steps).
+                let shifted = c.role(node) == Role::Server || self.adapter.is_some();
+                if shifted && !self.clock_files.contains_key(&node) {
+                    self.add_clock_file(node)?;
                 }
             }
         }
-        ran?;
-        // The end: resume what is paused, give clients a moment to finish their last line.
-        for p in run.procs.by_node.values() {
+        if let Some(spec) = &self.adapter {
+            // A client's wall-clock offset (its settings) is where its adapter's clock starts.
+            for node in c.client_ids() {
+                let offset = scenario.workload.client(node - c.servers + 1).clock_offset;
+                if offset != 0 && !self.clock_files.contains_key(&node) {
+                    let f = clock_file(&self.dir, scenario, node)?;
+                    self.clock_files.insert(node, f);
+                }
+                if let Some(f) = self.clock_files.get(&node) {
+                    f.step(offset);
+                }
+            }
+            if c.client_ids().any(|n| self.clock_files.contains_key(&n)) {
+                crate::adapter::probe_clock(spec, &self.dir.join("probe.clock"))
+                    .map_err(RealError::Setup)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes `NODE.clock` in the run's folder, the clock file of `node`'s shifted clock.
+    fn add_clock_file(&mut self, node: NodeId) -> Result<(), RealError> {
+        let f = clock_file(&self.dir, self.s, node)?;
+        self.clock_files.insert(node, f);
+        Ok(())
+    }
+
+    /// Starts the service, then the resource and the clients; applies the plan until the
+    /// run's end; gathers what the service recorded. `stop_watch` ends Sentinel's watcher.
+    fn drive(&mut self, stop_watch: &Arc<AtomicBool>) -> Result<(), RealError> {
+        self.start_service()?;
+        self.run_nodes(stop_watch)?;
+        self.wind_down()
+    }
+
+    /// Starts the service's servers and waits until they answer (the lock table made, for
+    /// PostgreSQL; the clock shim proven, for Redis).
+    fn start_service(&mut self) -> Result<(), RealError> {
+        let (backend, s) = (self.backend, self.s);
+        let c = &s.cluster;
+        if backend.postgres() {
+            self.init_postgres()?;
+        }
+        for n in c.server_ids() {
+            self.start(n)?;
+        }
+        if backend.etcd() {
+            self.wait_etcd()?;
+        } else if backend.zookeeper() {
+            self.wait_zookeeper()?;
+        } else if backend.postgres() {
+            self.wait_postgres(0)?;
+            crate::postgres::create_schema(
+                self.servers[0],
+                if backend.pooler() {
+                    Some(crate::advisory::SCHEMA)
+                } else {
+                    None
+                },
+            )
+            .map_err(|e| {
+                RealError::Failed(format!("{}: creating the lock table: {e}", self.name(0)))
+            })?;
+            if backend.pooler() {
+                self.wait_postgres(1)?;
+            }
+        } else {
+            for n in c.server_ids() {
+                self.wait_up(n, self.servers[n as usize], true)?;
+                self.prove_shim(n)?;
+            }
+            if backend.sentinel() {
+                self.wait_sentinel()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Fixes true time 0, starts the resource and the clients and runs the plan to the end;
+    /// records Sentinel's promotions as `leader` events.
+    fn run_nodes(&mut self, stop_watch: &Arc<AtomicBool>) -> Result<(), RealError> {
+        let s = self.s;
+        let c = &s.cluster;
+        // True time 0 a little ahead, so every client process is up and waiting for it.
+        // An adapter's interpreter starts and imports its library first (about 0.2 s for
+        // CPython with redis-py, 0.5 s for Node.js).
+        let startup = if self.adapter.is_some() {
+            1_500 * MS
+        } else {
+            0
+        };
+        self.t0 = host_mono() + 200 * MS + 20 * MS * c.clients as u64 + startup;
+        // Sentinel's own word on each promotion, recorded as the promoted node beginning to
+        // lead: a run whose plan cuts the primary off and has none did not exercise failover.
+        let watch = self.backend.sentinel().then(|| {
+            let m = self.servers[self.servers.len() - 1];
+            crate::sentinel::watch_switches(m, self.t0, stop_watch.clone())
+        });
+        self.start(c.resource_id())?;
+        self.wait_up(c.resource_id(), self.resource, false)?;
+        for n in c.client_ids() {
+            self.start(n)?;
+        }
+        let ran = self.main_loop();
+        stop_watch.store(true, Ordering::Relaxed);
+        if let Some(w) = watch {
+            for (term, (at, addr)) in w.join().unwrap_or_default().into_iter().enumerate() {
+                if let Some(n) = self.servers.iter().position(|&a| a == addr) {
+                    let kind = EventKind::Leader {
+                        term: term as u64 + 1,
+                    };
+                    self.record_at(n as NodeId, at, kind);
+                }
+            }
+        }
+        ran
+    }
+
+    /// The end: resumes what is paused, lets the clients finish their last line (an
+    /// adapter's client long enough to find its adapter hung), fails the run on an adapter's
+    /// client that broke off, and reads PostgreSQL's own events.
+    fn wind_down(&mut self) -> Result<(), RealError> {
+        let s = self.s;
+        let c = &s.cluster;
+        for p in self.procs.by_node.values() {
             p.signal(libc::SIGCONT);
         }
         // An adapter's client may still be waiting for an answer: long enough for it to
         // find its adapter hung (its timeout and HANG_GRACE), then its exit is read below.
-        let grace = true_now(run.t0)
-            + match run.adapter {
-                Some(_) if run.backend.timeout != crate::support::NO_TIMEOUT => {
-                    run.backend.timeout.min(60 * SEC)
+        let grace = true_now(self.t0)
+            + match self.adapter {
+                Some(_) if self.backend.timeout != crate::support::NO_TIMEOUT => {
+                    self.backend.timeout.min(60 * SEC)
                         + crate::adapter::HANG_GRACE.as_nanos() as Nanos
                         + SEC
                 }
                 _ => SEC,
             };
-        while true_now(run.t0) < grace
-            && run
+        while true_now(self.t0) < grace
+            && self
                 .procs
                 .by_node
                 .iter_mut()
@@ -1526,10 +1684,10 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         if interrupted() {
             return Err(RealError::Interrupted);
         }
-        if run.adapter.is_some() {
+        if self.adapter.is_some() {
             // A client that stopped because its adapter broke the protocol at the end.
             for n in c.client_ids() {
-                if let Some(p) = run.procs.by_node.get_mut(&n) {
+                if let Some(p) = self.procs.by_node.get_mut(&n) {
                     if let Some(st) = p.exited().filter(|st| !st.success()) {
                         return Err(RealError::Failed(format!(
                             "{}'s locksim client process exited unexpectedly ({st}); what it said is in its {}.I.err line below",
@@ -1540,49 +1698,19 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
                 }
             }
         }
-        if backend.postgres() {
+        if self.backend.postgres() {
             // The clients are gone (their statements committed or not); the server stays.
             let clients: Vec<NodeId> = c.client_ids().collect();
             for n in clients {
-                if let Some(mut p) = run.procs.by_node.remove(&n) {
+                if let Some(mut p) = self.procs.by_node.remove(&n) {
                     p.kill();
                 }
             }
-            let service = run.postgres_events()?;
-            run.events.extend(service);
+            let service = self.postgres_events()?;
+            self.events.extend(service);
         }
         Ok(())
-    })();
-    stop_watch.store(true, std::sync::atomic::Ordering::Relaxed);
-    run.procs.kill_all();
-    run.table = nft::Table::new(); // drops (deletes) the run's table now
-    if let Err(e) = result {
-        return Err(match e {
-            RealError::Failed(m) => RealError::Failed(format!(
-                "{m}{}{}",
-                first_error_lines(&run.dir).trim_end_matches(';'),
-                keep_notes(&run.dir)
-            )),
-            e => e,
-        });
     }
-    let events = run.logs()?;
-    let history = crate::merge::history(scenario, events);
-    let clients = run
-        .adapter
-        .as_ref()
-        .map(|a| format!(", clients: {}", adapter_said(&run.dir, a)))
-        .unwrap_or_default();
-    let logs = if opts.keep_logs {
-        keep_logs(&run.dir, "locksim-logs-")
-    } else {
-        None
-    };
-    Ok(RealRun {
-        history,
-        service: format!("{} on {version}{clients}", scenario.algorithm),
-        logs,
-    })
 }
 
 #[cfg(test)]

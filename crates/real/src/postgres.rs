@@ -40,7 +40,7 @@ use locksim_core::history::{EventKind, LocalClock};
 use locksim_core::{Nanos, NodeId};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
-use crate::lock::{Grant, Host, Outcome};
+use crate::backend::{Grant, Host, Outcome};
 use crate::support::{Backend, NO_TIMEOUT};
 
 /// The database role and database the harness creates and every client uses.
@@ -330,13 +330,14 @@ pub fn ready(to: SocketAddrV4) -> bool {
     harness_query(to, "SELECT 1", Duration::from_millis(500)).is_ok()
 }
 
-/// Creates the run's tables (with `tokens`, `pg-advisory`'s fencing counters too).
+/// Creates the run's tables, then runs `also` (`pg-advisory`'s fencing counters:
+/// [`crate::advisory::SCHEMA`]) in the same query.
 ///
 /// # Errors
 /// The server's error.
-pub fn create_schema(to: SocketAddrV4, tokens: bool) -> Result<(), String> {
-    let sql = if tokens {
-        format!("{SCHEMA}; {}", crate::advisory::SCHEMA)
+pub fn create_schema(to: SocketAddrV4, also: Option<&str>) -> Result<(), String> {
+    let sql = if let Some(also) = also {
+        format!("{SCHEMA}; {also}")
     } else {
         SCHEMA.to_string()
     };
@@ -668,6 +669,18 @@ impl PgLock {
             Ok(_) => Err("the row is locked by another host or its lock_until has passed".into()),
             Err(e) => Err(e.text()),
         })
+    }
+}
+
+impl crate::backend::Lock for PgLock {
+    fn acquire(&mut self, host: &dyn Host, key: u32, _owner: u64, ttl: Nanos) -> Outcome<Grant> {
+        PgLock::acquire(self, host, key, ttl)
+    }
+    fn release(&mut self, host: &dyn Host, key: u32, grant: &Grant) -> Outcome<()> {
+        PgLock::release(self, host, key, grant)
+    }
+    fn check_held(&mut self, host: &dyn Host, key: u32) -> Option<Result<(), String>> {
+        PgLock::check_held(self, host, key)
     }
 }
 

@@ -27,8 +27,9 @@ use std::time::Duration;
 
 use locksim_core::Nanos;
 
+use crate::backend::{Grant, Host, Outcome};
 use crate::conn::{CallError, Conn};
-use crate::lock::{Grant, Host, Outcome, RELEASE};
+use crate::redis::RELEASE;
 use crate::resp::{read_reply, request, Reply};
 use crate::support::Backend;
 
@@ -327,7 +328,7 @@ impl SentinelLock {
         let clock = self.backend.client_clock;
         let start = host.now(clock);
         let value = owner.to_string();
-        let args = crate::lock::acquire_fenced_args(key, &value, ttl, self.backend.fencing());
+        let args = crate::redis::acquire_fenced_args(key, &value, ttl, self.backend.fencing());
         let args: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let (p, r) = self.command(&args, self.backend.timeout);
         let token = match r {
@@ -401,6 +402,15 @@ impl SentinelLock {
             Err(e @ CallError::Unknown(_)) => Outcome::Unknown(e.to_string()),
             Err(e) => Outcome::Fail(e.to_string()),
         }
+    }
+}
+
+impl crate::backend::Lock for SentinelLock {
+    fn acquire(&mut self, host: &dyn Host, key: u32, owner: u64, ttl: Nanos) -> Outcome<Grant> {
+        SentinelLock::acquire(self, host, key, owner, ttl)
+    }
+    fn release(&mut self, _host: &dyn Host, key: u32, grant: &Grant) -> Outcome<()> {
+        SentinelLock::release(self, key, grant)
     }
 }
 

@@ -1085,6 +1085,21 @@ pub fn linux_network(w: &locksim_core::Workload) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether the plan has faults that nftables applies (cuts, loss, dropped replies).
+pub(crate) fn has_network_faults(s: &Scenario) -> bool {
+    s.faults.faults.iter().any(|f| {
+        matches!(
+            f.fault,
+            Fault::Partition { .. }
+                | Fault::DropReplies { .. }
+                | Fault::PartitionOneway { .. }
+                | Fault::Isolate { .. }
+                | Fault::IsolateLeader { .. }
+                | Fault::Loss { .. }
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,7 +47,7 @@ use locksim_core::history::LocalClock;
 use locksim_core::{Nanos, NodeId};
 use rand::{Rng, SeedableRng};
 
-use crate::lock::{Grant, Host, Outcome};
+use crate::backend::{Grant, Host, Outcome};
 use crate::support::Backend;
 use crate::zkwire::{code, op, In, Out, Session, ZkConn, ZkError};
 
@@ -574,6 +574,15 @@ impl ZkLock {
 impl Drop for ZkLock {
     fn drop(&mut self) {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl crate::backend::Lock for ZkLock {
+    fn acquire(&mut self, host: &dyn Host, key: u32, _owner: u64, ttl: Nanos) -> Outcome<Grant> {
+        ZkLock::acquire(self, host, key, ttl)
+    }
+    fn release(&mut self, host: &dyn Host, key: u32, grant: &Grant) -> Outcome<()> {
+        ZkLock::release(self, host, key, grant)
     }
 }
 

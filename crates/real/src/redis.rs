@@ -23,6 +23,7 @@ use std::time::Duration;
 use locksim_core::history::LocalClock;
 use locksim_core::{Nanos, NodeId};
 
+use crate::backend::{Grant, Host, Lock, Outcome};
 use crate::conn::{CallError, Conn};
 use crate::resp::{read_reply, request, Reply};
 use crate::support::{Backend, NO_TIMEOUT};
@@ -61,171 +62,6 @@ pub(crate) fn acquire_fenced_args(
 /// Compare-and-delete: frees the lock only for its owner (1), else 0.
 pub(crate) const RELEASE: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
      return redis.call('DEL', KEYS[1]) end return 0";
-
-/// The deadline of a grant that does not expire (an advisory lock): no validity check fires
-/// and none is recorded.
-pub const NO_DEADLINE: i64 = i64::MAX;
-
-/// An operation's outcome, in Jepsen's terms (ok / fail / info).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome<T> {
-    /// Done.
-    Ok(T),
-    /// Definitely not done.
-    Fail(String),
-    /// Unknown.
-    Unknown(String),
-}
-
-/// A granted lock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Grant {
-    /// The owner value stored under the key.
-    pub owner: u64,
-    /// Fencing token, with `central-fencing`.
-    pub token: Option<u64>,
-    /// Validity deadline: the clock and its reading.
-    pub deadline: (LocalClock, i64),
-    /// With etcd: the session's lease and the lock key's creation revision.
-    pub etcd: Option<(i64, i64)>,
-    /// With PostgreSQL: the lock row's `version` the grant set.
-    pub row: Option<u64>,
-    /// With ZooKeeper: the lock node's sequence number and GUID (its name).
-    pub zk: Option<(u64, u64)>,
-}
-
-/// What the client library needs from its host: its clock, and a place to record a lock
-/// server's grant (the moment its `OK` reply arrived: the latest the service can have decided).
-pub trait Host {
-    /// The reading of `clock` now.
-    fn now(&self, clock: LocalClock) -> i64;
-    /// True time now, ns since the run's start.
-    fn true_time(&self) -> Nanos;
-    /// Lock server `server` answered at true time `at` that it granted `key`.
-    fn granted(&self, at: Nanos, server: u32, key: u32, token: Option<u64>);
-    /// Lock server `server` answered at true time `at` that a release without an owner check
-    /// deleted `key`'s lock: the owner value `freed` of `holder`'s grant, where the release
-    /// meant the one of value `released` (the simulator's `freed` event, judged by S4).
-    /// Hosts that keep no history record nothing.
-    fn freed(
-        &self,
-        _at: Nanos,
-        _server: u32,
-        _key: u32,
-        _freed: u64,
-        _holder: NodeId,
-        _released: u64,
-    ) {
-    }
-}
-
-/// The lock client of one client process: Redis or etcd.
-pub enum LockClient {
-    /// `central`, `central-fencing`, `redlock`.
-    Redis(RedisLock),
-    /// `raft-lease`.
-    #[cfg(feature = "etcd")]
-    Etcd(crate::etcd::EtcdLock),
-    /// `db-lease`.
-    Postgres(crate::postgres::PgLock),
-    /// `pg-advisory`.
-    Advisory(crate::advisory::AdvisoryLock),
-    /// `redis-failover`.
-    Sentinel(crate::sentinel::SentinelLock),
-    /// `zookeeper`.
-    Zookeeper(Box<crate::zookeeper::ZkLock>),
-    /// A lock library behind an adapter process (any algorithm's servers).
-    Adapter(Box<crate::adapter::AdapterLock>),
-}
-
-impl LockClient {
-    /// A client of `backend` whose connections to `servers` leave from `me`; `seed` (the
-    /// scenario's) seeds the library's own random choices (ZooKeeper's first server);
-    /// `clocks`: the client's clocks and the run's start (ZooKeeper's pinger reads them).
-    ///
-    /// # Errors
-    /// When the client cannot start (etcd's runtime).
-    pub fn new(
-        backend: Backend,
-        node: locksim_core::NodeId,
-        seed: u64,
-        me: std::net::Ipv4Addr,
-        servers: &[std::net::SocketAddrV4],
-        clocks: (&locksim_core::clock::Clock, u64),
-    ) -> Result<Self, String> {
-        if backend.zookeeper() {
-            return Ok(LockClient::Zookeeper(Box::new(
-                crate::zookeeper::ZkLock::new(
-                    backend,
-                    node,
-                    seed,
-                    me,
-                    servers,
-                    clocks.0.clone(),
-                    clocks.1,
-                ),
-            )));
-        }
-        if backend.sentinel() {
-            return Ok(LockClient::Sentinel(crate::sentinel::SentinelLock::new(
-                backend, me, servers,
-            )));
-        }
-        if backend.pooler() {
-            return crate::advisory::AdvisoryLock::new(backend, node, me, servers[1])
-                .map(LockClient::Advisory);
-        }
-        if backend.postgres() {
-            return crate::postgres::PgLock::new(backend, node, me, servers[0])
-                .map(LockClient::Postgres);
-        }
-        #[cfg(feature = "etcd")]
-        if backend.etcd() {
-            return crate::etcd::EtcdLock::new(backend, me, servers).map(LockClient::Etcd);
-        }
-        Ok(LockClient::Redis(RedisLock::new(
-            backend, node, me, servers,
-        )))
-    }
-
-    /// Takes `key` for a lease of `ttl` ns with a fresh random `owner` (Redis's value).
-    pub fn acquire(&mut self, host: &dyn Host, key: u32, owner: u64, ttl: Nanos) -> Outcome<Grant> {
-        match self {
-            LockClient::Redis(r) => r.acquire(host, key, owner, ttl),
-            #[cfg(feature = "etcd")]
-            LockClient::Etcd(e) => e.acquire(host, key, ttl),
-            LockClient::Postgres(p) => p.acquire(host, key, ttl),
-            LockClient::Advisory(a) => a.acquire(key),
-            LockClient::Sentinel(c) => c.acquire(host, key, owner, ttl),
-            LockClient::Zookeeper(z) => z.acquire(host, key, ttl),
-            LockClient::Adapter(a) => a.acquire(host, key, ttl),
-        }
-    }
-
-    /// Releases `grant` of `key`.
-    pub fn release(&mut self, host: &dyn Host, key: u32, grant: &Grant) -> Outcome<()> {
-        match self {
-            LockClient::Redis(r) => r.release(host, key, grant),
-            #[cfg(feature = "etcd")]
-            LockClient::Etcd(e) => e.release(host, key, grant),
-            LockClient::Postgres(p) => p.release(host, key, grant),
-            LockClient::Advisory(a) => a.release(key),
-            LockClient::Sentinel(c) => c.release(key, grant),
-            LockClient::Zookeeper(z) => z.release(host, key, grant),
-            LockClient::Adapter(a) => a.release(key),
-        }
-    }
-
-    /// The service's word on whether this client still holds `key`, for clients that ask it
-    /// before each write (`check_held`); `None`: this client does not ask.
-    pub fn check_held(&mut self, host: &dyn Host, key: u32) -> Option<Result<(), String>> {
-        match self {
-            LockClient::Postgres(p) => p.check_held(host, key),
-            LockClient::Advisory(a) => a.check_held(key),
-            _ => None,
-        }
-    }
-}
 
 /// The Redis lock client of one client process.
 pub struct RedisLock {
@@ -440,6 +276,15 @@ impl RedisLock {
         } else {
             Outcome::Fail("not the owner (lease expired)".into())
         }
+    }
+}
+
+impl Lock for RedisLock {
+    fn acquire(&mut self, host: &dyn Host, key: u32, owner: u64, ttl: Nanos) -> Outcome<Grant> {
+        RedisLock::acquire(self, host, key, owner, ttl)
+    }
+    fn release(&mut self, host: &dyn Host, key: u32, grant: &Grant) -> Outcome<()> {
+        RedisLock::release(self, host, key, grant)
     }
 }
 
