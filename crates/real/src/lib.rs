@@ -11,7 +11,7 @@
 //!   ([`support`] says what runs and refuses the rest);
 //! - the clients are separate OS processes (the `locksim` binary in a hidden mode, see
 //!   [`client`]) running the simulator's workload and client algorithms over RESP
-//!   ([`lock`]) or etcd's lock recipe over its v3 gRPC API (`etcd`), or a real lock library
+//!   ([`redis`]) or etcd's lock recipe over its v3 gRPC API (`etcd`), or a real lock library
 //!   behind an adapter process ([`adapter`]); the protected resource is a small server of
 //!   ours ([`resource`]);
 //! - every node has its own loopback address ([`addr`]); `partition`, `isolate` and `loss`
@@ -22,6 +22,11 @@
 //!   (`crates/clockshim`, driven through [`clockfile`]);
 //! - true time is the host's `CLOCK_MONOTONIC` from the run's start ([`node`]); the logs of
 //!   all processes merge into one history ([`merge`]).
+//!
+//! The seam between the harness and the services: every service's lock client implements
+//! [`backend::Lock`]; [`services`] is the one place that maps a [`support::Service`] to its
+//! client; each service's module (`redis`, `sentinel`, `etcd`, `postgres`, `advisory`,
+//! `zookeeper`, or an `adapter`) depends on [`backend`] and never on the dispatcher.
 //!
 //! No madsim: this crate depends on `locksim-core` only (docs/design.md §2), and with `etcd` on the
 //! `etcd-client` crate (tokio, tonic). A real run cannot be
