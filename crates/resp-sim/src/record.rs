@@ -10,7 +10,7 @@
 //!   whichever the checkers' rule picks (locksim-check's `holds`).
 //! - A release is a delete of the lock key by the client that holds it (a compare-and-delete
 //!   script whose compare held, or a plain `DEL`); a compare-and-delete that found another
-//!   value ends the caller's belief (`release` invoke, then `fail`).
+//!   value ends the caller's belief in its latest grant (`release` invoke, then `fail`), once.
 //! - A delete of a lock key another client holds (a `DEL`, or a compare-and-delete with that
 //!   holder's value) is a `freed` event naming the holder: S4.
 //! - An extension (`PEXPIRE`/`EXPIRE` or a compare-and-pexpire by the holder) is an `extend`
@@ -55,6 +55,10 @@ pub struct Recorder {
     /// on (a timeout) and that arrives late belongs to the grant of its own connection, not to
     /// one the client got since on a new connection.
     on_conn: BTreeMap<u64, (u64, u32)>,
+    /// Handles whose release (or failed release) is recorded: a later failed compare-and-delete
+    /// naming no live grant of the caller (Redlock clients send one after every failed
+    /// acquire) adds nothing.
+    ended: std::collections::BTreeSet<u64>,
     next_op: u64,
     next_handle: u64,
     writes: u64,
@@ -77,6 +81,7 @@ impl Recorder {
             live: BTreeMap::new(),
             latest: BTreeMap::new(),
             on_conn: BTreeMap::new(),
+            ended: Default::default(),
             next_op: 1,
             next_handle: 1,
             writes: 0,
@@ -241,6 +246,7 @@ impl Recorder {
                 };
                 let live = live.clone();
                 if live.client == client && &live.value == value {
+                    self.ended.insert(live.handle);
                     let op = self.new_op();
                     for phase in [Phase::Invoke, Phase::Ok] {
                         let e =
@@ -280,7 +286,7 @@ impl Recorder {
                 let Some((h, kk)) = self.own(client, conn) else {
                     return;
                 };
-                if kk != k {
+                if kk != k || !self.ended.insert(h) {
                     return;
                 }
                 let op = self.new_op();

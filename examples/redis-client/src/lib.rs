@@ -11,6 +11,9 @@
 
 use std::time::Duration;
 
+mod with_rslock;
+pub use with_rslock::report_job_rslock;
+
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncCommands, RedisResult, Script};
 

@@ -1,0 +1,31 @@
+//! The job on rslock (`src/with_rslock.rs`), a lock crate from crates.io, unchanged in the
+//! simulation: the same simulated Redis, faults and checkers as `tests/locksim.rs`.
+
+use std::time::Duration;
+
+use locksim_resp_sim::{check_file, Client, FileReport};
+
+async fn worker(client: Client) {
+    loop {
+        let _ = redis_client::report_job_rslock(&client.url(), Duration::from_millis(300)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn show(report: &FileReport) {
+    for (seed, verdict) in report.failing().iter().take(1) {
+        for v in &verdict.violations {
+            println!("seed {seed}: {:?}: {}", v.kind, v.summary);
+        }
+    }
+}
+
+#[test]
+fn rslock_refuses_a_lock_whose_acquire_outlived_its_ttl() {
+    show(&check_file("sims/rslock-pause-on-grant.toml", worker));
+}
+
+#[test]
+fn a_pause_after_rslock_handed_the_lock_over_is_the_jobs_problem() {
+    show(&check_file("sims/rslock-pause-while-holding.toml", worker));
+}
