@@ -14,6 +14,10 @@
 //!   the renewal had already failed the holder: the lease had run out before it, or the
 //!   renewal had stopped for good (its last attempt got no answer and the client does not
 //!   retry: `renew_retry = give-up`). Otherwise L2 makes no claim about that hold.
+//!   Whatever the outage, a holder that gives its lock up at its renew deadline while its
+//!   service was renewing it — only delays on the way, every renewal answered so far answered
+//!   `ok`, one still on its way, nobody else granted the lock — lost it too: the service was
+//!   slow, not down (client-go under a slow API server, kubernetes/kubernetes#65966).
 //! - **L3** no lock stays taken for longer than `ttl + lock_delay + slack` while no live client
 //!   believes it holds it: a client whose acquire is refused (`fail`, or given up as `info`) in
 //!   calm conditions, that long after anyone last believed they held the lock, has found an
@@ -178,6 +182,8 @@ struct Window {
     /// It stops its node's work (a process pause, a stall of a client's work, or a crash),
     /// with whether it is a crash.
     stop: Option<bool>,
+    /// It only slows messages down (a `delay`): every message still arrives.
+    slow: bool,
 }
 
 impl Window {
@@ -310,6 +316,7 @@ fn windows(history: &History, spec: &LivenessSpec) -> Vec<Window> {
             on_node,
             clock,
             stop,
+            slow: matches!(fault, Fault::Delay { .. }),
         });
     }
     out
@@ -592,6 +599,35 @@ fn l2(run: &Run, out: &mut Vec<Violation>) {
             .map(|(s, e)| e.saturating_sub(*s))
             .max()
             .unwrap_or(0);
+        // A give-up at the renew deadline while the service was slow, not down: a loss
+        // whatever the outage's length (see `stepped_down_while_renewed`).
+        if let Some(s) = stepped_down_while_renewed(history, h, faults, lost_at, event, &why) {
+            let mut events = vec![h.acquired, event, s.in_flight];
+            events.extend(outages.iter().map(|o| o.2));
+            out.push(Violation {
+                kind: Property::L2,
+                key: h.key,
+                summary: format!(
+                    "{} renews k{} every {} (ttl {}) and was healthy, yet gave it up at {} ({why}) while the service was renewing it: {} renewal{} answered ok and none refused, the one sent at {} still on its way, and nobody else granted the lock; {} — the service was slow, not down",
+                    names.of(h.client),
+                    h.key,
+                    t(every),
+                    t(timing.ttl),
+                    t(lost_at),
+                    s.ok,
+                    if s.ok == 1 { "" } else { "s" },
+                    t(s.sent),
+                    if outages.is_empty() {
+                        "no fault during the hold".to_string()
+                    } else {
+                        format!("only delays during the hold (the longest {})", t(longest))
+                    },
+                ),
+                events,
+                window: Some((h.start, lost_at)),
+            });
+            continue;
+        }
         let tolerated = timing
             .ttl
             .saturating_sub(every)
@@ -623,6 +659,79 @@ fn l2(run: &Run, out: &mut Vec<Violation>) {
             window: Some((h.start, lost_at)),
         });
     }
+}
+
+/// What shows that a holder's service was renewing its lock when it gave it up.
+struct StillRenewed {
+    /// Renewals under the hold answered `ok` before the give-up.
+    ok: usize,
+    /// The renewal in flight at the give-up: its invoke event and time.
+    in_flight: u64,
+    sent: Nanos,
+}
+
+/// L2's second clause: a holder that gave its lock up at its renew deadline (`why`, at
+/// `lost_at`, event `lost`) while its service was renewing it. That is when, during the hold,
+///
+/// - the only faults on the holder's links or on the service were delays (every message
+///   still arrives: a slow service, not a cut one, a paused or a crashed one),
+/// - every renewal it sent that was answered before the give-up was answered `ok` (none was
+///   refused, none went unanswered),
+/// - a renewal was still on its way when it gave up (sent, not yet answered), and
+/// - the service granted the lock to nobody else.
+///
+/// client-go's leader under a slow API server (kubernetes/kubernetes#65966, cert-manager#7082):
+/// each round's requests are answered, but a round takes longer than `RenewDeadline` allows,
+/// so the leader steps down though no candidate could have taken the Lease. `None` otherwise.
+fn stepped_down_while_renewed(
+    history: &History,
+    h: &Hold,
+    faults: &[Window],
+    lost_at: Nanos,
+    lost: u64,
+    why: &str,
+) -> Option<StillRenewed> {
+    if LostCause::of(why) != LostCause::RenewDeadline {
+        return None;
+    }
+    if faults
+        .iter()
+        .any(|w| (w.on_service || w.touches(h.client)) && !w.slow && w.overlaps(h.start, lost_at))
+    {
+        return None;
+    }
+    let mut ok = 0;
+    let mut pending: Option<(u64, Nanos)> = None;
+    for e in &history.events[h.acquired as usize..] {
+        if e.id >= lost {
+            break;
+        }
+        match &e.kind {
+            EventKind::Op {
+                f: OpF::Extend,
+                phase,
+                handle: Some(x),
+                ..
+            } if *x == h.handle => match phase {
+                Phase::Invoke => pending = Some((e.id, e.time)),
+                Phase::Ok => {
+                    ok += 1;
+                    pending = None;
+                }
+                Phase::Fail | Phase::Info => return None,
+            },
+            EventKind::Grant { key, client, .. } if *key == h.key && *client != h.client => {
+                return None;
+            }
+            _ => {}
+        }
+    }
+    let (in_flight, sent) = pending?;
+    Some(StillRenewed {
+        ok,
+        in_flight,
+        sent,
+    })
 }
 
 /// When and why a hold lost its lock rather than being released by its holder: the first

@@ -134,3 +134,39 @@ fn work_after_a_release_on_cancel_overlaps_the_next_leader_and_draining_first_do
         .expect("work_after_release=soon refused");
     assert!(err.contains("work_after_release"), "{err}");
 }
+
+/// Item 1: a client-go leader under a slow (not down) API server gives its Lease up at its
+/// RenewDeadline while a renewal is on its way and every earlier one succeeded: L2's clause
+/// for a service that was renewing the lock. A deadline a slow round fits in keeps the lock.
+#[test]
+fn a_leader_that_steps_down_under_a_slow_api_server_violates_l2_and_a_longer_deadline_does_not() {
+    let file = "k8s-lease-slow-api-server-renew-deadline.toml";
+    for seed in 0..3 {
+        let out = sims_run(file, seed, &[]);
+        let l2 = out
+            .verdict
+            .violations
+            .iter()
+            .find(|v| v.kind == Property::L2)
+            .unwrap_or_else(|| panic!("seed {seed}: {:?}", out.verdict));
+        assert!(
+            l2.summary.contains("while the service was renewing it")
+                && l2.summary.contains("the service was slow, not down"),
+            "seed {seed}: {}",
+            l2.summary
+        );
+        assert_eq!(
+            l2.events.len(),
+            4,
+            "grant, give-up, renewal on its way, delay"
+        );
+        let longer = sims_run_with(file, seed, &[], |s| {
+            s.workload.renew_deadline = Some(14_000_000_000)
+        });
+        assert!(
+            !longer.verdict.violates(Property::L2),
+            "seed {seed}: {:?}",
+            longer.verdict.violations
+        );
+    }
+}
