@@ -13,8 +13,8 @@
 //!   value ends the caller's belief in its latest grant (`release` invoke, then `fail`), once.
 //! - A delete of a lock key another client holds (a `DEL`, or a compare-and-delete with that
 //!   holder's value) is a `freed` event naming the holder: S4.
-//! - An extension (`PEXPIRE`/`EXPIRE` or a compare-and-pexpire by the holder) is an `extend`
-//!   `ok` with the new deadline.
+//! - An extension (`PEXPIRE`/`EXPIRE`, a compare-and-pexpire, or a `SET` of the same value with
+//!   `PX`/`EX`, by the holder) is an `extend` `ok` with the new deadline.
 //! - A write to a key under the resource prefix is a resource write under the latest grant
 //!   made on the same connection (else the writer's latest grant on any connection: a client
 //!   that acquires on one connection and writes on another; its `write` op and
@@ -319,7 +319,24 @@ impl Recorder {
                     l.until = Some(*until);
                 }
             }
-            Effect::Wrote { key } => {
+            Effect::Wrote {
+                key,
+                value,
+                expires: Some(until),
+            } if self.lock_keys.contains_key(key.as_slice()) => {
+                // `SET key owner XX PX ttl` by the holder, with its own value: an extension.
+                self.effect(
+                    now,
+                    client,
+                    conn,
+                    &Effect::Expiry {
+                        key: key.clone(),
+                        value: value.clone(),
+                        until: *until,
+                    },
+                );
+            }
+            Effect::Wrote { key, .. } => {
                 if !key.starts_with(&self.resource_prefix) {
                     return;
                 }
@@ -373,5 +390,152 @@ impl Recorder {
             messages_dropped: 0,
             messages: Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scripts::Scripts;
+    use crate::store::{Session, Store};
+
+    /// Runs `cmd` from client `c` on connection `conn` at `ms` and records it.
+    fn step(st: &mut Store, rec: &mut Recorder, ms: u64, c: NodeId, conn: u64, cmd: &[&str]) {
+        let args: Vec<Vec<u8>> = cmd.iter().map(|s| s.as_bytes().to_vec()).collect();
+        let mut s = Session { proto: 2, id: 1 };
+        let now = ms * 1_000_000;
+        let (_, effects) = st.exec(now, &mut s, &Scripts::default(), &args);
+        rec.effects(now, c, conn, &effects);
+    }
+
+    fn ops(h: &History, f: OpF, phase: Phase) -> Vec<(Nanos, NodeId, Option<Nanos>)> {
+        h.events
+            .iter()
+            .filter_map(|e| match &e.kind {
+                EventKind::Op {
+                    f: ff,
+                    phase: p,
+                    deadline,
+                    ..
+                } if *ff == f && *p == phase => Some((e.time, e.node, deadline.map(|d| d.at))),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn grants_extensions_releases_and_writes() {
+        let (mut st, mut rec) = (Store::default(), Recorder::new(0, 3, b"res:"));
+        step(
+            &mut st,
+            &mut rec,
+            0,
+            1,
+            1,
+            &["SET", "L", "a", "NX", "PX", "100"],
+        );
+        // The holder re-SETs its own value with a new TTL: an extension.
+        step(
+            &mut st,
+            &mut rec,
+            50,
+            1,
+            1,
+            &["SET", "L", "a", "XX", "PX", "100"],
+        );
+        step(&mut st, &mut rec, 60, 1, 1, &["SET", "res:x", "1"]);
+        step(
+            &mut st,
+            &mut rec,
+            70,
+            1,
+            1,
+            &["EVAL", crate::scripts::UNLOCK, "1", "L", "a"],
+        );
+        // A second unlock finds nothing: the grant's end is recorded once only.
+        step(
+            &mut st,
+            &mut rec,
+            80,
+            1,
+            1,
+            &["EVAL", crate::scripts::UNLOCK, "1", "L", "a"],
+        );
+        let h = rec.finish(1_000_000_000);
+        assert_eq!(
+            ops(&h, OpF::Acquire, Phase::Ok),
+            vec![(0, 1, Some(100_000_000))]
+        );
+        assert_eq!(
+            ops(&h, OpF::Extend, Phase::Ok),
+            vec![(50_000_000, 1, Some(150_000_000))]
+        );
+        assert_eq!(ops(&h, OpF::Write, Phase::Ok).len(), 1);
+        assert_eq!(ops(&h, OpF::Release, Phase::Ok).len(), 1);
+        assert!(ops(&h, OpF::Release, Phase::Fail).is_empty());
+    }
+
+    #[test]
+    fn deleting_another_clients_lock_is_freed_and_judged_s4() {
+        let (mut st, mut rec) = (Store::default(), Recorder::new(0, 3, b"res:"));
+        step(
+            &mut st,
+            &mut rec,
+            0,
+            1,
+            1,
+            &["SET", "L", "a", "NX", "PX", "100"],
+        );
+        step(
+            &mut st,
+            &mut rec,
+            150,
+            2,
+            2,
+            &["SET", "L", "b", "NX", "PX", "100"],
+        );
+        // c1's late unlock by plain DEL deletes c2's lock.
+        step(&mut st, &mut rec, 160, 1, 1, &["DEL", "L"]);
+        let h = rec.finish(1_000_000_000);
+        let v = locksim_check::check_all(&h, &Default::default());
+        assert!(
+            v.violations
+                .iter()
+                .any(|x| x.kind == locksim_core::Property::S4),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn a_late_write_belongs_to_its_own_connections_grant() {
+        let (mut st, mut rec) = (Store::default(), Recorder::new(0, 3, b"res:"));
+        step(
+            &mut st,
+            &mut rec,
+            0,
+            1,
+            1,
+            &["SET", "L", "a", "NX", "PX", "100"],
+        );
+        step(
+            &mut st,
+            &mut rec,
+            200,
+            1,
+            2,
+            &["SET", "L", "b", "NX", "PX", "100"],
+        );
+        // A write from connection 1, delivered late, is under the first grant (handle 1).
+        step(&mut st, &mut rec, 210, 1, 1, &["SET", "res:x", "1"]);
+        let h = rec.finish(1_000_000_000);
+        let handles: Vec<u64> = h
+            .events
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::WriteAccepted { handle, .. } => Some(handle),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(handles, vec![1]);
     }
 }

@@ -37,8 +37,13 @@ pub enum Effect {
         value: Vec<u8>,
         expires: Option<Nanos>,
     },
-    /// A key was written by anything but `SET … NX` (a plain `SET`, `SET … XX`, `INCR`).
-    Wrote { key: Vec<u8> },
+    /// A key was written by anything but `SET … NX` (a plain `SET`, `SET … XX`, `INCR`): its
+    /// new value, and its deadline (ns) when the write set one (`PX`/`EX`).
+    Wrote {
+        key: Vec<u8>,
+        value: Vec<u8>,
+        expires: Option<Nanos>,
+    },
     /// A live key was deleted (`DEL`, or a compare-and-delete script whose compare held).
     Deleted {
         key: Vec<u8>,
@@ -194,7 +199,15 @@ impl Store {
                             expires,
                         },
                     );
-                    (Reply::Int(n), vec![Effect::Wrote { key: k.clone() }])
+                    let value = n.to_string().into_bytes();
+                    (
+                        Reply::Int(n),
+                        vec![Effect::Wrote {
+                            key: k.clone(),
+                            value,
+                            expires: None,
+                        }],
+                    )
                 }
                 _ => wrong_args(&cmd),
             },
@@ -373,7 +386,11 @@ impl Store {
                 expires,
             }
         } else {
-            Effect::Wrote { key: key.clone() }
+            Effect::Wrote {
+                key: key.clone(),
+                value: value.clone(),
+                expires: ttl.and(expires),
+            }
         };
         (if get { old_value() } else { Reply::ok() }, vec![effect])
     }
