@@ -598,3 +598,85 @@ fn l3_an_unknown_acquire_may_take_effect_after_the_heal_under_tcp() {
     assert!(!judged(5400, Some(200)));
     assert!(judged(5800, Some(200)));
 }
+
+/// c1 holds from 10 ms and renews every 300 ms (one good renewal sent at 310 ms); from 400 ms
+/// every message to the server is delayed (`cut`: a partition instead) for 5 s; a renewal
+/// sent at 620 ms ends `second` (`None`: still on its way), and c1 gives up at its renew
+/// deadline at 1010 ms. `rival`: c2 was granted the lock at 900 ms.
+fn slow_service(cut: bool, second: Option<Phase>, rival: bool) -> History {
+    let mut h = H::default();
+    h.acquire(1, 0, 10, Phase::Ok, 1);
+    h.extend(1, 310, 1);
+    let fault = if cut {
+        Fault::Partition {
+            a: vec![1],
+            b: vec![0],
+            duration: 5000 * MS,
+            mode: CutMode::Drop,
+        }
+    } else {
+        Fault::Delay {
+            from: vec![1, 2],
+            to: vec![0],
+            min: 300 * MS,
+            max: 400 * MS,
+            duration: 5000 * MS,
+        }
+    };
+    h.fault(400, 0, fault);
+    h.op(90, 620, 1, OpF::Extend, Phase::Invoke, Some(1), None);
+    if let Some(p) = second {
+        h.op(90, 900, 1, OpF::Extend, p, Some(1), None);
+    }
+    if rival {
+        h.push(
+            900,
+            0,
+            EventKind::Grant {
+                key: 0,
+                client: 2,
+                token: None,
+            },
+        );
+    }
+    h.push(
+        1010,
+        1,
+        EventKind::Lost {
+            key: 0,
+            handle: 1,
+            reason: "renew deadline: no renewal succeeded for 700ms".into(),
+        },
+    );
+    h.done(6000)
+}
+
+#[test]
+fn l2_a_holder_that_steps_down_while_its_slow_service_renews_it_lost_its_lock() {
+    // Only delays, the one renewal answered was ok, one still on its way, no rival: L2,
+    // though the 5 s of delays are far longer than the outage L2 otherwise tolerates.
+    let v = verdict(&slow_service(false, None, false), Some(300));
+    let s = only(&v, Property::L2);
+    assert!(s.contains("while the service was renewing it"), "{s}");
+    assert!(s.contains("1 renewal answered ok"), "{s}");
+    assert!(s.contains("the one sent at 620ms still on its way"), "{s}");
+    assert!(s.contains("the service was slow, not down"), "{s}");
+    let l2 = v
+        .violations
+        .iter()
+        .find(|x| x.kind == Property::L2)
+        .unwrap();
+    assert_eq!(
+        l2.events,
+        vec![1, 6, 5, 4],
+        "grant, give-up, renewal on its way, delay"
+    );
+    // A cut service may well be down: no claim.
+    assert!(!verdict(&slow_service(true, None, false), Some(300)).violates(Property::L2));
+    // A renewal without an answer, or a refused one: the service did not renew it.
+    for p in [Phase::Info, Phase::Fail] {
+        assert!(!verdict(&slow_service(false, Some(p), false), Some(300)).violates(Property::L2));
+    }
+    // Someone else was granted the lock: the service had moved on.
+    assert!(!verdict(&slow_service(false, None, true), Some(300)).violates(Property::L2));
+}
