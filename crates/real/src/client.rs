@@ -18,6 +18,7 @@ use crate::backend::{Grant, Host, Lock, Outcome};
 use crate::conn::{read_line, CallError, Conn};
 use crate::node::{sleep_until, true_now, Log, NodeSpec};
 use crate::resource::{read_answer, write_line, WriteResp};
+use crate::support::Backend;
 use locksim_core::clock::Clock;
 
 struct Client {
@@ -309,19 +310,16 @@ fn hold(
     );
 }
 
-/// Runs the client of `spec` until the run's end.
+/// The lock client of `spec`'s process: its adapter's library when the run has one (a client
+/// whose adapter cannot start exits with [`crate::adapter::EXIT_ADAPTER`], after saying why on
+/// stderr), else the service's own client ([`crate::services::lock_client`]); `backend` with
+/// the client's own `client_clock`, `ttl` its lease, ns.
 ///
 /// # Errors
-/// When its log cannot be opened.
-pub fn main(spec: NodeSpec) -> Result<(), String> {
-    let log = Log::open(&spec.log).map_err(|e| format!("{}: {e}", spec.log.display()))?;
+/// When the service's client cannot start.
+fn lock_client(spec: &NodeSpec, backend: Backend, ttl: Nanos) -> Result<Box<dyn Lock>, String> {
     let s = &spec.scenario;
-    let me = s.workload.client(spec.node - s.cluster.servers + 1);
-    let w = s.workload.clone();
-    // A client's own `client_clock` setting overrides the algorithm's, as in the simulator.
-    let mut backend = spec.backend;
-    backend.client_clock = me.client_clock.unwrap_or(backend.client_clock);
-    let mut lock = match &spec.adapter {
+    Ok(match &spec.adapter {
         Some(a) => {
             let name = s.cluster.name(spec.node);
             let err = spec
@@ -334,7 +332,7 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
                 &backend,
                 spec.me,
                 &spec.servers,
-                me.ttl,
+                ttl,
                 err,
                 spec.clock_file.as_deref(),
             )
@@ -360,7 +358,22 @@ pub fn main(spec: NodeSpec) -> Result<(), String> {
             &spec.servers,
             (&crate::vclock::of(s, spec.node), spec.t0),
         )?,
-    };
+    })
+}
+
+/// Runs the client of `spec` until the run's end.
+///
+/// # Errors
+/// When its log cannot be opened.
+pub fn main(spec: NodeSpec) -> Result<(), String> {
+    let log = Log::open(&spec.log).map_err(|e| format!("{}: {e}", spec.log.display()))?;
+    let s = &spec.scenario;
+    let me = s.workload.client(spec.node - s.cluster.servers + 1);
+    let w = s.workload.clone();
+    // A client's own `client_clock` setting overrides the algorithm's, as in the simulator.
+    let mut backend = spec.backend;
+    backend.client_clock = me.client_clock.unwrap_or(backend.client_clock);
+    let mut lock = lock_client(&spec, backend, me.ttl)?;
     let mut res = Conn::new(spec.me, spec.resource);
     // The simulator's derivation (locksim_core::draw): seed N draws the same think times,
     // keys, work lengths and retry delays as simulated seed N. Owner values come from the
