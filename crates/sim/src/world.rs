@@ -78,6 +78,9 @@ pub struct World {
     /// Whether the service's own events (`leader elected`, `replicates`) are recorded: only
     /// when a trigger waits for one (set by the nemesis; see [`World::record_service_events`]).
     service_events: std::sync::atomic::AtomicBool,
+    /// The run's end in true time (set by the nemesis at its start): the fault tasks that would
+    /// wake after it return instead of waiting, so that no task the run spawned outlives it.
+    end: OnceLock<Nanos>,
 }
 
 /// What [`World::observe`] installs: called with the node and what the event is to triggers
@@ -121,6 +124,7 @@ impl World {
             leaders: Mutex::new(vec![None; n]),
             stalls: Mutex::new(vec![[0; 2]; n]),
             observer: OnceLock::new(),
+            end: OnceLock::new(),
             service_events: std::sync::atomic::AtomicBool::new(false),
             cluster,
             workload,
@@ -135,6 +139,17 @@ impl World {
             None => madsim::time::Instant::now().duration_since(self.start),
         };
         since.as_nanos() as Nanos
+    }
+
+    /// Records the run's end in true time (once, at the nemesis's start).
+    pub(crate) fn set_end(&self, end: Nanos) {
+        let _ = self.end.set(end);
+    }
+
+    /// Whether true time `t` falls at or after the run's end: a fault task due then has
+    /// nothing left to do in the run.
+    pub(crate) fn after_end(&self, t: Nanos) -> bool {
+        self.end.get().is_some_and(|&end| t >= end)
     }
 
     /// Lets go of madsim's clock (see the field); [`World::now`] then asks madsim through
