@@ -16,7 +16,7 @@ use locksim_check::Names;
 use locksim_render::linear::{linear_page, Checked as PageItem};
 
 use crate::out;
-use crate::render::write_page;
+use locksim_explore::page::write_page;
 
 #[derive(Clone, Copy, ValueEnum)]
 enum ModelName {
@@ -225,23 +225,7 @@ fn budget(a: &CheckArgs) -> Result<Budget, String> {
 pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
     let budget = budget(&a)?;
     if let Some(h) = &a.html {
-        if a.files.iter().any(|f| f == h) {
-            return Err(format!(
-                "--html {}: that is one of the histories; give another file",
-                h.display()
-            ));
-        }
-        // Refuse before the work, not after it (write_page checks again when writing).
-        if let Ok(existing) = std::fs::read(h) {
-            let head = String::from_utf8_lossy(&existing[..existing.len().min(4096)]);
-            if !a.force && !head.contains("<meta name=\"generator\" content=\"locksim render\">") {
-                return Err(format!(
-                    "{} exists and is not a page locksim wrote; not replacing it (give --force \
-                     to replace it)",
-                    h.display()
-                ));
-            }
-        }
+        check_html_target(&a, h)?;
     }
     let (mut unknown, mut bad_input, mut failing) = (false, false, false);
     let mut page: Vec<PageItem> = Vec::new();
@@ -263,34 +247,7 @@ pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
             }
         };
         if a.json {
-            let mut v = serde_json::json!({
-                "file": name,
-                "verdict": c.verdict.name(),
-                "ops": c.ops,
-                "ms": (c.ms * 1000.0).round() / 1000.0,
-                "parts": c.stats.parts,
-                "configs": c.stats.configs,
-            });
-            if let Some(g) = c.grants {
-                v["grants"] = serde_json::json!(g);
-            }
-            match &c.verdict {
-                Verdict::NotLinearizable(x) => {
-                    // The prefix's last steps only (the explanation's), and its length.
-                    v["prefix_length"] = serde_json::json!(x.prefix.len());
-                    v["prefix"] = serde_json::json!(c.explanation.as_ref().map(|e| e
-                        .prefix
-                        .iter()
-                        .map(|p| p.id)
-                        .collect::<Vec<u64>>()));
-                    v["stuck"] = serde_json::json!(x.stuck);
-                    v["reasons"] = serde_json::json!(x.reasons);
-                    v["explanation"] = serde_json::json!(c.explanation);
-                }
-                Verdict::Unknown(why) => v["reason"] = serde_json::json!(why),
-                Verdict::Linearizable => {}
-            }
-            out(&format!("{v}\n"));
+            out(&format!("{}\n", json(&name, &c)));
         } else {
             let head = format!(
                 "{name}: {} ({} operations, {:.1} ms)",
@@ -345,6 +302,60 @@ pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
         }
     }
     Ok(ExitCode::from(exit_code(bad_input, failing, unknown)))
+}
+
+/// Refuses `--html FILE` before the work, not after it: one of the histories, or a file
+/// locksim did not write (without `--force`); `write_page` checks again when writing.
+fn check_html_target(a: &CheckArgs, h: &std::path::Path) -> Result<(), String> {
+    if a.files.iter().any(|f| f == h) {
+        return Err(format!(
+            "--html {}: that is one of the histories; give another file",
+            h.display()
+        ));
+    }
+    if let Ok(existing) = std::fs::read(h) {
+        let head = String::from_utf8_lossy(&existing[..existing.len().min(4096)]);
+        if !a.force && !head.contains("<meta name=\"generator\" content=\"locksim render\">") {
+            return Err(format!(
+                "{} exists and is not a page locksim wrote; not replacing it (give --force \
+                 to replace it)",
+                h.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `--json`'s object for one history.
+fn json(name: &str, c: &Checked) -> serde_json::Value {
+    let mut v = serde_json::json!({
+        "file": name,
+        "verdict": c.verdict.name(),
+        "ops": c.ops,
+        "ms": (c.ms * 1000.0).round() / 1000.0,
+        "parts": c.stats.parts,
+        "configs": c.stats.configs,
+    });
+    if let Some(g) = c.grants {
+        v["grants"] = serde_json::json!(g);
+    }
+    match &c.verdict {
+        Verdict::NotLinearizable(x) => {
+            // The prefix's last steps only (the explanation's), and its length.
+            v["prefix_length"] = serde_json::json!(x.prefix.len());
+            v["prefix"] = serde_json::json!(c.explanation.as_ref().map(|e| e
+                .prefix
+                .iter()
+                .map(|p| p.id)
+                .collect::<Vec<u64>>()));
+            v["stuck"] = serde_json::json!(x.stuck);
+            v["reasons"] = serde_json::json!(x.reasons);
+            v["explanation"] = serde_json::json!(c.explanation);
+        }
+        Verdict::Unknown(why) => v["reason"] = serde_json::json!(why),
+        Verdict::Linearizable => {}
+    }
+    v
 }
 
 /// The exit-code table every command keeps (issue #24, item 8): a history that is not

@@ -30,6 +30,59 @@ pub const REAL_FAILED: u8 = 4;
 /// and its temporary files removed.
 pub const INTERRUPTED: u8 = 130;
 
+/// One of the codes above, as a command returns it: `Exit::VIOLATION.into()` is the
+/// process's [`ExitCode`], [`Exit::worst`] combines two findings by the table's priority.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exit(u8);
+
+impl Exit {
+    /// [`CLEAN`].
+    pub const CLEAN: Exit = Exit(CLEAN);
+    /// [`VIOLATION`].
+    pub const VIOLATION: Exit = Exit(VIOLATION);
+    /// [`BAD_INPUT`].
+    pub const BAD_INPUT: Exit = Exit(BAD_INPUT);
+    /// [`UNDECIDED`].
+    pub const UNDECIDED: Exit = Exit(UNDECIDED);
+
+    /// The exit status.
+    pub fn code(self) -> u8 {
+        self.0
+    }
+
+    /// The stronger of two findings: [`VIOLATION`] over [`UNDECIDED`] over [`CLEAN`] (any
+    /// other code over all three).
+    pub fn worst(self, other: Exit) -> Exit {
+        let rank = |c: Exit| match c.0 {
+            VIOLATION => 3,
+            UNDECIDED => 2,
+            CLEAN => 0,
+            _ => 4,
+        };
+        if rank(self) >= rank(other) {
+            self
+        } else {
+            other
+        }
+    }
+
+    /// The code of a `--fail-on` gate's finding.
+    pub fn of_gate(g: locksim_explore::gate::Gate) -> Exit {
+        use locksim_explore::gate::Gate;
+        match g {
+            Gate::Clean => Exit::CLEAN,
+            Gate::ProvesNothing => Exit::UNDECIDED,
+            Gate::Violation => Exit::VIOLATION,
+        }
+    }
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(e: Exit) -> Self {
+        std::process::ExitCode::from(e.0)
+    }
+}
+
 /// One row of the table.
 #[derive(Debug, Clone, Copy)]
 pub struct Code {

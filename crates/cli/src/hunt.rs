@@ -8,11 +8,12 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 use locksim_core::text::plural;
 use locksim_core::{Property, Trace};
-use locksim_explore::hunt::{hunt, Hunt, Origin, Search};
+use locksim_explore::hunt::{hunt, Hunt, HuntOutcome as Outcome, Origin, Search};
 use locksim_explore::shrink::{shrink, trace_file_name};
 
+use crate::exit::Exit;
 use crate::progress::Progress;
-use crate::scenario_args::choose;
+use crate::scenario_args::{choose, Chosen};
 
 pub const HUNT_AFTER_HELP: &str = "\
 The guided search is an experiment: on the six rare targets the README measures, it spent
@@ -101,7 +102,7 @@ pub struct HuntArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    memory: crate::MemoryArgs,
+    memory: crate::args::MemoryArgs,
 }
 
 pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
@@ -125,28 +126,7 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
     )?;
     let first = chosen.scenario(a.first_seed);
     a.memory.check(&first)?;
-    if let Some(p) = property {
-        let judged =
-            locksim_explore::outcome::check_options_for(&first, &*chosen.setup.algo).properties();
-        if !judged.contains(&p) {
-            let names: Vec<String> = judged.iter().map(|p| p.to_string()).collect();
-            return Err(format!(
-                "--property {p}: {p} is not judged for {} (it judges {}): a hunt for it could only come back empty",
-                chosen.setup.algorithm,
-                names.join(", ")
-            ));
-        }
-    }
-    // Say so now, not after the whole hunt: the nearest existing folder on the way must be one.
-    if let Some(existing) = a.out_dir.ancestors().find(|p| p.exists()) {
-        if !existing.is_dir() {
-            return Err(format!(
-                "--out-dir {}: {} exists and is not a directory",
-                a.out_dir.display(),
-                existing.display()
-            ));
-        }
-    }
+    check_target(&a, &chosen, property, &first)?;
     let search = match a.search {
         SearchArg::Guided => Search::Guided,
         SearchArg::Random => Search::Random,
@@ -158,7 +138,7 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
         budget: a.budget,
         search,
         first_seed: a.first_seed,
-        jobs: crate::campaign::jobs_of(a.jobs)?,
+        jobs: crate::args::jobs_of(a.jobs)?,
     };
     let what = property.map_or("any violation".to_string(), |p| p.to_string());
     eprintln!(
@@ -174,6 +154,66 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
     let out = quiet_seed_panics(|| hunt(&h, &|runs, _, _| progress.set(runs)));
     progress.finish();
     let secs = started.elapsed().as_secs_f64();
+    let (trace_path, trace_seed) = write_find(&a, &out)?;
+    let idle = out.runs_without_grants + out.errors;
+    if a.json {
+        println!(
+            "{}",
+            json(&a, search, &out, (trace_path.as_ref(), trace_seed))
+        );
+    } else {
+        print_text(
+            &a,
+            (search, &what, secs),
+            &out,
+            (trace_path.as_ref(), trace_seed),
+        );
+    }
+    let (faultless, writeless) = warn(&out, &chosen.kinds, property);
+    Ok(match (&out.found, idle, faultless || writeless) {
+        (Some(_), _, _) => Exit::VIOLATION,
+        (None, 0, false) => Exit::CLEAN,
+        (None, _, _) => Exit::UNDECIDED,
+    }
+    .into())
+}
+
+/// Refuses a hunt that could only come back empty (a property not judged for the
+/// algorithm), or whose `--out-dir` cannot be made: said now, not after the whole hunt.
+fn check_target(
+    a: &HuntArgs,
+    chosen: &Chosen,
+    property: Option<Property>,
+    first: &locksim_core::Scenario,
+) -> Result<(), String> {
+    if let Some(p) = property {
+        let judged =
+            locksim_explore::outcome::check_options_for(first, &*chosen.setup.algo).properties();
+        if !judged.contains(&p) {
+            let names: Vec<String> = judged.iter().map(|p| p.to_string()).collect();
+            return Err(format!(
+            "--property {p}: {p} is not judged for {} (it judges {}): a hunt for it could only come back empty",
+            chosen.setup.algorithm,
+            names.join(", ")
+        ));
+        }
+    }
+    // Say so now, not after the whole hunt: the nearest existing folder on the way must be one.
+    if let Some(existing) = a.out_dir.ancestors().find(|p| p.exists()) {
+        if !existing.is_dir() {
+            return Err(format!(
+                "--out-dir {}: {} exists and is not a directory",
+                a.out_dir.display(),
+                existing.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Writes the find of `out` to `--out-dir` as a trace (shrunk unless `--no-shrink`):
+/// its path and its seed (the shrinker may change it).
+fn write_find(a: &HuntArgs, out: &Outcome) -> Result<(Option<PathBuf>, Option<u64>), String> {
     let mut trace_path = None;
     let mut trace_seed = None;
     if let Some(f) = &out.found {
@@ -195,6 +235,51 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
         trace_seed = Some(trace.scenario.seed);
         trace_path = Some(path);
     }
+    Ok((trace_path, trace_seed))
+}
+
+/// `--json`'s object: the find (if any), where its trace went, and what the search saw.
+fn json(
+    a: &HuntArgs,
+    search: Search,
+    out: &Outcome,
+    (trace_path, trace_seed): (Option<&PathBuf>, Option<u64>),
+) -> serde_json::Value {
+    serde_json::json!({
+        "found": out.found.is_some(),
+        "runs": out.runs,
+        "budget": a.budget,
+        "search": search.name(),
+        "first_seed": a.first_seed,
+        "property": out.found.as_ref().map(|f| f.property.to_string()).or(a.property.clone()),
+        "seed": out.found.as_ref().map(|f| f.scenario.seed),
+        "origin": out.found.as_ref().map(|f| match &f.origin {
+            Origin::Fresh => serde_json::json!({"kind": "fresh"}),
+            Origin::Mutant { parent, mutations } => serde_json::json!({
+                "kind": "mutant",
+                "parent": parent,
+                "mutations": mutations.iter().map(|m| m.name()).collect::<Vec<_>>(),
+            }),
+        }),
+        "trace": trace_path.as_ref().map(|p| p.display().to_string()),
+        "trace_seed": trace_seed,
+        "corpus": out.corpus,
+        "features": out.features,
+        "runs_without_grants": out.runs_without_grants,
+        "runs_with_faults": out.runs_with_faults,
+        "runs_with_writes": out.runs_with_writes,
+        "errors": out.errors,
+        "path_digest": format!("{:016x}", out.path_digest),
+    })
+}
+
+/// The text report: the find and its trace, or that there was none; the corpus.
+fn print_text(
+    a: &HuntArgs,
+    (search, what, secs): (Search, &str, f64),
+    out: &Outcome,
+    (trace_path, trace_seed): (Option<&PathBuf>, Option<u64>),
+) {
     let origin = |o: &Origin| match o {
         Origin::Fresh => "a fresh seed".to_string(),
         Origin::Mutant { parent, mutations } => format!(
@@ -206,78 +291,56 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
                 .join(", ")
         ),
     };
-    let idle = out.runs_without_grants + out.errors;
-    if a.json {
-        let v = serde_json::json!({
-            "found": out.found.is_some(),
-            "runs": out.runs,
-            "budget": a.budget,
-            "search": search.name(),
-            "first_seed": a.first_seed,
-            "property": out.found.as_ref().map(|f| f.property.to_string()).or(a.property.clone()),
-            "seed": out.found.as_ref().map(|f| f.scenario.seed),
-            "origin": out.found.as_ref().map(|f| match &f.origin {
-                Origin::Fresh => serde_json::json!({"kind": "fresh"}),
-                Origin::Mutant { parent, mutations } => serde_json::json!({
-                    "kind": "mutant",
-                    "parent": parent,
-                    "mutations": mutations.iter().map(|m| m.name()).collect::<Vec<_>>(),
-                }),
-            }),
-            "trace": trace_path.as_ref().map(|p| p.display().to_string()),
-            "trace_seed": trace_seed,
-            "corpus": out.corpus,
-            "features": out.features,
-            "runs_without_grants": out.runs_without_grants,
-            "runs_with_faults": out.runs_with_faults,
-            "runs_with_writes": out.runs_with_writes,
-            "errors": out.errors,
-            "path_digest": format!("{:016x}", out.path_digest),
-        });
-        println!("{v}");
-    } else {
-        match &out.found {
-            Some(f) => {
-                println!(
-                    "found {} at run {} of {} ({:.1}s): seed {}, {}, {}",
-                    f.property,
-                    f.run,
-                    a.budget,
-                    secs,
-                    f.scenario.seed,
-                    plural(f.scenario.faults.len() as u64, "fault"),
-                    origin(&f.origin)
-                );
-                if let Some(p) = &trace_path {
-                    let how = if a.no_shrink { "trace" } else { "shrunk trace" };
-                    println!(
-                        "{how}: {} (seed {})",
-                        p.display(),
-                        trace_seed.unwrap_or(f.scenario.seed)
-                    );
-                    println!(
-                        "replay it with: {} replay {}",
-                        crate::program(),
-                        locksim_explore::testing::shell_quote(&p.to_string_lossy())
-                    );
-                }
-            }
-            None => println!(
-                "no {what} in {} ({:.1}s; {} search from seed {})",
-                plural(out.runs, "run"),
-                secs,
-                search.name(),
-                a.first_seed
-            ),
-        }
-        if search == Search::Guided && out.corpus > 0 {
+    match &out.found {
+        Some(f) => {
             println!(
-                "corpus: {} kept, {} distinct lock states and event pairs seen",
-                plural(out.corpus as u64, "run"),
-                out.features
+                "found {} at run {} of {} ({:.1}s): seed {}, {}, {}",
+                f.property,
+                f.run,
+                a.budget,
+                secs,
+                f.scenario.seed,
+                plural(f.scenario.faults.len() as u64, "fault"),
+                origin(&f.origin)
             );
+            if let Some(p) = trace_path {
+                let how = if a.no_shrink { "trace" } else { "shrunk trace" };
+                println!(
+                    "{how}: {} (seed {})",
+                    p.display(),
+                    trace_seed.unwrap_or(f.scenario.seed)
+                );
+                println!(
+                    "replay it with: {} replay {}",
+                    crate::program(),
+                    locksim_explore::testing::shell_quote(&p.to_string_lossy())
+                );
+            }
         }
+        None => println!(
+            "no {what} in {} ({:.1}s; {} search from seed {})",
+            plural(out.runs, "run"),
+            secs,
+            search.name(),
+            a.first_seed
+        ),
     }
+    if search == Search::Guided && out.corpus > 0 {
+        println!(
+            "corpus: {} kept, {} distinct lock states and event pairs seen",
+            plural(out.corpus as u64, "run"),
+            out.features
+        );
+    }
+}
+
+/// Warns (stderr) about runs that explored nothing; returns whether no fault took effect
+/// in any run, and whether (for S2) no write reached the resource.
+fn warn(
+    out: &Outcome,
+    kinds: &[locksim_core::FaultKind],
+    property: Option<Property>,
+) -> (bool, bool) {
     if out.runs_without_grants > 0 {
         eprintln!(
             "warning: {} of {} granted nothing: they explored no lock",
@@ -291,33 +354,24 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
             plural(out.errors, "run")
         );
     }
-    let faultless = chosen
-        .kinds
-        .iter()
-        .any(|k| *k != locksim_core::FaultKind::None)
+    let faultless = kinds.iter().any(|k| *k != locksim_core::FaultKind::None)
         && out.runs_with_faults == 0
         && out.runs > out.errors;
     if faultless {
         eprintln!(
-            "warning: no fault took effect in any of the {} (e.g. leader-change where no server leads): the search ran fault-free",
-            plural(out.runs, "run")
-        );
+        "warning: no fault took effect in any of the {} (e.g. leader-change where no server leads): the search ran fault-free",
+        plural(out.runs, "run")
+    );
     }
     let writeless =
         property == Some(Property::S2) && out.runs_with_writes == 0 && out.runs > out.errors;
     if writeless {
         eprintln!(
-            "warning: S2: no write reached the resource in any of the {}: stale writes were never possible",
-            plural(out.runs, "run")
-        );
+        "warning: S2: no write reached the resource in any of the {}: stale writes were never possible",
+        plural(out.runs, "run")
+    );
     }
-    Ok(ExitCode::from(
-        match (&out.found, idle, faultless || writeless) {
-            (Some(_), _, _) => crate::exit::VIOLATION,
-            (None, 0, false) => crate::exit::CLEAN,
-            (None, _, _) => crate::exit::UNDECIDED,
-        },
-    ))
+    (faultless, writeless)
 }
 
 /// Runs `f` with the panics of simulation threads (`locksim-seed-…`) kept quiet: a seed that

@@ -14,16 +14,16 @@
 //! }
 //! ```
 
+mod args;
 mod campaign;
 mod check;
 mod exit;
 mod hunt;
 mod list;
-mod markdown;
+mod output;
 mod progress;
 mod real;
 mod render;
-mod report;
 mod run;
 mod scenario_args;
 mod sweep;
@@ -31,8 +31,8 @@ mod timeline;
 mod tla;
 mod traces;
 
+use crate::exit::Exit;
 use std::process::ExitCode;
-use std::sync::OnceLock;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 pub use locksim_algos::Registration;
@@ -222,14 +222,6 @@ enum Command {
     RealNode(real::NodeArgs),
 }
 
-static PROGRAM: OnceLock<String> = OnceLock::new();
-
-/// The name this program was started as (the file name of its path; `locksim` when unknown),
-/// for the commands that messages tell the user to run.
-pub(crate) fn program() -> &'static str {
-    PROGRAM.get().map_or("locksim", String::as_str)
-}
-
 /// Runs the `locksim` command line with `algorithms` known by name beside the built-in ones
 /// (see [`locksim_algos::register`]): `--algo NAME`, files' `algorithm = "NAME"`, traces,
 /// `list`, sweeps, shrinking and pages all work for them. Call it once, from `main`; the
@@ -245,11 +237,11 @@ pub fn main_with(algorithms: Vec<Registration>) -> ExitCode {
                 .map(|f| f.to_string_lossy().into_owned())
         })
         .unwrap_or_else(|| "locksim".into());
-    let _ = PROGRAM.set(name);
+    output::set_program(name);
     if !algorithms.is_empty() {
         if let Err(e) = locksim_algos::register(algorithms) {
             error_line(&e);
-            return ExitCode::from(exit::BAD_INPUT);
+            return ExitCode::from(Exit::BAD_INPUT);
         }
     }
     let matches = Cli::command()
@@ -276,44 +268,10 @@ pub fn main_with(algorithms: Vec<Registration>) -> ExitCode {
         Ok(code) => code,
         Err(msg) => {
             error_line(&msg);
-            ExitCode::from(exit::BAD_INPUT)
+            ExitCode::from(Exit::BAD_INPUT)
         }
     }
 }
 
-/// Writes to stdout, ignoring a closed pipe (`locksim run … | head` is not an error).
-pub(crate) fn out(text: &str) {
-    use std::io::Write;
-    let mut o = std::io::stdout().lock();
-    let _ = o.write_all(text.as_bytes()).and_then(|_| o.flush());
-}
-
 pub(crate) use locksim_core::text::plural;
-
-/// `--max-memory`, shared by every command that runs simulations.
-#[derive(clap::Args, Clone)]
-pub(crate) struct MemoryArgs {
-    /// Refuse to run a scenario whose estimated peak memory (for all the runs at once) is
-    /// above this size, e.g. 4GiB or 512MiB; the estimate grows with clients, servers and
-    /// simulated time.
-    #[arg(long, value_name = "SIZE", default_value = "4GiB")]
-    max_memory: String,
-}
-
-impl MemoryArgs {
-    /// The limit, bytes.
-    pub(crate) fn limit(&self) -> Result<u64, String> {
-        locksim_explore::budget::parse_size(&self.max_memory)
-            .map_err(|e| format!("--max-memory: {e}"))
-    }
-    /// Refuses one run of `s` over the limit.
-    pub(crate) fn check(&self, s: &locksim_core::Scenario) -> Result<(), String> {
-        locksim_explore::budget::check(s, 1, self.limit()?)
-    }
-}
-
-/// Prints an error for people: `error: ` and the message on one line (a value the message
-/// echoes, a file name or a setting, may hold a newline; it is shown escaped, as `\n`).
-pub(crate) fn error_line(msg: &str) {
-    eprintln!("error: {}", locksim_core::text::one_line(msg));
-}
+pub(crate) use output::{error_line, out, program};

@@ -11,6 +11,7 @@ use locksim_core::trigger::TRIGGER_EVENTS;
 use locksim_core::{FaultKind, Property};
 use serde_json::{json, Value};
 
+use crate::exit::Exit;
 use crate::{exit, out};
 
 #[derive(clap::Args)]
@@ -119,7 +120,7 @@ pub(crate) fn main(a: ListArgs) -> Result<ExitCode, String> {
     } else {
         out(&text());
     }
-    Ok(ExitCode::from(exit::CLEAN))
+    Ok(ExitCode::from(Exit::CLEAN))
 }
 
 /// `list --json`'s object.

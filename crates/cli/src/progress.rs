@@ -173,6 +173,24 @@ impl Progress {
     }
 }
 
+/// The display of a report's shrinking ([`locksim_explore::report::Shrinking`]): the line
+/// `message(n)` on stderr when it starts on `n` seeds, then progress of `unit`.
+pub fn shrinking(
+    message: impl Fn(u64) -> String + Sync,
+    unit: &'static str,
+) -> impl Fn(locksim_explore::report::Shrinking) + Sync {
+    use locksim_explore::report::Shrinking;
+    let bar: std::sync::OnceLock<Progress> = std::sync::OnceLock::new();
+    move |s| match s {
+        Shrinking::Start(n) => {
+            eprintln!("{}", message(n));
+            let _ = bar.set(Progress::new(unit, n));
+        }
+        Shrinking::Done(k) => bar.get().into_iter().for_each(|b| b.set(k)),
+        Shrinking::Finished => bar.get().into_iter().for_each(Progress::finish),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

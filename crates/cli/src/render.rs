@@ -9,6 +9,7 @@ use locksim_explore::page::draw;
 pub use locksim_explore::page::{check_page_target, write_page};
 use locksim_explore::replay::verdict_kinds;
 
+use crate::exit::Exit;
 use crate::out;
 
 #[derive(Args)]
@@ -29,7 +30,7 @@ pub struct RenderArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    memory: crate::MemoryArgs,
+    memory: crate::args::MemoryArgs,
 }
 
 pub fn main(a: RenderArgs) -> Result<ExitCode, String> {
@@ -91,11 +92,11 @@ pub fn main(a: RenderArgs) -> Result<ExitCode, String> {
             a.trace.display(),
             out_path.display()
         ));
-        return Ok(ExitCode::from(crate::exit::BAD_INPUT));
+        return Ok(ExitCode::from(Exit::BAD_INPUT));
     }
     Ok(if drawn.mismatch {
-        ExitCode::from(crate::exit::VIOLATION)
+        ExitCode::from(Exit::VIOLATION)
     } else {
-        ExitCode::SUCCESS
+        ExitCode::from(Exit::CLEAN)
     })
 }

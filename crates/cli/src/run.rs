@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::Args;
 use locksim_explore::check_scenario;
 
+use crate::exit::Exit;
 use crate::scenario_args::choose;
 use crate::{out, timeline};
 
@@ -48,7 +49,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     html: Option<std::path::PathBuf>,
     #[command(flatten)]
-    memory: crate::MemoryArgs,
+    memory: crate::args::MemoryArgs,
 }
 
 /// The exit code of a run's verdict: 0 safe, 1 a property violated, 3 undecided (a check ran
@@ -99,7 +100,7 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
             ));
         }
         eprintln!("{line}");
-        return Ok(ExitCode::from(crate::exit::VIOLATION));
+        return Ok(ExitCode::from(Exit::VIOLATION));
     }
     let history = result.history.as_ref().expect("no error means a history");
     let grants = locksim_explore::outcome::grants(history);
@@ -135,7 +136,7 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
             record: setup.algo.lock_is_record(),
             session: setup.algo.lock_is_session(),
         });
-        crate::render::write_page(path, &page, false)?;
+        locksim_explore::page::write_page(path, &page, false)?;
         eprintln!("wrote {}", path.display());
     }
     if a.json {

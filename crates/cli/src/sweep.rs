@@ -2,7 +2,6 @@
 //! (one per algorithm and fault kind); a table, `--json`, `--csv` and a `--report` page with
 //! plots. Frontier files (`sims/frontier/*.toml`) are sweeps with stated boundaries.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Mutex;
@@ -10,15 +9,18 @@ use std::time::Instant;
 
 use clap::Args;
 use locksim_core::fault::parse_kinds;
-use locksim_core::time::fmt_nanos;
 use locksim_core::{FaultKind, Property};
 use locksim_explore::frontier::FrontierFile;
-use locksim_explore::sweep::{results, Axis, PointResult, SweepDef, Unit};
-use locksim_explore::{run_each, CampaignSpec, SeedRecord, Shard, Summary};
-use locksim_render::sweep::{sweep_report, SweepAxis, SweepPoint, SweepRate, SweepSection};
+use locksim_explore::record_file::Writer;
+use locksim_explore::sweep::{results, Axis, PointResult, SweepDef};
+use locksim_explore::{report, sweep_text};
+use locksim_explore::{run_each, CampaignSpec, Shard, Summary};
+use locksim_render::sweep::{sweep_report, SweepSection};
 
+use crate::args::MemoryArgs;
+use crate::exit::Exit;
 use crate::progress::Progress;
-use crate::{out, plural, MemoryArgs};
+use crate::{out, plural};
 
 pub const SWEEP_AFTER_HELP: &str = "\
 Axes (--vary KEY=RANGE, once or twice; KEY is any --set knob whose value is a number or a
@@ -106,7 +108,7 @@ pub struct SweepArgs {
     csv: bool,
     /// Also plot L1–L3 (always checked, always in --json and --csv).
     #[arg(long, value_name = "liveness")]
-    check: Option<crate::campaign::Check>,
+    check: Option<crate::args::Check>,
     /// Write the plots and the table as one self-contained HTML page; the shrunk first failing
     /// seed of every point goes, with its timeline, into FILE-files/ beside it.
     #[arg(long, value_name = "FILE")]
@@ -150,7 +152,7 @@ fn write_svg(path: &Path, s: &SweepSection, plot: Option<&str>, force: bool) -> 
             _ => "nothing to plot".into(),
         });
     };
-    crate::campaign::create_parent(path)?;
+    locksim_explore::record_file::create_parent(path)?;
     locksim_core::file::write_whole(path, svg.as_bytes(), locksim_core::file::Place::Replace)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
@@ -160,14 +162,6 @@ struct Ran {
     def: SweepDef,
     spec: CampaignSpec,
     results: Vec<PointResult>,
-}
-
-fn properties(results: &[PointResult], liveness: bool) -> Vec<Property> {
-    Property::ALL
-        .into_iter()
-        .filter(|p| liveness || !p.is_liveness())
-        .filter(|p| results.iter().any(|r| r.cell.checked.contains(p)))
-        .collect()
 }
 
 fn per_point(def: &SweepDef) -> usize {
@@ -181,10 +175,10 @@ fn run_sweep(
     jobs: usize,
     shard: Shard,
     memory: &MemoryArgs,
-    out: Option<&OutFile>,
+    out: Option<&Writer>,
 ) -> Result<Ran, String> {
     let (spec, labels) = def.spec(jobs)?;
-    crate::campaign::check_memory(&spec, jobs, memory)?;
+    memory.check_campaign(&spec, jobs)?;
     let total = (spec.setups.len() * spec.kinds.len()) as u64 * shard.seeds_of(spec.seeds);
     let progress = Progress::new("seeds", total);
     let summary = Mutex::new(Summary::default());
@@ -212,447 +206,22 @@ fn run_sweep(
     Ok(Ran { def, spec, results })
 }
 
-/// `--out`: a new file (an existing non-empty one only with `--force`), one line per record.
-pub(crate) struct OutFile {
-    path: PathBuf,
-    file: Mutex<std::fs::File>,
-}
-
-impl OutFile {
-    /// Held under a file lock until the sweep ends: a second locksim on this --out is refused.
-    fn create(path: &Path, force: bool) -> Result<OutFile, String> {
-        use locksim_explore::record_file::{open, Error, Open};
-        crate::campaign::create_parent(path)?;
-        let how = if force { Open::Replace } else { Open::New };
-        let file = match open(path, how) {
-            Err(Error::Exists) => {
-                return Err(format!(
-                    "--out {} exists: give --force to replace it",
-                    path.display()
-                ))
-            }
-            other => other.map_err(|e| e.to_string())?,
-        };
-        Ok(OutFile {
-            path: path.to_path_buf(),
-            file: Mutex::new(file),
-        })
-    }
-
-    fn write(&self, r: &SeedRecord) -> Result<(), String> {
-        let mut line = serde_json::to_string(r).expect("records serialize");
-        line.push('\n');
-        let mut f = self.file.lock().expect("no panics while held");
-        f.write_all(line.as_bytes())
-            .and_then(|_| f.flush())
-            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))
-    }
-}
-
-fn axis_value(r: &PointResult, key: &str) -> String {
-    r.values
-        .iter()
-        .find(|(k, _)| k == key)
-        .map_or(String::new(), |v| v.1.clone())
-}
-
-/// The sweep as text: one row per point, algorithm and fault kind.
-pub(crate) fn table(
-    results: &[PointResult],
-    keys: &[String],
-    seeds: u64,
-    liveness: bool,
-) -> String {
-    let props = properties(results, liveness);
-    let mut t = String::new();
-    // Every column as wide as its widest cell (at least the usual width), so that a long
-    // knob name, value, algorithm or fault label does not shift the columns after it.
-    let kw: Vec<usize> = keys
-        .iter()
-        .map(|k| {
-            results
-                .iter()
-                .map(|r| axis_value(r, k).chars().count())
-                .chain([k.chars().count(), 14])
-                .max()
-                .unwrap_or(14)
-        })
-        .collect();
-    let widest = |f: &dyn Fn(&PointResult) -> usize, least: usize| {
-        results.iter().map(f).max().unwrap_or(0).max(least)
+/// `--out`: a new file (an existing non-empty one only with `--force`), one line per record,
+/// held under a file lock until the sweep ends: a second locksim on this --out is refused.
+fn create_out(path: &Path, force: bool) -> Result<Writer, String> {
+    use locksim_explore::record_file::{open, Error, Open};
+    locksim_explore::record_file::create_parent(path)?;
+    let how = if force { Open::Replace } else { Open::New };
+    let file = match open(path, how) {
+        Err(Error::Exists) => {
+            return Err(format!(
+                "--out {} exists: give --force to replace it",
+                path.display()
+            ))
+        }
+        other => other.map_err(|e| e.to_string())?,
     };
-    let aw = widest(&|r| r.cell.algorithm.chars().count(), 16);
-    let fw = widest(&|r| r.cell.faults_label().chars().count(), 12);
-    for (k, w) in keys.iter().zip(&kw) {
-        t += &format!("{k:>w$} ");
-    }
-    t += &format!("{:<aw$} {:<fw$} {:>6}", "algorithm", "faults", "seeds");
-    for p in &props {
-        t += &format!(" {:>19}", format!("{p} (95% interval)"));
-    }
-    t += &format!(
-        " {:>8} {:>17} {:>17} {:>15}  first failing seed\n",
-        "grants", "acquire p50/p99", "wait p50/p99", "peak acq/s"
-    );
-    let pct = |v: f64| {
-        if v == 0.0 {
-            "0".to_string()
-        } else {
-            format!("{:.1}%", v * 100.0)
-        }
-    };
-    let d = |v: Option<u64>| v.map_or("-".to_string(), |n| fmt_nanos(n as i128));
-    for r in results {
-        let c = &r.cell;
-        for (k, w) in keys.iter().zip(&kw) {
-            t += &format!("{:>w$} ", axis_value(r, k));
-        }
-        t += &format!(
-            "{:<aw$} {:<fw$} {:>6}",
-            c.algorithm,
-            c.faults_label(),
-            c.seeds
-        );
-        let na = r.proves_nothing();
-        for &p in &props {
-            let cell = match r.rate(p) {
-                None => "n/a".to_string(),
-                // No grants or no fault took effect: a zero there is no rate.
-                Some(x) if x.violations == 0 && na => "n/a".to_string(),
-                Some(x) if x.violations == 0 => format!("- (0–{})", pct(x.high)),
-                Some(x) => format!("{} {}–{}", x.violations, pct(x.low), pct(x.high)),
-            };
-            t += &format!(" {cell:>19}");
-        }
-        let mut last = c
-            .first_violating(&props)
-            .map_or("-".to_string(), |s| s.to_string());
-        for w in r.warnings(seeds) {
-            last += &format!("  {w}");
-        }
-        if let Some(w) = crate::campaign::starved(c) {
-            last += &format!("  {w}");
-        }
-        t += &format!(
-            " {:>8} {:>17} {:>17} {:>15}  {last}\n",
-            c.grants,
-            format!(
-                "{}/{}",
-                d(c.acquire_latency_p50_ns),
-                d(c.acquire_latency_p99_ns)
-            ),
-            format!("{}/{}", d(c.wait_p50_ns), d(c.wait_p99_ns)),
-            match (
-                c.counts.acquire_late_peak_mean_per_s(),
-                c.counts.acquire_peak_mean_per_s(),
-            ) {
-                (Some(late), Some(all)) => format!("{late:.0} ({all:.0})"),
-                _ => "-".to_string(),
-            }
-        );
-    }
-    t += "\nEach property's column: seeds violating it, and the 95% Wilson interval of its rate\n";
-    t += "(out of the seeds on which it was judged); `- (0–x%)`: none, and the rate is below x%\n";
-    t += "with 95% confidence. S1 = double grant, S2 = stale write accepted, S3 = the service's\n";
-    t += "answers fit no lease lock, S4 = a release freed another grant's lock. `n/a`: not judged,\n";
-    t +=
-        "or the point proves nothing (no grants, or no fault took effect: the last column says).\n";
-    t += "wait: a round's first attempt to its grant. peak acq/s: acquire attempts in a seed's\n";
-    t += "busiest 100 ms of its second half (of the whole run), per second, the mean over the\n";
-    t += "seeds: the herd a retry policy without jitter keeps after the start-up burst.\n";
-    t
-}
-
-/// Loud warnings (stderr) about the points that prove nothing.
-fn warn(results: &[PointResult], seeds: u64) {
-    let bad: Vec<String> = results
-        .iter()
-        .filter_map(|r| {
-            let w = r.warnings(seeds);
-            (!w.is_empty()).then(|| {
-                format!(
-                    "{} × {} at {}: {}",
-                    r.cell.algorithm,
-                    r.cell.faults_label(),
-                    SweepDef::label(&r.values),
-                    w.join("; ")
-                )
-            })
-        })
-        .collect();
-    if !bad.is_empty() {
-        eprintln!(
-            "WARNING: {} prove nothing or less than they seem:",
-            plural(bad.len() as u64, "point")
-        );
-        for b in bad {
-            eprintln!("  {b}");
-        }
-    }
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-/// CSV: one row per point, algorithm and fault kind; every property with its interval.
-/// `sweep` is the first column: the frontier file, or empty for the command line's sweep.
-pub(crate) fn csv(results: &[PointResult], keys: &[String], seeds: u64, sweep: &str) -> String {
-    let props = properties(results, true);
-    let mut head: Vec<String> = vec!["sweep".into()];
-    head.extend(keys.iter().cloned());
-    head.extend(["algorithm", "faults", "seeds", "grants"].map(String::from));
-    for p in &props {
-        let p = p.to_string().to_ascii_lowercase();
-        for s in ["violations", "judged", "rate", "low", "high"] {
-            head.push(format!("{p}_{s}"));
-        }
-    }
-    head.extend(
-        [
-            "undecided_seeds",
-            "errors",
-            "acquire_latency_p50_ns",
-            "acquire_latency_p99_ns",
-            "wait_p50_ns",
-            "wait_p99_ns",
-            "acquire_rate_per_s",
-            "acquire_peak_mean_per_s",
-            "acquire_late_peak_mean_per_s",
-            "retries_per_grant",
-            "grant_fairness",
-            "first_failing_seed",
-            "warnings",
-        ]
-        .map(String::from),
-    );
-    let mut t = head.join(",") + "\n";
-    for r in results {
-        let c = &r.cell;
-        let mut row: Vec<String> = vec![sweep.to_string()];
-        row.extend(keys.iter().map(|k| axis_value(r, k)));
-        row.extend([
-            c.algorithm.clone(),
-            c.faults_label(),
-            c.seeds.to_string(),
-            c.grants.to_string(),
-        ]);
-        for &p in &props {
-            match r.rate(p) {
-                Some(x) => row.extend([
-                    x.violations.to_string(),
-                    x.judged.to_string(),
-                    format!("{:.6}", x.rate),
-                    format!("{:.6}", x.low),
-                    format!("{:.6}", x.high),
-                ]),
-                None => row.extend(std::iter::repeat_n(String::new(), 5)),
-            }
-        }
-        let opt = |v: Option<u64>| v.map_or(String::new(), |n| n.to_string());
-        let real = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.3}"));
-        row.extend([
-            c.undecided_seeds.to_string(),
-            c.errors.to_string(),
-            opt(c.acquire_latency_p50_ns),
-            opt(c.acquire_latency_p99_ns),
-            opt(c.wait_p50_ns),
-            opt(c.wait_p99_ns),
-            real(c.counts.acquire_rate()),
-            real(c.counts.acquire_peak_mean_per_s()),
-            real(c.counts.acquire_late_peak_mean_per_s()),
-            real(c.counts.retries_per_grant()),
-            real(c.counts.fairness()),
-            opt(c.first_failing_seed),
-            r.warnings(seeds).join("; "),
-        ]);
-        t += &row
-            .iter()
-            .map(|f| csv_field(f))
-            .collect::<Vec<_>>()
-            .join(",");
-        t += "\n";
-    }
-    t
-}
-
-/// One result as JSON: the cell's fields (as `campaign --json` prints them), its point, and
-/// per checked property `p_rate`, `p_low`, `p_high`, `p_judged`, and `warnings`.
-pub(crate) fn point_json(r: &PointResult, seeds: u64) -> serde_json::Value {
-    let mut v = serde_json::to_value(&r.cell).expect("cells serialize");
-    if let serde_json::Value::Object(m) = &mut v {
-        let point: serde_json::Map<String, serde_json::Value> = r
-            .values
-            .iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-            .collect();
-        m.insert("point".into(), point.into());
-        for x in &r.rates {
-            let p = x.property.to_string().to_ascii_lowercase();
-            m.insert(format!("{p}_judged"), x.judged.into());
-            m.insert(format!("{p}_rate"), x.rate.into());
-            m.insert(format!("{p}_low"), x.low.into());
-            m.insert(format!("{p}_high"), x.high.into());
-        }
-        m.insert("warnings".into(), r.warnings(seeds).into());
-        m.insert("proves_nothing".into(), r.proves_nothing().into());
-    }
-    v
-}
-
-fn axes_json(axes: &[Axis]) -> serde_json::Value {
-    serde_json::to_value(axes).expect("axes serialize")
-}
-
-/// The page's view of a sweep's results; `made` gives each result's shrunk trace.
-fn section(
-    heading: Option<String>,
-    notes: Vec<String>,
-    axes: &[Axis],
-    results: &[PointResult],
-    seeds: u64,
-    liveness: bool,
-    made: &[crate::report::Made],
-) -> SweepSection {
-    // A list of words is no plotted axis: each of its values is a series of its own.
-    let series_key = axes.iter().find(|a| a.is_words()).map(|a| a.key.clone());
-    let axes: Vec<&Axis> = axes.iter().filter(|a| !a.is_words()).collect();
-    SweepSection {
-        heading,
-        notes,
-        axes: axes
-            .iter()
-            .map(|a| SweepAxis {
-                key: a.key.clone(),
-                values: a.values.clone(),
-                numbers: a.numbers.clone(),
-                duration: a.unit == Unit::Duration,
-                log: a.log,
-            })
-            .collect(),
-        properties: properties(results, liveness)
-            .iter()
-            .map(|p| p.to_string())
-            .collect(),
-        points: results
-            .iter()
-            .enumerate()
-            .map(|(i, r)| SweepPoint {
-                series: match &series_key {
-                    Some(k) => format!(
-                        "{} × {} · {k}={}",
-                        r.cell.algorithm,
-                        r.cell.faults_label(),
-                        axis_value(r, k)
-                    ),
-                    None => format!("{} × {}", r.cell.algorithm, r.cell.faults_label()),
-                },
-                at: axes
-                    .iter()
-                    .map(|a| {
-                        let v = axis_value(r, &a.key);
-                        a.values.iter().position(|x| *x == v).unwrap_or(0)
-                    })
-                    .collect(),
-                label: SweepDef::label(&r.values),
-                seeds: r.cell.seeds,
-                grants: r.cell.grants,
-                rates: r
-                    .rates
-                    .iter()
-                    .map(|x| SweepRate {
-                        property: x.property.to_string(),
-                        violations: x.violations,
-                        judged: x.judged,
-                        rate: x.rate,
-                        low: x.low,
-                        high: x.high,
-                    })
-                    .collect(),
-                latency_p50_ns: r.cell.acquire_latency_p50_ns,
-                latency_p99_ns: r.cell.acquire_latency_p99_ns,
-                wait_p50_ns: r.cell.wait_p50_ns,
-                wait_p99_ns: r.cell.wait_p99_ns,
-                peak_per_s: r.cell.counts.acquire_peak_mean_per_s(),
-                late_peak_per_s: r.cell.counts.acquire_late_peak_mean_per_s(),
-                rate_per_s: r.cell.counts.acquire_rate(),
-                warnings: r.warnings(seeds),
-                first_failing_seed: r.cell.first_failing_seed,
-                page: made.get(i).and_then(|m| m.page.clone()),
-                trace: made.get(i).and_then(|m| m.trace.clone()),
-                note: made.get(i).and_then(|m| m.note.clone()),
-            })
-            .collect(),
-    }
-}
-
-/// Shrinks the first failing seed of every failing result, on `jobs` threads.
-fn shrink_all(ran: &Ran, dir: &Path, jobs: usize) -> Vec<crate::report::Made> {
-    let failing: Vec<usize> = (0..ran.results.len())
-        .filter(|&i| ran.results[i].cell.first_failing_seed.is_some())
-        .collect();
-    let made: Mutex<Vec<(usize, crate::report::Made)>> = Mutex::new(Vec::new());
-    if !failing.is_empty() {
-        eprintln!(
-            "shrinking the first failing seed of {} for the report",
-            plural(failing.len() as u64, "point")
-        );
-        let progress = Progress::new("points shrunk", failing.len() as u64);
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let done = std::sync::atomic::AtomicUsize::new(0);
-        let kinds = ran.spec.kinds.len();
-        let cells: Vec<usize> = {
-            // The cell index of each result: results are in cell order, one per cell run.
-            let pp = per_point(&ran.def);
-            ran.results
-                .iter()
-                .map(|r| {
-                    let a = ran
-                        .def
-                        .algorithms
-                        .iter()
-                        .position(|x| *x == r.cell.algorithm)
-                        .unwrap_or(0);
-                    let k = ran
-                        .spec
-                        .kinds
-                        .iter()
-                        .position(|x| *x == r.cell.faults)
-                        .unwrap_or(0);
-                    r.point * pp + a * kinds + k
-                })
-                .collect()
-        };
-        std::thread::scope(|scope| {
-            for _ in 0..jobs.max(1).min(failing.len()) {
-                scope.spawn(|| loop {
-                    let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(&i) = failing.get(n) else { return };
-                    let r = &ran.results[i];
-                    let setup = &ran.spec.setups[cells[i] / kinds];
-                    let what = format!("the sweep at {}", SweepDef::label(&r.values));
-                    let m = crate::report::make_with(setup, &r.cell, dir, &what);
-                    made.lock().expect("no panics while held").push((i, m));
-                    progress
-                        .set(done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) as u64 + 1);
-                });
-            }
-        });
-        progress.finish();
-    }
-    let mut made = made.into_inner().expect("workers finished");
-    made.sort_by_key(|m| m.0);
-    let mut all: Vec<crate::report::Made> = (0..ran.results.len())
-        .map(|_| crate::report::Made::default())
-        .collect();
-    for (i, m) in made {
-        all[i] = m;
-    }
-    all
+    Ok(Writer::new(path, file))
 }
 
 fn command_line(a: &SweepArgs, def: &SweepDef) -> String {
@@ -681,14 +250,14 @@ fn command_line(a: &SweepArgs, def: &SweepDef) -> String {
 
 pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
     let started = Instant::now();
-    let jobs = crate::campaign::jobs_of(a.jobs)?;
+    let jobs = crate::args::jobs_of(a.jobs)?;
     let shard = Shard::resolve(a.shard.as_deref(), a.shards, &|k| std::env::var(k).ok())?
         .unwrap_or(Shard::ALL);
     if a.report.is_some() && shard != Shard::ALL {
         return Err("--report needs the whole sweep, not one shard".into());
     }
     if let Some(r) = &a.report {
-        crate::report::check_target_with_out(r, a.out.as_deref(), a.force)?;
+        report::check_target_with_out(r, a.out.as_deref(), a.force)?;
     }
     if let Some(p) = a.svg.as_ref().filter(|p| p.exists() && !a.force) {
         return Err(format!(
@@ -712,7 +281,7 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
     }
     let liveness = a.check.is_some();
     let out_file = match &a.out {
-        Some(p) => Some(OutFile::create(p, a.force)?),
+        Some(p) => Some(create_out(p, a.force)?),
         None => None,
     };
     if !a.paths.is_empty() {
@@ -730,6 +299,61 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
         }
         return files(&a, jobs, shard, out_file.as_ref(), started);
     }
+    let def = sweep_def(&a)?;
+    let seeds = def.seeds;
+    let made_by = command_line(&a, &def);
+    let ran = run_sweep("sweep", def, jobs, shard, &a.memory, out_file.as_ref())?;
+    let keys: Vec<String> = ran.def.axes.iter().map(|x| x.key.clone()).collect();
+    let seeds_here = shard.seeds_of(seeds);
+    if let Some(path) = &a.svg {
+        let s = sweep_text::section(
+            None,
+            vec![],
+            &ran.def.axes,
+            &ran.results,
+            seeds_here,
+            liveness,
+            &[],
+        );
+        write_svg(path, &s, a.plot.as_deref(), a.force)?;
+        eprintln!("plot: {}", path.display());
+    }
+    if let Some(path) = &a.report {
+        report_page(&a, path, &ran, (seeds_here, liveness), &made_by, jobs)?;
+    }
+    if a.json {
+        let points: Vec<serde_json::Value> = ran
+            .results
+            .iter()
+            .map(|r| sweep_text::point_json(r, seeds_here))
+            .collect();
+        out(&format!(
+            "{}\n",
+            serde_json::json!({"axes": sweep_text::axes_json(&ran.def.axes), "points": points})
+        ));
+    } else if a.csv {
+        out(&sweep_text::csv(&ran.results, &keys, seeds_here, ""));
+    } else {
+        out(&sweep_text::table(
+            &ran.results,
+            &keys,
+            seeds_here,
+            liveness,
+        ));
+    }
+    warn(&ran.results, seeds_here);
+    let n = ran.spec.setups.len() as u64 * ran.spec.kinds.len() as u64 * seeds_here;
+    eprintln!(
+        "{} in {:.1}s on {}",
+        plural(n, "seed"),
+        started.elapsed().as_secs_f64(),
+        plural(jobs as u64, "thread")
+    );
+    Ok(ExitCode::from(Exit::CLEAN))
+}
+
+/// The sweep the flags describe (`--algo`, `--vary`, `--set`, `--faults`, seeds).
+fn sweep_def(a: &SweepArgs) -> Result<SweepDef, String> {
     if a.vary.is_empty() {
         return Err(
             "say what to vary: --vary KEY=RANGE, e.g. --vary pause_max=100ms..3s:10 (or give frontier files)"
@@ -756,7 +380,7 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
     if first_seed.checked_add(seeds).is_none() {
         return Err("--first-seed + --seeds does not fit in 64 bits".into());
     }
-    let def = SweepDef {
+    Ok(SweepDef {
         algorithms,
         settings: a.set.clone(),
         axes: a
@@ -770,75 +394,46 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
         },
         first_seed,
         seeds,
-    };
-    let made_by = command_line(&a, &def);
-    let ran = run_sweep("sweep", def, jobs, shard, &a.memory, out_file.as_ref())?;
-    let keys: Vec<String> = ran.def.axes.iter().map(|x| x.key.clone()).collect();
-    let seeds_here = shard.seeds_of(seeds);
-    if let Some(path) = &a.svg {
-        let s = section(
-            None,
-            vec![],
-            &ran.def.axes,
-            &ran.results,
-            seeds_here,
-            liveness,
-            &[],
-        );
-        write_svg(path, &s, a.plot.as_deref(), a.force)?;
-        eprintln!("plot: {}", path.display());
-    }
-    if let Some(path) = &a.report {
-        let dir = crate::report::files_dir(path);
-        let made = shrink_all(&ran, &dir, jobs);
-        let s = section(
-            None,
-            vec![],
-            &ran.def.axes,
-            &ran.results,
-            seeds_here,
-            liveness,
-            &made,
-        );
-        let notes = vec![
-            format!(
-                "{} points × {} × {}, seeds {}‥{} of each.",
-                ran.def.points().len(),
-                plural(ran.def.algorithms.len() as u64, "algorithm"),
-                plural(ran.def.kinds.len() as u64, "fault kind"),
-                first_seed,
-                first_seed + seeds - 1
-            ),
-            format!("Made by: {made_by} --report {}", path.display()),
-        ];
-        let html = sweep_report("locksim sweep", &notes, &[s]);
-        crate::render::write_page(path, &html, a.force)?;
-        eprintln!("report: {} (traces in {})", path.display(), dir.display());
-    }
-    if a.json {
-        let points: Vec<serde_json::Value> = ran
-            .results
-            .iter()
-            .map(|r| point_json(r, seeds_here))
-            .collect();
-        out(&format!(
-            "{}\n",
-            serde_json::json!({"axes": axes_json(&ran.def.axes), "points": points})
-        ));
-    } else if a.csv {
-        out(&csv(&ran.results, &keys, seeds_here, ""));
-    } else {
-        out(&table(&ran.results, &keys, seeds_here, liveness));
-    }
-    warn(&ran.results, seeds_here);
-    let n = ran.spec.setups.len() as u64 * ran.spec.kinds.len() as u64 * seeds_here;
-    eprintln!(
-        "{} in {:.1}s on {}",
-        plural(n, "seed"),
-        started.elapsed().as_secs_f64(),
-        plural(jobs as u64, "thread")
+    })
+}
+
+/// `--report` of the command line's sweep: the plots and the table, each failing point's
+/// first failing seed shrunk beside it.
+fn report_page(
+    a: &SweepArgs,
+    path: &Path,
+    ran: &Ran,
+    (seeds_here, liveness): (u64, bool),
+    made_by: &str,
+    jobs: usize,
+) -> Result<(), String> {
+    let (first_seed, seeds) = (ran.def.first_seed, ran.def.seeds);
+    let dir = report::files_dir(path);
+    let made = shrink(ran, &dir, jobs);
+    let s = sweep_text::section(
+        None,
+        vec![],
+        &ran.def.axes,
+        &ran.results,
+        seeds_here,
+        liveness,
+        &made,
     );
-    Ok(ExitCode::SUCCESS)
+    let notes = vec![
+        format!(
+            "{} points × {} × {}, seeds {}‥{} of each.",
+            ran.def.points().len(),
+            plural(ran.def.algorithms.len() as u64, "algorithm"),
+            plural(ran.def.kinds.len() as u64, "fault kind"),
+            first_seed,
+            first_seed + seeds - 1
+        ),
+        format!("Made by: {made_by} --report {}", path.display()),
+    ];
+    let html = sweep_report("locksim sweep", &notes, &[s]);
+    locksim_explore::page::write_page(path, &html, a.force)?;
+    eprintln!("report: {} (traces in {})", path.display(), dir.display());
+    Ok(())
 }
 
 /// Runs frontier files and judges them; exit 1 when a boundary moved.
@@ -846,7 +441,7 @@ fn files(
     a: &SweepArgs,
     jobs: usize,
     shard: Shard,
-    out_file: Option<&OutFile>,
+    out_file: Option<&Writer>,
     started: Instant,
 ) -> Result<ExitCode, String> {
     let files = FrontierFile::collect(&a.paths)?;
@@ -883,18 +478,18 @@ fn files(
             for p in &problems {
                 t += &format!("  FAIL: {p}\n");
             }
-            t += &table(&ran.results, &keys, seeds_here, a.check.is_some());
+            t += &sweep_text::table(&ran.results, &keys, seeds_here, a.check.is_some());
             out(&t);
         } else if a.csv {
-            out(&csv(&ran.results, &keys, seeds_here, &label));
+            out(&sweep_text::csv(&ran.results, &keys, seeds_here, &label));
         }
         warn(&ran.results, seeds_here);
         if a.report.is_some() {
-            let dir = crate::report::files_dir(a.report.as_deref().expect("checked"));
-            let made = shrink_all(&ran, &dir, jobs);
+            let dir = report::files_dir(a.report.as_deref().expect("checked"));
+            let made = shrink(&ran, &dir, jobs);
             let mut notes = vec![format!("Why: {}", f.why)];
             notes.extend(problems.iter().map(|p| format!("FAIL: {p}")));
-            sections.push(section(
+            sections.push(sweep_text::section(
                 Some(format!("{} ({label}): {verdict}", f.name)),
                 notes,
                 &f.sweep.axes,
@@ -910,8 +505,8 @@ fn files(
             "ok": problems.is_empty(),
             "verdict": verdict,
             "problems": problems,
-            "axes": axes_json(&f.sweep.axes),
-            "points": ran.results.iter().map(|r| point_json(r, seeds_here)).collect::<Vec<_>>(),
+            "axes": sweep_text::axes_json(&f.sweep.axes),
+            "points": ran.results.iter().map(|r| sweep_text::point_json(r, seeds_here)).collect::<Vec<_>>(),
         }));
     }
     if let Some(path) = &a.report {
@@ -929,7 +524,7 @@ fn files(
             )],
             &sections,
         );
-        crate::render::write_page(path, &html, a.force)?;
+        locksim_explore::page::write_page(path, &html, a.force)?;
     }
     if a.json {
         out(&format!("{}\n", serde_json::json!({ "frontiers": json })));
@@ -939,163 +534,40 @@ fn files(
         plural(files.len() as u64, "frontier file"),
         plural(total, "seed"),
         started.elapsed().as_secs_f64(),
-        crate::campaign::expectations(failed, shard)
+        locksim_explore::campaign_run::expectations(failed, shard)
     );
     Ok(if failed > 0 {
-        ExitCode::from(crate::exit::VIOLATION)
+        ExitCode::from(Exit::VIOLATION)
     } else {
-        ExitCode::SUCCESS
+        ExitCode::from(Exit::CLEAN)
     })
 }
 
-/// What `locksim merge` makes of one sweep's records.
-pub(crate) struct MergedSweep {
-    /// The table (headed by a frontier file's verdict), as `sweep` prints it.
-    pub text: String,
-    /// The CSV `sweep --csv` prints.
-    pub csv: String,
-    /// The axes (rebuilt from the records' point labels, or a frontier file's own) and the
-    /// points: `{"axes", "points"}`, as `sweep --json` prints them.
-    pub axes_points: serde_json::Value,
-    /// For a frontier file, its entry of `sweep --json`'s `"frontiers"`: `{file, name, ok,
-    /// verdict, problems, axes, points}`.
-    pub frontier: Option<serde_json::Value>,
-    /// `false` when a frontier file's boundary moved.
-    pub ok: bool,
+/// Prints the warnings about the points that prove nothing (stderr).
+fn warn(results: &[PointResult], seeds: u64) {
+    for line in sweep_text::warnings(results, seeds) {
+        eprintln!("{line}");
+    }
 }
 
-/// The axes of a sweep whose cells' points are `by_point` (labels `k=v k2=v2`, point-major):
-/// each key's distinct values in grid order.
-///
-/// # Errors
-/// A value that is no axis value.
-fn axes_of(by_point: &[String]) -> Result<Vec<Axis>, String> {
-    let mut keys: Vec<(String, Vec<String>)> = Vec::new();
-    for l in by_point {
-        for (k, v) in l.split(' ').filter_map(|kv| kv.split_once('=')) {
-            let at = match keys.iter().position(|x| x.0 == k) {
-                Some(i) => i,
-                None => {
-                    keys.push((k.to_string(), Vec::new()));
-                    keys.len() - 1
-                }
-            };
-            if !keys[at].1.iter().any(|x| x == v) {
-                keys[at].1.push(v.to_string());
-            }
-        }
-    }
-    keys.into_iter()
-        .map(|(k, values)| Axis::from_values(&k, values))
-        .collect()
-}
-
-/// `locksim merge` of a sweep's records (they name their point): the table, CSV and JSON one
-/// unsharded run prints, and for a frontier file its verdict. `cells` are the merged cells by
-/// index; `labels` each cell's point; `missing` what a partial merge lacks.
-pub(crate) fn merged(
-    campaign: &str,
-    cells: &[(usize, locksim_explore::CellSummary)],
-    labels: &std::collections::BTreeMap<usize, String>,
-    seeds: u64,
-    missing: &[String],
-) -> Result<MergedSweep, String> {
-    let judge = missing.is_empty();
-    // Algorithms × kinds per point: the distinct (algorithm, faults) pairs.
-    let mut pairs: Vec<(String, FaultKind)> = Vec::new();
-    for (_, c) in cells {
-        if !pairs.contains(&(c.algorithm.clone(), c.faults)) {
-            pairs.push((c.algorithm.clone(), c.faults));
-        }
-    }
-    let pp = pairs.len().max(1);
-    // The points the records name, numbered from 0 in cell order: a record's cell index
-    // (which may claim any size) never sizes anything here.
-    let mut point_no: std::collections::BTreeMap<usize, usize> = Default::default();
-    let mut by_point: Vec<String> = Vec::new();
-    for (cell, l) in labels {
-        point_no.entry(cell / pp).or_insert_with(|| {
-            by_point.push(l.clone());
-            by_point.len() - 1
-        });
-    }
-    let cells: Vec<(usize, locksim_explore::CellSummary)> = cells
-        .iter()
-        .map(|(cell, c)| {
-            // Every sweep record names its point; a cell without one reads as unlabelled.
-            let p = point_no
-                .get(&(cell / pp))
-                .copied()
-                .unwrap_or(by_point.len());
-            (p * pp + cell % pp, c.clone())
-        })
-        .collect();
-    let results = results(&cells, &by_point, pp, 1);
-    let file = (campaign != "sweep").then(|| FrontierFile::read(Path::new(campaign)));
-    let rebuilt = axes_of(&by_point).map_err(|e| format!("cannot merge {campaign}: {e}"))?;
-    // A frontier file still where it ran says its axes (a log scale included), if they are the
-    // records' axes.
-    let axes = match &file {
-        Some(Ok(f))
-            if f.sweep.axes.len() == rebuilt.len()
-                && f.sweep.axes.iter().zip(&rebuilt).all(|(a, b)| {
-                    a.key == b.key && b.values.iter().all(|v| a.values.contains(v))
-                }) =>
-        {
-            f.sweep.axes.clone()
-        }
-        _ => rebuilt,
-    };
-    let keys: Vec<String> = axes.iter().map(|a| a.key.clone()).collect();
-    let mut text = String::new();
-    let mut ok = true;
-    let points_json: Vec<serde_json::Value> =
-        results.iter().map(|r| point_json(r, seeds)).collect();
-    let mut frontier = None;
-    if let Some(file) = &file {
-        let (name, verdict, problems) = match file {
-            Ok(f) if judge => {
-                let p = f.judge(&results);
-                ok = p.is_empty();
-                let v = if ok { "PASS" } else { "FAIL" };
-                (f.name.clone(), v.to_string(), p)
-            }
-            Ok(f) => (
-                f.name.clone(),
-                format!("not judged (partial: {})", missing.join("; ")),
-                vec![],
-            ),
-            Err(e) => (String::new(), format!("not judged: {e}"), vec![]),
-        };
-        text += &if name.is_empty() {
-            format!("== {campaign} ({verdict})\n")
-        } else {
-            format!("== {name} ({campaign}): {verdict}\n")
-        };
-        for x in &problems {
-            text += &format!("  FAIL: {x}\n");
-        }
-        frontier = Some(serde_json::json!({
-            "file": campaign,
-            "name": name,
-            "ok": ok,
-            "verdict": verdict,
-            "problems": problems,
-            "axes": axes_json(&axes),
-            "points": points_json,
-        }));
-    }
-    text += &table(&results, &keys, seeds, false);
-    let mut axes_points = serde_json::json!({"axes": axes_json(&axes), "points": points_json});
-    if !missing.is_empty() {
-        axes_points["missing"] = missing.into();
-    }
-    let csv_label = if campaign == "sweep" { "" } else { campaign };
-    Ok(MergedSweep {
-        text,
-        csv: csv(&results, &keys, seeds, csv_label),
-        axes_points,
-        frontier,
-        ok,
-    })
+/// Shrinks the first failing seed of every failing point of `ran` for the report.
+fn shrink(ran: &Ran, dir: &Path, jobs: usize) -> Vec<report::Made> {
+    let shown = crate::progress::shrinking(
+        |n| {
+            format!(
+                "shrinking the first failing seed of {} for the report",
+                plural(n, "point")
+            )
+        },
+        "points shrunk",
+    );
+    report::shrink_points(
+        &ran.def,
+        &ran.spec,
+        &ran.results,
+        dir,
+        jobs,
+        crate::program(),
+        &shown,
+    )
 }

@@ -10,6 +10,7 @@ use locksim_explore::check_scenario;
 use locksim_explore::replay::{replay, verdict_kinds};
 use locksim_explore::shrink::{shrink, trace_file_name};
 
+use crate::exit::Exit;
 use crate::progress::Progress;
 use crate::scenario_args::choose;
 use crate::{out, plural};
@@ -49,7 +50,7 @@ pub struct ShrinkArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    memory: crate::MemoryArgs,
+    memory: crate::args::MemoryArgs,
 }
 
 #[derive(Args)]
@@ -64,63 +65,13 @@ pub struct ReplayArgs {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
-    memory: crate::MemoryArgs,
+    memory: crate::args::MemoryArgs,
 }
 
 pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
-    let campaign_file = a
-        .trace
-        .as_ref()
-        .filter(|t| t.extension().is_some_and(|x| x == "toml"));
-    let scenario = match (&a.trace, a.seed) {
-        (Some(t), _) if campaign_file.is_none() => {
-            if a.algo.is_some() || a.seed.is_some() || a.faults.is_some() || a.plan.is_some() {
-                return Err(
-                    "a trace carries its own scenario: --algo, --seed, --faults and --plan are for fresh runs"
-                        .into(),
-                );
-            }
-            if !a.set.is_empty() {
-                return Err(
-                    "a trace carries its own settings: --set applies to --algo/--seed runs".into(),
-                );
-            }
-            let trace = Trace::read(t).map_err(|e| e.to_string())?;
-            if let Some(what) = &trace.real {
-                return Err(format!(
-                    "{}: it records a real run ({what}): there is no seed to shrink; shrink the scenario in the simulator with `locksim shrink FILE.toml --seed N`",
-                    t.display()
-                ));
-            }
-            trace.scenario
-        }
-        (_, Some(seed)) => choose(
-            campaign_file.map(|p| p.as_path()),
-            a.algo.as_deref(),
-            a.faults.as_deref(),
-            &a.set,
-            a.plan.as_ref(),
-        )?
-        .scenario(seed),
-        _ => return Err("give a TRACE, or FILE.toml and --seed, or --algo and --seed".into()),
-    };
+    let scenario = shrink_scenario(&a)?;
     a.memory.check(&scenario)?;
-    let property = match &a.kind {
-        Some(k) => k.parse::<Property>()?,
-        None => {
-            let setup = locksim_explore::Setup::from_scenario(&scenario)?;
-            let out = check_scenario(&scenario, setup.algo);
-            if let Some(e) = &out.error {
-                // Not "violates nothing": it never ran (H6 item 7).
-                return Err(format!(
-                    "seed {} failed to run (the simulation panicked: {e}): there is no history to shrink",
-                    scenario.seed
-                ));
-            }
-            let first = out.verdict.kinds().first().copied();
-            first.ok_or("the run violates nothing: nothing to shrink")?
-        }
-    };
+    let property = shrink_property(&a, &scenario)?;
     if a.out_dir.exists() && !a.out_dir.is_dir() {
         // Say so now, not after the whole shrink.
         return Err(format!(
@@ -145,37 +96,11 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
     trace.write_new(&path)?;
     let secs = started.elapsed().as_secs_f64();
     if a.json {
-        let faults: Vec<serde_json::Value> = shrunk
-            .scenario
-            .faults
-            .faults
-            .iter()
-            .map(|f| {
-                let mut v = serde_json::json!({
-                    "at_ns": f.at,
-                    "fault": f.fault.describe(&shrunk.scenario.cluster),
-                });
-                // A fault aimed at an event stays so: its `at_ns` (0) is no fixed time.
-                if let Some(t) = &f.after {
-                    v["after"] = serde_json::to_value(t).expect("serializable");
-                    v["when"] = f.describe_when(&shrunk.scenario.cluster).into();
-                }
-                v
-            })
-            .collect();
-        let v = serde_json::json!({
-            "trace": path.display().to_string(),
-            "property": property,
-            "seed": shrunk.scenario.seed,
-            "clients": shrunk.scenario.cluster.clients,
-            "faults": faults,
-            "runs": shrunk.runs,
-            "seconds": (secs * 10.0).round() / 10.0,
-            "digest": trace.digest,
-            "verdict": verdict_kinds(&shrunk.verdict),
-        });
-        out(&format!("{v}\n"));
-        return Ok(ExitCode::SUCCESS);
+        out(&format!(
+            "{}\n",
+            shrunk_json(&shrunk, &trace, &path, property, secs)
+        ));
+        return Ok(ExitCode::from(Exit::CLEAN));
     }
     let mut t = format!(
         "{}: {}, {}, {} in {secs:.1}s; verdict {}\n",
@@ -204,7 +129,108 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
         locksim_explore::testing::shell_quote(&path.to_string_lossy())
     );
     out(&t);
-    Ok(ExitCode::SUCCESS)
+    Ok(ExitCode::from(Exit::CLEAN))
+}
+
+/// The scenario to shrink: a trace's, or a seed of a campaign file or of `--algo`.
+fn shrink_scenario(a: &ShrinkArgs) -> Result<locksim_core::Scenario, String> {
+    let campaign_file = a
+        .trace
+        .as_ref()
+        .filter(|t| t.extension().is_some_and(|x| x == "toml"));
+    let scenario = match (&a.trace, a.seed) {
+        (Some(t), _) if campaign_file.is_none() => {
+            if a.algo.is_some() || a.seed.is_some() || a.faults.is_some() || a.plan.is_some() {
+                return Err(
+                "a trace carries its own scenario: --algo, --seed, --faults and --plan are for fresh runs"
+                    .into(),
+            );
+            }
+            if !a.set.is_empty() {
+                return Err(
+                    "a trace carries its own settings: --set applies to --algo/--seed runs".into(),
+                );
+            }
+            let trace = Trace::read(t).map_err(|e| e.to_string())?;
+            if let Some(what) = &trace.real {
+                return Err(format!(
+                "{}: it records a real run ({what}): there is no seed to shrink; shrink the scenario in the simulator with `locksim shrink FILE.toml --seed N`",
+                t.display()
+            ));
+            }
+            trace.scenario
+        }
+        (_, Some(seed)) => choose(
+            campaign_file.map(|p| p.as_path()),
+            a.algo.as_deref(),
+            a.faults.as_deref(),
+            &a.set,
+            a.plan.as_ref(),
+        )?
+        .scenario(seed),
+        _ => return Err("give a TRACE, or FILE.toml and --seed, or --algo and --seed".into()),
+    };
+    Ok(scenario)
+}
+
+/// The property to keep: `--kind`, or the first the run violates.
+fn shrink_property(a: &ShrinkArgs, scenario: &locksim_core::Scenario) -> Result<Property, String> {
+    let property = match &a.kind {
+        Some(k) => k.parse::<Property>()?,
+        None => {
+            let setup = locksim_explore::Setup::from_scenario(scenario)?;
+            let out = check_scenario(scenario, setup.algo);
+            if let Some(e) = &out.error {
+                // Not "violates nothing": it never ran (H6 item 7).
+                return Err(format!(
+                "seed {} failed to run (the simulation panicked: {e}): there is no history to shrink",
+                scenario.seed
+            ));
+            }
+            let first = out.verdict.kinds().first().copied();
+            first.ok_or("the run violates nothing: nothing to shrink")?
+        }
+    };
+    Ok(property)
+}
+
+/// `shrink --json`'s object: the trace written to `path`, its faults, and the shrink's cost.
+fn shrunk_json(
+    shrunk: &locksim_explore::shrink::Shrunk,
+    trace: &Trace,
+    path: &std::path::Path,
+    property: Property,
+    secs: f64,
+) -> serde_json::Value {
+    let faults: Vec<serde_json::Value> = shrunk
+        .scenario
+        .faults
+        .faults
+        .iter()
+        .map(|f| {
+            let mut v = serde_json::json!({
+                "at_ns": f.at,
+                "fault": f.fault.describe(&shrunk.scenario.cluster),
+            });
+            // A fault aimed at an event stays so: its `at_ns` (0) is no fixed time.
+            if let Some(t) = &f.after {
+                v["after"] = serde_json::to_value(t).expect("serializable");
+                v["when"] = f.describe_when(&shrunk.scenario.cluster).into();
+            }
+            v
+        })
+        .collect();
+    serde_json::json!({
+    "trace": path.display().to_string(),
+    "property": property,
+    "seed": shrunk.scenario.seed,
+    "clients": shrunk.scenario.cluster.clients,
+    "faults": faults,
+    "runs": shrunk.runs,
+    "seconds": (secs * 10.0).round() / 10.0,
+    "digest": trace.digest,
+    "verdict": verdict_kinds(&shrunk.verdict),
+    })
 }
 
 pub fn replay_main(a: ReplayArgs) -> Result<ExitCode, String> {
@@ -281,10 +307,10 @@ pub fn replay_main(a: ReplayArgs) -> Result<ExitCode, String> {
         }
     }
     Ok(if unreadable {
-        ExitCode::from(crate::exit::BAD_INPUT)
+        ExitCode::from(Exit::BAD_INPUT)
     } else if mismatch {
-        ExitCode::from(crate::exit::VIOLATION)
+        ExitCode::from(Exit::VIOLATION)
     } else {
-        ExitCode::SUCCESS
+        ExitCode::from(Exit::CLEAN)
     })
 }

@@ -6,7 +6,11 @@
 //! processes interleaving their records in one corrupted file.
 
 use std::fs::{File, OpenOptions};
-use std::path::Path;
+use std::io::{BufRead, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::SeedRecord;
 
 /// How a record file is opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +91,150 @@ pub fn open(path: &Path, how: Open) -> Result<File, Error> {
         _ => {}
     }
     Ok(file)
+}
+
+/// A record file being written: each [`SeedRecord`] is appended as one JSON line, written
+/// whole and flushed, from any number of worker threads.
+pub struct Writer {
+    path: PathBuf,
+    file: Mutex<File>,
+}
+
+impl Writer {
+    /// Writes to `file` (opened by [`open`], so under its lock), which is at `path`.
+    pub fn new(path: &Path, file: File) -> Writer {
+        Writer {
+            path: path.to_path_buf(),
+            file: Mutex::new(file),
+        }
+    }
+
+    /// Appends `r` as one line.
+    ///
+    /// # Errors
+    /// The file cannot be written (naming it).
+    pub fn write(&self, r: &SeedRecord) -> Result<(), String> {
+        let mut line = serde_json::to_string(r).expect("records serialize");
+        line.push('\n');
+        let mut f = self.file.lock().expect("no panics while held");
+        f.write_all(line.as_bytes())
+            .and_then(|_| f.flush())
+            .map_err(|e| format!("cannot write {}: {e}", self.path.display()))
+    }
+}
+
+/// Reads the records of `file` (opened with [`Open::Resume`] at `path`) to continue it:
+/// `each` gets every record with its line number (from 1) and may refuse it. A last line
+/// whose record is unfinished (an interrupted write) is cut off, and a whole last record
+/// without its newline is given one, so that appending continues the file cleanly. Returns
+/// whether an unfinished line was cut off.
+///
+/// # Errors
+/// A line that is no record ([`not_a_record`]), what `each` refuses, or the file cannot be
+/// read or written (naming it).
+pub fn resume(
+    file: &mut File,
+    path: &Path,
+    each: &mut dyn FnMut(SeedRecord, usize) -> Result<(), String>,
+) -> Result<bool, String> {
+    let shown = path.display();
+    let mut reader = std::io::BufReader::new(&*file);
+    let (mut good, mut line_no, mut buf) = (0u64, 0usize, Vec::new());
+    let (mut unfinished, mut needs_newline) = (false, false);
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| format!("cannot read {shown}: {e}"))?;
+        if n == 0 {
+            break;
+        }
+        line_no += 1;
+        let complete = buf.ends_with(b"\n");
+        let text = String::from_utf8_lossy(&buf);
+        if text.trim().is_empty() {
+            good += n as u64;
+            continue;
+        }
+        let r: SeedRecord = match serde_json::from_str(text.trim_end()) {
+            Ok(r) => r,
+            Err(_) if !complete && text.trim_start().starts_with('{') => {
+                unfinished = true;
+                break;
+            }
+            Err(e) => return Err(not_a_record(path, line_no, &e)),
+        };
+        each(r, line_no)?;
+        good += n as u64;
+        // A whole record without its newline (the last line): end it before appending.
+        needs_newline = !complete;
+    }
+    drop(reader);
+    if needs_newline {
+        file.write_all(b"\n")
+            .map_err(|e| format!("cannot write {shown}: {e}"))?;
+    }
+    if unfinished {
+        file.set_len(good)
+            .and_then(|_| file.seek(std::io::SeekFrom::End(0)).map(|_| ()))
+            .map_err(|e| format!("cannot write {shown}: {e}"))?;
+    }
+    Ok(unfinished)
+}
+
+/// Refuses a record of a seed that ran but does not say how many of its faults took effect
+/// (written by a build before they were counted): folded in, its cell could read `safe`
+/// though no fault acted. Such records are refused by `merge` and `--resume` (exit 2) rather
+/// than judged as unknown.
+///
+/// # Errors
+/// One line naming the seed and its cell.
+pub fn check_faults_recorded(r: &SeedRecord) -> Result<(), String> {
+    if r.faults_applied.is_none() && r.error.is_none() {
+        return Err(format!(
+            "seed {} of cell {} ({} under {}) has no `faults_applied`: written by an older build, \
+             which did not count the faults that took effect; run that shard again with this build",
+            r.seed,
+            r.cell,
+            r.algorithm,
+            r.faults.name()
+        ));
+    }
+    Ok(())
+}
+
+/// Creates the folders `path` needs (as `--report` and `--svg` do), so `--out runs/a.jsonl`
+/// works in a fresh clone.
+///
+/// # Errors
+/// The folder cannot be made (naming it).
+pub fn create_parent(path: &Path) -> Result<(), String> {
+    match path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(dir) if !dir.is_dir() => std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display())),
+        _ => Ok(()),
+    }
+}
+
+/// The error for line `line` of `path` that is not a record: what a record file is, then
+/// serde's detail (and for a TOML file, what to do with it instead).
+pub fn not_a_record(path: &Path, line: usize, e: &serde_json::Error) -> String {
+    let hint = if path.extension().is_some_and(|x| x == "toml") {
+        "; a .toml file is a scenario: run it with `locksim campaign FILE` (or `locksim sweep FILE` for a frontier file)"
+    } else {
+        ""
+    };
+    format!(
+        "{}:{line}: not a locksim record (expected one JSON object per line, as `locksim campaign --out` or `locksim sweep --out` writes them): {}{hint}",
+        path.display(),
+        json_problem(e)
+    )
+}
+
+/// serde_json's message without its " at line L column C" tail (the caller names the line).
+pub fn json_problem(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    s.split(" at line ").next().unwrap_or(&s).to_string()
 }
 
 #[cfg(test)]

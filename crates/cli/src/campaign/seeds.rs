@@ -7,8 +7,7 @@ use locksim_explore::campaign_file::CampaignFile;
 
 use crate::plural;
 
-/// The most seeds per cell one invocation runs; bigger campaigns are sharded.
-pub(super) const MAX_SEEDS: u64 = 1_000_000;
+use locksim_explore::merge::MAX_SEEDS;
 
 /// `--seeds` and `--first-seed` as given (each `None` when absent).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

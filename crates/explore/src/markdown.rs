@@ -1,8 +1,8 @@
-//! `locksim campaign --markdown`: the matrix as the README's "which lock should I use" table,
+//! The matrix as the README's "which lock should I use" table (`locksim campaign --markdown`):
 //! one row per algorithm and one column per fault kind, generated, never typed.
 
+use crate::CellSummary;
 use locksim_core::{FaultKind, Property};
-use locksim_explore::CellSummary;
 
 /// What one cell says: `safe`, or the violated properties with their seed counts
 /// (`S1 74 · S2 70`); a cell with no grants, failed seeds or undecided checks says so, since

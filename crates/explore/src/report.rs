@@ -1,22 +1,23 @@
-//! `locksim campaign --report FILE`: the matrix (or each campaign file's) as a page; each
-//! violated cell's first failing seed shrunk, its trace and its rendered timeline written
-//! beside the report.
+//! The report page of `locksim campaign --report FILE` (and `merge --report`, `sweep
+//! --report`): the matrix (or each campaign file's) as a page; each violated cell's first
+//! failing seed shrunk, its trace and its rendered timeline written beside the report, in
+//! [`files_dir`].
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use locksim_core::time::fmt_nanos;
+use locksim_core::text::plural;
 use locksim_core::Scenario;
-use locksim_explore::shrink::{shrink_with, trace_file_name};
-use locksim_explore::sim::LockAlgorithm;
-use locksim_explore::{check_scenario, CampaignSpec, CellSummary, Setup};
 use locksim_render::report::{campaign_report, ReportCell, ReportSection};
 use locksim_render::{render_html, Run};
+use locksim_sim::LockAlgorithm;
 
-use crate::plural;
-use crate::progress::Progress;
-use crate::render::write_page;
+use crate::page::{check_page_target, write_page};
+use crate::shrink::{shrink_with, trace_file_name};
+use crate::sweep::{PointResult, SweepDef};
+use crate::table::metric_pairs;
+use crate::{check_scenario, CampaignSpec, CellSummary, Setup};
 
 /// The folder beside `report` that holds its traces and pages: `report.html` →
 /// `report-files/`.
@@ -63,7 +64,7 @@ pub fn check_target_with_out(report: &Path, out: Option<&Path>, force: bool) -> 
             ));
         }
     }
-    crate::render::check_page_target(report, force)?;
+    check_page_target(report, force)?;
     let dir = files_dir(report);
     if dir.exists() && !dir.is_dir() {
         return Err(format!(
@@ -77,12 +78,12 @@ pub fn check_target_with_out(report: &Path, out: Option<&Path>, force: bool) -> 
 
 /// What became of one violated cell.
 #[derive(Default)]
-pub(crate) struct Made {
+pub struct Made {
     /// The unshrunk first failing seed's latency-over-time plot (inline SVG).
-    pub(crate) plot: Option<String>,
-    pub(crate) page: Option<String>,
-    pub(crate) trace: Option<String>,
-    pub(crate) note: Option<String>,
+    pub plot: Option<String>,
+    pub page: Option<String>,
+    pub trace: Option<String>,
+    pub note: Option<String>,
 }
 
 /// Where a violated cell's first failing seed comes from: its scenario and the algorithm that
@@ -107,17 +108,18 @@ pub fn starts_of(spec: &CampaignSpec, cells: &[CellSummary]) -> Vec<Option<Start
 }
 
 /// As [`make`], for the cell `c` run with `setup` (`what`: "the campaign", "the sweep at …").
-pub(crate) fn make_with(setup: &Setup, c: &CellSummary, dir: &Path, what: &str) -> Made {
+pub fn make_with(setup: &Setup, c: &CellSummary, dir: &Path, what: &str, program: &str) -> Made {
     let start = c
         .first_failing_seed
         .map(|seed| Ok((setup.scenario(seed, &[c.faults]), setup.algo.clone())));
-    make(c, start.as_ref(), dir, what)
+    make(c, start.as_ref(), dir, what, program)
 }
 
 /// Shrinks the first failing seed of the cell (from `start`), writes its trace (never
 /// replacing a different one) and its page into `dir`; links are relative to the report's
-/// folder. `what` names where the seed ran, for the page's notes.
-fn make(c: &CellSummary, start: Option<&Start>, dir: &Path, what: &str) -> Made {
+/// folder. `what` names where the seed ran, and `program` the command to replay the trace
+/// with, for the page's notes.
+fn make(c: &CellSummary, start: Option<&Start>, dir: &Path, what: &str, program: &str) -> Made {
     let Some(seed) = c.first_failing_seed else {
         return Made::default();
     };
@@ -196,7 +198,7 @@ fn make(c: &CellSummary, start: Option<&Start>, dir: &Path, what: &str) -> Made 
             ),
             format!(
                 "Replay it with: {} replay {}",
-                crate::program(),
+                program,
                 trace_path.display()
             ),
         ],
@@ -208,71 +210,6 @@ fn make(c: &CellSummary, start: Option<&Start>, dir: &Path, what: &str) -> Made 
         Err(e) => made.note = Some(e),
     }
     made
-}
-
-fn d(ns: Option<u64>) -> String {
-    ns.map_or("-".into(), |n| fmt_nanos(n as i128))
-}
-
-/// Attempts per second as a table shows them: one decimal under 10 (a quiet cell's 0.4/s is
-/// not 0), whole numbers above.
-fn rate(r: f64) -> String {
-    if r < 10.0 {
-        format!("{r:.1}")
-    } else {
-        format!("{r:.0}")
-    }
-}
-
-/// The metrics of a cell as `[label, value]` pairs.
-pub fn metric_pairs(c: &CellSummary) -> Vec<(String, String)> {
-    vec![
-        (
-            "acquire p50 / p99".into(),
-            format!(
-                "{} / {}",
-                d(c.acquire_latency_p50_ns),
-                d(c.acquire_latency_p99_ns)
-            ),
-        ),
-        (
-            "wait p50 / p99".into(),
-            format!("{} / {}", d(c.wait_p50_ns), d(c.wait_p99_ns)),
-        ),
-        (
-            "hold p50 / p99".into(),
-            format!("{} / {}", d(c.hold_p50_ns), d(c.hold_p99_ns)),
-        ),
-        (
-            "acquires (failed, unknown)".into(),
-            format!(
-                "{} ({}, {})",
-                c.counts.acquires, c.counts.acquires_failed, c.counts.acquires_unknown
-            ),
-        ),
-        ("retries".into(), c.counts.retries.to_string()),
-        (
-            "leases expired while held".into(),
-            c.counts.expired_while_held.to_string(),
-        ),
-        (
-            "messages (dropped)".into(),
-            format!("{} ({})", c.counts.messages_sent, c.counts.messages_dropped),
-        ),
-        (
-            "acquire attempts per second (busiest 100 ms)".into(),
-            match (c.counts.acquire_rate(), c.counts.acquire_peak_per_s()) {
-                (Some(r), Some(peak)) => format!("{} ({peak})", rate(r)),
-                _ => "-".into(),
-            },
-        ),
-        (
-            "grant fairness (Jain's index)".into(),
-            c.counts
-                .fairness()
-                .map_or("-".into(), |f| format!("{f:.2}")),
-        ),
-    ]
 }
 
 /// One campaign's part of the report: its heading and notes, what it ran, its cells.
@@ -287,8 +224,22 @@ pub struct Section {
     pub cells: Vec<CellSummary>,
 }
 
+/// How far a report's shrinking got, for a progress display: `Start` once with the number
+/// of seeds to shrink (never when there are none), `Done` with the number shrunk after each,
+/// `Finished` at the end.
+#[derive(Debug, Clone, Copy)]
+pub enum Shrinking {
+    /// About to shrink this many seeds.
+    Start(u64),
+    /// This many are shrunk.
+    Done(u64),
+    /// All are.
+    Finished,
+}
+
 /// Writes the report of finished campaigns to `path`, and the shrunk traces and their pages
-/// into [`files_dir`]; shrinks on `jobs` threads. Returns the number of pages made.
+/// into [`files_dir`]; shrinks on `jobs` threads, telling `shown` how far it got (`program`
+/// names the command in the pages' "Replay it with" lines). Returns the number of pages made.
 ///
 /// # Errors
 /// When the report cannot be written (or `path` holds a file locksim did not write).
@@ -298,6 +249,8 @@ pub fn write(
     jobs: usize,
     notes: Vec<String>,
     force: bool,
+    program: &str,
+    shown: &(dyn Fn(Shrinking) + Sync),
 ) -> Result<usize, String> {
     let dir = files_dir(path);
     let violated: Vec<(usize, usize)> = sections
@@ -311,11 +264,7 @@ pub fn write(
         .collect();
     let made: Mutex<Vec<((usize, usize), Made)>> = Mutex::new(Vec::new());
     if !violated.is_empty() {
-        eprintln!(
-            "shrinking the first failing seed of {} violated cells for the report",
-            violated.len()
-        );
-        let progress = Progress::new("cells shrunk", violated.len() as u64);
+        shown(Shrinking::Start(violated.len() as u64));
         let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
         std::thread::scope(|scope| {
             for _ in 0..jobs.max(1).min(violated.len()) {
@@ -329,15 +278,18 @@ pub fn write(
                         sec.starts.get(i).and_then(Option::as_ref),
                         &dir,
                         "the campaign",
+                        program,
                     );
                     made.lock()
                         .expect("no panic while holding it")
                         .push(((s, i), m));
-                    progress.set(done.fetch_add(1, Ordering::Relaxed) as u64 + 1);
+                    shown(Shrinking::Done(
+                        done.fetch_add(1, Ordering::Relaxed) as u64 + 1,
+                    ));
                 });
             }
         });
-        progress.finish();
+        shown(Shrinking::Finished);
     }
     let made = made.into_inner().expect("workers finished");
     let pages = made.iter().filter(|m| m.1.page.is_some()).count();
@@ -381,4 +333,72 @@ pub fn write(
     let html = campaign_report("locksim campaign report", &notes, &report);
     write_page(path, &html, force)?;
     Ok(pages)
+}
+
+/// Shrinks the first failing seed of every failing point of the sweep `def` (run as `spec`,
+/// giving `results`) into `dir`, on `jobs` threads, telling `shown` how far it got; one
+/// [`Made`] per result, in order (empty for a result without a failing seed).
+pub fn shrink_points(
+    def: &SweepDef,
+    spec: &CampaignSpec,
+    results: &[PointResult],
+    dir: &Path,
+    jobs: usize,
+    program: &str,
+    shown: &(dyn Fn(Shrinking) + Sync),
+) -> Vec<Made> {
+    let failing: Vec<usize> = (0..results.len())
+        .filter(|&i| results[i].cell.first_failing_seed.is_some())
+        .collect();
+    let made: Mutex<Vec<(usize, Made)>> = Mutex::new(Vec::new());
+    if !failing.is_empty() {
+        shown(Shrinking::Start(failing.len() as u64));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let done = std::sync::atomic::AtomicUsize::new(0);
+        let kinds = spec.kinds.len();
+        let cells: Vec<usize> = {
+            // The cell index of each result: results are in cell order, one per cell run.
+            let pp = def.algorithms.len() * def.kinds.len();
+            results
+                .iter()
+                .map(|r| {
+                    let a = def
+                        .algorithms
+                        .iter()
+                        .position(|x| *x == r.cell.algorithm)
+                        .unwrap_or(0);
+                    let k = spec
+                        .kinds
+                        .iter()
+                        .position(|x| *x == r.cell.faults)
+                        .unwrap_or(0);
+                    r.point * pp + a * kinds + k
+                })
+                .collect()
+        };
+        std::thread::scope(|scope| {
+            for _ in 0..jobs.max(1).min(failing.len()) {
+                scope.spawn(|| loop {
+                    let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(&i) = failing.get(n) else { return };
+                    let r = &results[i];
+                    let setup = &spec.setups[cells[i] / kinds];
+                    let what = format!("the sweep at {}", SweepDef::label(&r.values));
+                    let m = make_with(setup, &r.cell, dir, &what, program);
+                    made.lock().expect("no panics while held").push((i, m));
+                    shown(Shrinking::Done(
+                        done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) as u64 + 1,
+                    ));
+                });
+            }
+        });
+        shown(Shrinking::Finished);
+    }
+    let mut made = made.into_inner().expect("workers finished");
+    made.sort_by_key(|m| m.0);
+    let mut all: Vec<Made> = (0..results.len()).map(|_| Made::default()).collect();
+    for (i, m) in made {
+        all[i] = m;
+    }
+    all
 }
