@@ -69,19 +69,22 @@ The matrix (campaign without files) and sweep without frontier files are explora
 exit 0 whatever they find, unless --fail-on S1,S2,... (campaign, merge) names the properties
 that fail them, for CI. One shard of campaign files exits 0 (judged at merge).";
 
-/// `--help`'s text: the properties from [`list::PROPERTY_MEANINGS`] and the exit codes from
+/// `--help`'s text: the properties from [`locksim_explore::reference::PROPERTY_MEANINGS`] and the exit codes from
 /// [`exit::TABLE`], the tables `locksim list --markdown` prints too.
 fn long_about() -> String {
     let mut t = String::from(LONG_ABOUT_HEAD);
     t += "\nFour safety properties are checked on every run:\n";
-    for (p, m) in list::PROPERTY_MEANINGS
+    for (p, m) in locksim_explore::reference::PROPERTY_MEANINGS
         .iter()
         .filter(|p| !p.0.is_liveness())
     {
         t += &wrap(&format!("  {p}  "), "      ", m);
     }
     t += "and three liveness properties:\n";
-    for (p, m) in list::PROPERTY_MEANINGS.iter().filter(|p| p.0.is_liveness()) {
+    for (p, m) in locksim_explore::reference::PROPERTY_MEANINGS
+        .iter()
+        .filter(|p| p.0.is_liveness())
+    {
         t += &wrap(&format!("  {p}  "), "      ", m);
     }
     t += LONG_ABOUT_MIDDLE;

@@ -26,6 +26,7 @@ pub mod merge;
 pub mod outcome;
 pub mod page;
 pub mod record_file;
+pub mod reference;
 pub mod replay;
 pub mod report;
 pub mod setup;
