@@ -18,11 +18,19 @@ pub(super) struct SeedFlags {
 
 /// A whole number of `flag`, or a one-line error naming the flag and the value.
 fn number(flag: &str, text: &str) -> Result<u64, String> {
-    text.trim().parse::<u64>().map_err(|_| {
-        format!(
-            "{flag} `{text}` is not a whole number (e.g. {flag} {})",
-            if flag == "--seeds" { 100 } else { 1000 }
-        )
+    let t = text.trim();
+    t.parse::<u64>().map_err(|_| {
+        let example = if flag == "--seeds" { 100 } else { 1000 };
+        if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
+            let most = if flag == "--seeds" {
+                MAX_SEEDS
+            } else {
+                u64::MAX
+            };
+            format!("{flag} `{text}` is too large: at most {most} (e.g. {flag} {example})")
+        } else {
+            format!("{flag} `{text}` is not a whole number (e.g. {flag} {example})")
+        }
     })
 }
 
@@ -128,6 +136,11 @@ mod tests {
         for (seeds, first, needle) in [
             (Some("0"), None, "--seeds must be from 1"),
             (Some("abc"), None, "--seeds `abc` is not a whole number"),
+            (
+                Some("99999999999999999999999"),
+                None,
+                "--seeds `99999999999999999999999` is too large",
+            ),
             (Some("-3"), None, "--seeds `-3`"),
             (Some("1000001"), None, "--seeds must be from 1"),
             (None, Some("x"), "--first-seed `x`"),
