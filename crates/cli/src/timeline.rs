@@ -134,8 +134,9 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool)
         let _ = writeln!(
             t,
             "note: {} still waiting for an answer when the run ended, for more than a second \
-             (the first: {}'s {} invoked at {}): a client without a request timeout waits until \
-             TCP gives up",
+             (the first: {}'s {} invoked at {}): a request without a timeout waits until it \
+             is answered or TCP gives up, and a queued lock request waits for the lock (behind \
+             a holder, a lock-delay or a lock_wait)",
             match stuck.len() {
                 1 => "1 operation was".to_string(),
                 n => format!("{n} operations were"),

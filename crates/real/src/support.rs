@@ -818,6 +818,10 @@ fn zk_backend(scenario: &Scenario) -> Result<Backend, String> {
     if let Some(v) = scenario.config.get("follower_lag") {
         return Err(refusal(algo, "follower_lag", v));
     }
+    // One follower's own lag (`n3.follower_lag`) is refused for the same reason.
+    if let Some((k, v)) = (scenario.config.iter()).find(|(k, _)| k.ends_with(".follower_lag")) {
+        return Err(refusal(algo, "follower_lag", v).replacen("follower_lag", k, 1));
+    }
     let k = Settings::new(
         algo,
         scenario,
@@ -1263,6 +1267,7 @@ mod tests {
         assert_eq!(b.zk.timeout, 300 * MS);
         for (k, v, says) in [
             ("follower_lag", "5ms", "follower_lag"),
+            ("n3.follower_lag", "2s", "`n3.follower_lag"),
             ("protected", "session", "protected"),
             ("tick", "1500us", "whole milliseconds"),
             ("servers", "10", "servers"),
