@@ -2,18 +2,11 @@
 //! aggregates and the first failing seeds, never a record per seed. Alone in its test binary,
 //! so that no other test's allocations move the process's peak.
 
+mod common;
+
+use common::peak_rss_kib;
 use locksim_core::FaultKind;
 use locksim_explore::{run_campaign, CampaignSpec, Setup};
-
-/// The process's peak resident set (VmHWM in /proc/self/status), KiB.
-fn peak_rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("Linux /proc");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("a VmHWM line")
-}
 
 fn campaign(seeds: u64) -> u64 {
     let spec = CampaignSpec {

@@ -1,23 +1,16 @@
-//! A run that ends while a node is still paused frees what it allocated (issue #49): madsim's
-//! `kill` left a paused node paused, so the tasks it woke were parked again rather than
-//! dropped, and their timers kept the whole runtime alive (measured: about 66 KiB a seed for
-//! `central` with a client paused past the end of a 12 s run, and the 1.1 KiB a seed that a `tcp` campaign
-//! of `pause` faults grew by). Alone in its test binary, so that no other test's allocations
-//! move the process's peak.
+//! A run that ends while a fault is still under way frees what it allocated (issue #49): the
+//! task that would end the fault (here a pause's resume) slept past the run's end and held the
+//! run's World and, through its timer's waker, madsim's whole timer heap (measured: about 66 KiB
+//! a seed for `central` with a client paused past the end of a 12 s run, and the 1.1 KiB a seed
+//! that a `tcp` campaign of `pause` faults grew by). Alone in its test binary, so that no other
+//! test's allocations move the process's peak.
 
+mod common;
+
+use common::peak_rss_kib;
 use locksim_core::fault::PauseTask;
 use locksim_core::{Fault, FaultPlan, TimedFault};
 use locksim_explore::{check_scenario, outcome::grants as grants_in, Setup};
-
-/// The process's peak resident set (VmHWM in /proc/self/status), KiB.
-fn peak_rss_kib() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").expect("Linux /proc");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("a VmHWM line")
-}
 
 /// Seeds `first..first + n` of `central` (a short run under `tcp`) with client c1 paused from
 /// 100 ms until long after the run's end; returns the grants.

@@ -75,3 +75,14 @@ pub fn verdict(s: &Scenario, setup: &Setup) -> (Verdict, Vec<usize>) {
         .collect();
     (out.verdict, grants)
 }
+
+/// The process's peak resident set (VmHWM in /proc/self/status), KiB: the memory tests run
+/// alone in their binaries so that no other test moves it.
+pub fn peak_rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("Linux /proc");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("a VmHWM line")
+}
