@@ -42,9 +42,11 @@ pub struct LeaseSpec {
     /// [`crate::linear::models::lock`].
     pub record: bool,
     /// The session-lock spec instead of the plain lease spec: a grant lives while its holder's
-    /// session does, renewed by touches the history does not show (ZooKeeper), so the holder's
-    /// release or renewal takes effect whatever the time; another client's acquire must still
-    /// wait for the lease's end (± `uncertainty`). See [`crate::linear::models::lock`].
+    /// session does (ZooKeeper), so the holder's release or renewal takes effect whatever the
+    /// time; another client's acquire must still wait for the lease's end (± `uncertainty`),
+    /// and the lease counts from the last touch of the session the service recorded
+    /// ([`EventKind::Touched`]), not from the grant: see [`LeaseSpec::operations`] and
+    /// [`crate::linear::models::lock`].
     pub session: bool,
 }
 
@@ -85,11 +87,15 @@ impl LeaseSpec {
         self.client_ttl.get(&node).copied().unwrap_or(self.ttl)
     }
 
-    /// The lock operations S3 judges: the history's, and under the non-expiring spec, for each
+    /// The lock operations S3 judges: the history's; under the session spec, the service's
+    /// session touches (see [`session_touches`]); and under the non-expiring spec, for each
     /// client crash, a release of unknown outcome of every grant the client had asked for by
     /// then (its session ends at some moment after the crash, or never).
     pub fn operations(&self, history: &History) -> Vec<LockOp> {
         let mut ops = lock_operations_with(history, |n| self.ttl_of(n));
+        if self.session && !self.non_expiring {
+            session_touches(history, &mut ops);
+        }
         if !self.non_expiring {
             return ops;
         }
@@ -142,6 +148,95 @@ impl LeaseSpec {
         }
         t
     }
+}
+
+/// The session spec's view of the service's [`EventKind::Touched`] records: each acquire `ok`
+/// whose grant the service recorded ([`EventKind::Grant`] to its client on its key, within the
+/// acquire's call, with the lock node's number as token) gets `since`, the time of the last
+/// touch at or before that grant of its node or of a create by its client on its key since the
+/// acquire was invoked; and each later touch of its node becomes a renewal of its handle that
+/// succeeded at that known time (`call = ret`). Histories without touches (other algorithms,
+/// real runs) are unchanged.
+pub fn session_touches(history: &History, ops: &mut Vec<LockOp>) {
+    use crate::linear::models::lock::LockOutput;
+    struct Touch {
+        time: u64,
+        id: u64,
+        key: u32,
+        client: u64,
+        node: Option<u64>,
+    }
+    let mut touches = Vec::new();
+    let mut grants = Vec::new();
+    for e in &history.events {
+        match e.kind {
+            EventKind::Touched {
+                key,
+                client,
+                seq: node,
+                ..
+            } => touches.push(Touch {
+                time: e.time,
+                id: e.id,
+                key,
+                client: client as u64,
+                node,
+            }),
+            EventKind::Grant {
+                key,
+                client,
+                token: Some(seq),
+            } => grants.push((e.time, key, client as u64, seq)),
+            _ => {}
+        }
+    }
+    if touches.is_empty() {
+        return;
+    }
+    let mut renewals = Vec::new();
+    for op in ops.iter_mut() {
+        let (
+            LockInput::Acquire {
+                key,
+                ttl,
+                handle,
+                ref mut since,
+            },
+            Some(ret),
+        ) = (&mut op.input, op.ret)
+        else {
+            continue;
+        };
+        let (key, ttl, handle) = (*key, *ttl, *handle);
+        let Some(&(g, _, _, seq)) = grants
+            .iter()
+            .rev()
+            .find(|&&(t, k, c, _)| k == key && c == op.process && op.call <= t && t <= ret)
+        else {
+            continue;
+        };
+        let mine = |t: &Touch| t.key == key && t.client == op.process;
+        *since = touches
+            .iter()
+            .filter(|t| mine(t) && op.call <= t.time && t.time <= g)
+            .filter(|t| t.node.is_none_or(|n| n == seq))
+            .map(|t| t.time)
+            .max();
+        for t in touches
+            .iter()
+            .filter(|t| mine(t) && t.time > g && t.node == Some(seq))
+        {
+            renewals.push(crate::linear::Operation {
+                process: op.process,
+                input: LockInput::Extend { key, ttl, handle },
+                output: LockOutput::Ok,
+                call: t.time,
+                ret: Some(t.time),
+                id: t.id,
+            });
+        }
+    }
+    ops.extend(renewals);
 }
 
 fn key_of(op: &LockOp) -> u32 {

@@ -197,6 +197,7 @@ fn lock_ops() -> impl Strategy<Value = Vec<Operation<LockInput, LockOutput>>> {
                     key: 0,
                     ttl: 10,
                     handle,
+                    since: None,
                 },
                 output: LockOutput::Ok,
                 call,

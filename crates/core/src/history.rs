@@ -153,6 +153,21 @@ pub enum EventKind {
     /// offset a replica applied). Recorded only in runs whose plan has a trigger waiting for
     /// `replicates`, as [`EventKind::Leader`].
     Replicated { offset: u64 },
+    /// Service side: the lock service renewed the session behind `client`'s lock node under
+    /// `key`, so that node now lives a full session timeout from this moment (unless deleted):
+    /// zookeeper's leader moved session `session`'s expiry later, and the session owns the lock
+    /// node numbered `seq` under `key` (its sequence number, the grant's token), or is creating
+    /// one there (`seq` is then `None`: the touch of the create request itself). (Not `node`:
+    /// the event's own field.) Recorded only by
+    /// `zookeeper`, only for such sessions, and only when the expiry moved. S3's session spec
+    /// counts a holder's lease from the last of these its leader recorded (docs/design.md §7).
+    Touched {
+        key: u32,
+        client: NodeId,
+        session: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        seq: Option<u64>,
+    },
 }
 
 /// Why a client stopped acting under a grant, read from the `reason` of an

@@ -449,6 +449,12 @@ pub fn export(trace: &Trace, source: &str, module_name: &str) -> Result<Export, 
                     format!("a `replicated` record: {} replicates nothing, and the specifications nothing (a trace of another algorithm, or edited?)", sc.algorithm),
                 ))
             }
+            EventKind::Touched { .. } => {
+                return Err(err(
+                    field("type"),
+                    format!("a `touched` record: {} has no sessions, and the specifications none (a trace of another algorithm, or edited?)", sc.algorithm),
+                ))
+            }
             EventKind::Lost { .. } => {
                 let c = client(&field("node"), *node)?;
                 rec("Lost", c.clone(), c, -1, 0);

@@ -554,7 +554,8 @@ pub fn page_data(run: &Run) -> PageData {
             },
             EventKind::FaultEnd { .. }
             | EventKind::Leader { .. }
-            | EventKind::Replicated { .. } => {}
+            | EventKind::Replicated { .. }
+            | EventKind::Touched { .. } => {}
         }
     }
     for (_, (n, k, t)) in open {

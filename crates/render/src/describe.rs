@@ -104,6 +104,21 @@ pub fn event(cluster: &Cluster, e: &Event) -> String {
         EventKind::FaultEnd { what } => format!("fault ends: {what}"),
         EventKind::Leader { term } => format!("leads (term {term})"),
         EventKind::Replicated { offset } => format!("replicates up to offset {offset}"),
+        EventKind::Touched {
+            key,
+            client,
+            session,
+            seq,
+        } => match seq {
+            Some(n) => format!(
+                "renews session {session} of {} (its k{key} node {n})",
+                c.name(*client)
+            ),
+            None => format!(
+                "renews session {session} of {} (creating a k{key} node)",
+                c.name(*client)
+            ),
+        },
     }
 }
 

@@ -251,7 +251,12 @@ impl Inner {
             }
             let w = Req::Write {
                 session,
-                txn: Txn::Create { key, guid, session },
+                txn: Txn::Create {
+                    key,
+                    guid,
+                    session,
+                    client: self.ctx.id(),
+                },
             };
             match self.call(w, self.request_timeout()).await {
                 Ok(Resp::Applied(Applied::Created(seq))) => return Ok((session, seq)),

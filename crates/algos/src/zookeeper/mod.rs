@@ -366,6 +366,7 @@ mod tests {
             key: 0,
             guid: 7,
             session,
+            client: 3,
         };
         assert_eq!(t.apply(3, &create(1)), Applied::Created(1));
         assert_eq!(t.apply(4, &create(2)), Applied::Created(2));

@@ -24,8 +24,13 @@ pub enum Txn {
     CreateSession { timeout: Nanos },
     /// Create an ephemeral sequential node under lock `key`, owned by `session`, whose name
     /// carries `guid` (Curator's protected-mode prefix) and, in `guid+session` mode, the
-    /// session id.
-    Create { key: u32, guid: u64, session: u64 },
+    /// session id. `client` is the node that asked (the history names grants by client).
+    Create {
+        key: u32,
+        guid: u64,
+        session: u64,
+        client: NodeId,
+    },
     /// Delete node `seq` of lock `key`.
     Delete { key: u32, seq: u64 },
     /// Close `session`: its ephemeral nodes go.
@@ -38,6 +43,9 @@ pub struct Znode {
     pub guid: u64,
     /// The session that owns it (`ephemeralOwner`).
     pub owner: u64,
+    /// The client whose create made it (for the history's [`EventKind::Touched`]).
+    #[serde(default)]
+    pub client: NodeId,
 }
 
 /// The replicated tree: sessions and each lock's children by sequence number.
@@ -70,7 +78,12 @@ impl Tree {
                 self.sessions.insert(zxid, timeout);
                 Applied::Session(zxid)
             }
-            Txn::Create { key, guid, session } => {
+            Txn::Create {
+                key,
+                guid,
+                session,
+                client,
+            } => {
                 if !self.sessions.contains_key(&session) {
                     return Applied::NoSession;
                 }
@@ -82,6 +95,7 @@ impl Tree {
                     Znode {
                         guid,
                         owner: session,
+                        client,
                     },
                 );
                 Applied::Created(seq)
@@ -388,14 +402,53 @@ impl Server {
     }
 
     fn touch(&mut self, session: u64) {
+        self.touch_creating(session, None);
+    }
+
+    /// [`Server::touch`] by a request that creates a lock node under `creating.0` for client
+    /// `creating.1`.
+    fn touch_creating(&mut self, session: u64, creating: Option<(u32, NodeId)>) {
         if self.leader() {
             if let Some(&timeout) = self.tree.sessions.get(&session) {
                 let until = self.ctx.mono_now() + timeout;
-                let e = self.expiry.entry(session).or_insert(until);
-                *e = (*e).max(until);
+                let e = self.expiry.entry(session).or_insert(0);
+                if until > *e {
+                    *e = until;
+                    self.record_touched(session, creating);
+                }
             }
         } else {
             self.touched.insert(session);
+        }
+    }
+
+    /// Leader, when it moved `session`'s expiry later: records [`EventKind::Touched`] for each
+    /// lock node the session owns (and for the one it is creating, `creating`), so that S3's
+    /// session spec counts the holder's lease from here. Sessions that own no lock node, and
+    /// sessions being closed, are not recorded (the history stays small).
+    fn record_touched(&self, session: u64, creating: Option<(u32, NodeId)>) {
+        if self.closing.contains(&session) {
+            return;
+        }
+        let owned: Vec<(u32, NodeId, Option<u64>)> = self
+            .tree
+            .locks
+            .iter()
+            .flat_map(|(&key, children)| {
+                children
+                    .iter()
+                    .filter(|(_, z)| z.owner == session)
+                    .map(move |(&seq, z)| (key, z.client, Some(seq)))
+            })
+            .chain(creating.map(|(key, client)| (key, client, None)))
+            .collect();
+        for (key, client, seq) in owned {
+            self.ctx.record(EventKind::Touched {
+                key,
+                client,
+                session,
+                seq,
+            });
         }
     }
 
@@ -410,8 +463,16 @@ impl Server {
             // Expire sessions (a new leader incarnation gives each a full timeout).
             let now = self.ctx.mono_now();
             let quorum = self.in_quorum();
-            for (&sid, &timeout) in &self.tree.sessions {
-                self.expiry.entry(sid).or_insert(now + timeout);
+            let rearmed: Vec<u64> = self
+                .tree
+                .sessions
+                .iter()
+                .filter(|(sid, _)| !self.expiry.contains_key(sid))
+                .map(|(&sid, _)| sid)
+                .collect();
+            for sid in rearmed {
+                self.expiry.insert(sid, now + self.tree.sessions[&sid]);
+                self.record_touched(sid, None);
             }
             let due: Vec<u64> = self
                 .expiry
@@ -608,7 +669,11 @@ impl Server {
                     if !self.tree.sessions.contains_key(&session) {
                         return self.ctx.reply(&m, Resp::SessionExpired).await;
                     }
-                    self.touch(session);
+                    let creating = match txn {
+                        Txn::Create { key, client, .. } => Some((key, client)),
+                        _ => None,
+                    };
+                    self.touch_creating(session, creating);
                 }
                 self.next_req += 1;
                 let origin = (self.ctx.id(), self.next_req);
@@ -698,8 +763,14 @@ impl Server {
         self.heard.insert(from, now);
         match p {
             Peer::Forward { origin, txn } if self.leader() => {
-                if let Txn::Create { session, .. } = txn {
-                    self.touch(session);
+                if let Txn::Create {
+                    session,
+                    key,
+                    client,
+                    ..
+                } = txn
+                {
+                    self.touch_creating(session, Some((key, client)));
                 }
                 self.propose(txn, Some(origin)).await;
             }

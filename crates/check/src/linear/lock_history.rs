@@ -39,6 +39,7 @@ pub fn lock_operations_with(history: &History, ttl_of: impl Fn(NodeId) -> u64) -
                     key,
                     ttl,
                     handle: *h,
+                    since: None,
                 },
                 _ => continue,
             },

@@ -163,6 +163,7 @@ pub fn lock_history(n: usize, seed: u64) -> Vec<Operation<LockInput, LockOutput>
                 key: 0,
                 ttl,
                 handle,
+                since: None,
             },
             output: LockOutput::Ok,
             call,

@@ -86,6 +86,7 @@ fn tag(kind: &EventKind) -> u64 {
         EventKind::FaultEnd { .. } => 25,
         EventKind::Leader { .. } => 26,
         EventKind::Replicated { .. } => 27,
+        EventKind::Touched { .. } => 28,
     }
 }
 

@@ -24,9 +24,16 @@
 //! process's acquire still needs the lease to have ended, as above.
 //!
 //! With [`LeaseLock::session`], the spec of a session lock (a ZooKeeper ephemeral node, which
-//! lives while its holder's session does, and the session is renewed by pings the history does
-//! not show): the holder's release or renewal takes effect at any time while it holds, as under
-//! the record spec, but its own process gets no shortcut: a new acquire waits like anyone's.
+//! lives while its holder's session does: until `ttl`, the session timeout, after the last
+//! touch of the session its leader saw): the holder's release or renewal takes effect at any
+//! time while it holds, as under the record spec, but its own process gets no shortcut: a new
+//! acquire waits like anyone's. The lease point `a` is the session's last touch, not the
+//! grant: an acquire that carries `since` (the true time of the last touch its service saw at
+//! or before the grant) takes effect at `t ≥ since` and sets `a = since`, so its lease may end
+//! before `t + ttl`, even before `t` (a grant on a session that is already over keeps no one
+//! out); each later touch comes as a renewal `ok` at a known true time (`call = ret`), which
+//! sets `a` to that time and can take effect only while its handle holds. An acquire without
+//! `since` sets `a = t`, as under the plain spec. (`since` is ignored by the other specs.)
 //!
 //! Failed operations did not happen and are left out; an acquire whose outcome is unknown never
 //! gave anyone a hold and is left out too (taking effect unseen is the same as never taking
@@ -48,7 +55,15 @@ pub const FOREVER: u64 = 1 << 60;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LockInput {
     /// Acquire `key` with a lease of `ttl` ns; on `ok` the grant is lock handle `handle`.
-    Acquire { key: u32, ttl: u64, handle: u64 },
+    /// Under the session spec, `since` is the true time of the last touch of the holder's
+    /// session the service saw at or before the grant: the lease counts from there (see the
+    /// module docs).
+    Acquire {
+        key: u32,
+        ttl: u64,
+        handle: u64,
+        since: Option<u64>,
+    },
     /// Release the grant `handle`.
     Release { key: u32, handle: u64 },
     /// Renew the grant `handle` for `ttl` ns.
@@ -99,7 +114,8 @@ pub struct LeaseLock {
     /// renewal take effect whatever the time, and its process may take the lock again at once.
     pub record: bool,
     /// The session-lock spec (see the module docs): the holder's release and renewal take
-    /// effect whatever the time.
+    /// effect whatever the time, and an acquire's `since` (its session's last touch) is its
+    /// lease point.
     pub session: bool,
     /// What reports may say beyond the operations (names, failed releases).
     pub context: Arc<LockContext>,
@@ -235,7 +251,12 @@ impl Model for LeaseLock {
     fn step(&self, s: &LockState, op: &Operation<LockInput, LockOutput>) -> Option<LockState> {
         let mut d = self.with_point(s, op);
         match (op.input, op.output) {
-            (LockInput::Acquire { ttl, handle, .. }, LockOutput::Ok) => {
+            (
+                LockInput::Acquire {
+                    ttl, handle, since, ..
+                },
+                LockOutput::Ok,
+            ) => {
                 if let Some((_, held_ttl, by)) = s.holder {
                     // The record's holder taking it again waits for nothing.
                     if !(self.record && by == op.process) {
@@ -243,7 +264,27 @@ impl Model for LeaseLock {
                         d[A][T] = d[A][T].min(self.uncertainty as i64 - held_ttl as i64);
                     }
                 }
-                close(&mut d).then(|| Self::project(&d, Some((handle, ttl, op.process)), true))
+                let holder = Some((handle, ttl, op.process));
+                match since.filter(|_| self.session) {
+                    // The session's lease counts from its last touch: t ≥ since, a' = since.
+                    Some(since) => {
+                        let since = since as i64;
+                        d[Z][T] = d[Z][T].min(-since);
+                        if !close(&mut d) {
+                            return None;
+                        }
+                        // The old `a` has given all it implies to t and p: replace it by the
+                        // constant `since`.
+                        for k in [Z, P, T] {
+                            d[A][k] = INF;
+                            d[k][A] = INF;
+                        }
+                        d[A][Z] = since;
+                        d[Z][A] = -since;
+                        close(&mut d).then(|| Self::project(&d, holder, false))
+                    }
+                    None => close(&mut d).then(|| Self::project(&d, holder, true)),
+                }
             }
             (LockInput::Acquire { .. }, LockOutput::Unknown) => {
                 close(&mut d).then(|| Self::project(&d, s.holder, false))
@@ -291,8 +332,13 @@ impl Model for LeaseLock {
                 if ttl >= FOREVER {
                     return format!("held by handle {h} (no expiry), granted {start}");
                 }
+                let from = if self.session {
+                    "from its session's last touch"
+                } else {
+                    "granted"
+                };
                 format!(
-                    "held by handle {h}, lease of {} granted {start}",
+                    "held by handle {h}, lease of {} {from} {start}",
                     fmt_nanos(ttl as i128)
                 )
             }
@@ -319,9 +365,14 @@ impl Model for LeaseLock {
                         self.failed_release(h)
                     ),
                     Some((h, ttl, _)) if a_lo + ttl as i64 - eps > ret => format!(
-                        "{head}, but handle {h} still held the lock: its lease, granted at {} at \
+                        "{head}, but handle {h} still held the lock: its lease, {} at {} at \
                          the earliest, lasts until {} (until {} allowing the ±{} clock \
                          uncertainty){}",
+                        if self.session {
+                            "counted from its session's last touch"
+                        } else {
+                            "granted"
+                        },
                         at_i(a_lo),
                         at_i(a_lo + ttl as i64),
                         at_i(a_lo + ttl as i64 - eps),
