@@ -22,8 +22,18 @@ fn interesting(e: &Event) -> bool {
 /// The scenario, a timeline and the verdict, as text.
 /// `liveness`: whether L1–L3 were checked (a safe verdict says so, or says they were not).
 pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool) -> String {
-    let c = &s.cluster;
     let mut t = String::new();
+    header(&mut t, s, h);
+    events(&mut t, s, h, v, all);
+    totals(&mut t, h);
+    notes(&mut t, s, h);
+    verdict(&mut t, h, v, liveness);
+    t
+}
+
+/// The run's first lines: algorithm, seed, cluster, workload, faults, network and settings.
+fn header(t: &mut String, s: &Scenario, h: &History) {
+    let c = &s.cluster;
     let _ = writeln!(
         t,
         "{} seed {} — {}, {}, ttl {}, {} of workload (the run ends at {}), faults: {}, network: {}",
@@ -60,6 +70,11 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool)
         let cfg: Vec<String> = s.config.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let _ = writeln!(t, "settings: {}", cfg.join(" "));
     }
+}
+
+/// The timeline: every event with `all`, else faults, losses, rejections and the witnesses.
+fn events(t: &mut String, s: &Scenario, h: &History, v: &Verdict, all: bool) {
+    let c = &s.cluster;
     let witnesses: BTreeSet<u64> = v
         .violations
         .iter()
@@ -97,8 +112,12 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool)
         );
     }
     if shown == 0 {
-        t += "  (no faults, losses or rejections; --events shows every event)\n";
+        *t += "  (no faults, losses or rejections; --events shows every event)\n";
     }
+}
+
+/// The operation counts (Jepsen's ok/fail/info) and the digest.
+fn totals(t: &mut String, h: &History) {
     let count = |f: OpF, p: Phase| {
         h.events
             .iter()
@@ -120,9 +139,15 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool)
         h.messages_sent,
         h.messages_dropped
     );
-    t += "(Jepsen's terms: ok = it happened, fail = it did not, info = unknown, e.g. a timeout; \
+    *t += "(Jepsen's terms: ok = it happened, fail = it did not, info = unknown, e.g. a timeout; \
           a handle is one grant of the lock)\n";
     let _ = writeln!(t, "digest: {}", h.digest());
+}
+
+/// Notes on what the run did not exercise: operations stuck at the end, triggers that never
+/// fired, a plan none of whose faults took effect.
+fn notes(t: &mut String, s: &Scenario, h: &History) {
+    let c = &s.cluster;
     let end = h.end;
     // Waiting for more than a second at the end: a client stuck on a request (no timeout
     // into a host that never came back), not one whose answer was simply due.
@@ -159,6 +184,10 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool)
             plural(s.faults.len() as u64, "fault")
         );
     }
+}
+
+/// The verdict line and the violations' summaries.
+fn verdict(t: &mut String, h: &History, v: &Verdict, liveness: bool) {
     if v.is_safe() && !v.inconclusive.is_empty() {
         let undecided: Vec<String> = v.undecided().iter().map(|p| p.to_string()).collect();
         let _ = writeln!(
@@ -170,22 +199,23 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool)
     } else if v.is_safe() && locksim_explore::outcome::grants(h) == 0 {
         // A zero is not a pass (issue #24, item 6): nothing held the lock, so nothing could
         // break it.
-        t += "\nverdict: NOTHING EXERCISED (no client was granted the lock, so S1-S4 and L1-L3 \
+        *t += "\nverdict: NOTHING EXERCISED (no client was granted the lock, so S1-S4 and L1-L3 \
               hold only because nothing happened: the run proves nothing; exit 3)\n";
     } else if v.is_safe() && locksim_explore::outcome::writes_accepted(h) == 0 {
         // Grants, but no write reached the resource: S2 held only because nothing was written.
-        t += "\nverdict: SAFE, S2 UNTESTED (S1 mutual exclusion, S3 linearizability and S4 \
+        *t += "\nverdict: SAFE, S2 UNTESTED (S1 mutual exclusion, S3 linearizability and S4 \
               own-incarnation release hold; no write reached the resource, so S2, resource \
               safety, was never exercised; ";
-        t += if liveness {
+        *t += if liveness {
             "the liveness properties L1-L3 hold)\n"
         } else {
             "liveness, L1-L3, was not checked: --liveness checks it)\n"
         };
     } else if v.is_safe() {
-        t += "\nverdict: SAFE (S1 mutual exclusion, S2 resource safety, S3 linearizability and S4 \
+        *t +=
+            "\nverdict: SAFE (S1 mutual exclusion, S2 resource safety, S3 linearizability and S4 \
               own-incarnation release hold; ";
-        t += if liveness {
+        *t += if liveness {
             "so do the liveness properties L1-L3)\n"
         } else {
             "liveness, L1-L3, was not checked: --liveness checks it)\n"
@@ -207,5 +237,4 @@ pub fn render(s: &Scenario, h: &History, v: &Verdict, all: bool, liveness: bool)
     for note in &v.inconclusive {
         let _ = writeln!(t, "  undecided: {note}");
     }
-    t
 }
