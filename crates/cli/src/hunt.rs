@@ -30,6 +30,12 @@ the same order, so the guided search never needs more than twice the random sear
 Candidates are made 8 at a time and judged in order, so `--first-seed` alone fixes the search
 path and the find, whatever --jobs.
 
+`--search swarm` is swarm testing (FoundationDB, TigerBeetle): run i keeps the random
+search's seed (--first-seed + i, its latencies and workload) under a plan of its own, drawn
+from that seed: each of the cell's fault kinds (`mixed` stands for the nine base kinds) is on
+with probability 1/2 (at least one), with 1 to 6 faults of it and their magnitudes scaled by
+1/4 to 2. A cell of one kind varies that kind's count and scale only.
+
 A find is an ordinary scenario (a seed and an explicit plan; a mutant's plan is its own, so
 its seed alone does not rerun it): it is shrunk as `locksim shrink` does (the shrinker may
 change the seed too) and written to --out-dir, and replays, renders and shrinks like any
@@ -44,6 +50,7 @@ Examples:
   locksim hunt --algo redlock --faults crash-restart --property S1 --budget 500
   locksim hunt sims/k3-raft-lease-unlock-by-name.toml --faults delay --property S4 \
       --search guided --first-seed 1000 --budget 2000
+  locksim hunt --algo zookeeper --faults crash-restart --property S1 --search swarm
   locksim hunt --algo central --faults pause --budget 100 --json --no-shrink";
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -52,6 +59,8 @@ enum SearchArg {
     Guided,
     /// Seeds in order from --first-seed, as a campaign runs them.
     Random,
+    /// The same seeds, each under a random subset of the fault kinds at random intensities.
+    Swarm,
 }
 
 #[derive(Args)]
@@ -78,7 +87,8 @@ pub struct HuntArgs {
     /// Most runs to spend.
     #[arg(long, value_name = "N", default_value_t = 1000)]
     budget: u64,
-    /// The search: `random` (seeds in order) or `guided` (an experiment; see below).
+    /// The search: `random` (seeds in order), `swarm` (the same seeds, each with a random
+    /// subset of the fault kinds at random intensities) or `guided` (see below).
     #[arg(long, value_enum, default_value = "random")]
     search: SearchArg,
     /// The first fresh seed, and the seed of the guided search's choices.
@@ -130,6 +140,7 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
     let search = match a.search {
         SearchArg::Guided => Search::Guided,
         SearchArg::Random => Search::Random,
+        SearchArg::Swarm => Search::Swarm,
     };
     let h = Hunt {
         setup: chosen.setup.clone(),

@@ -166,3 +166,46 @@ fn the_guided_search_needs_at_most_twice_the_random_searchs_runs() {
         );
     }
 }
+
+#[test]
+fn a_swarm_run_draws_a_subset_of_the_kinds_from_its_seed_and_replays() {
+    use locksim_explore::hunt::swarm;
+    let setup = Setup::registered("central", &[]).expect("central");
+    let pool = swarm::pool(&[FaultKind::Mixed], &setup.workload);
+    assert!(
+        !pool.contains(&FaultKind::Duplicate),
+        "tcp has no duplicates"
+    );
+    assert_eq!(pool.len(), 8);
+    // Deterministic from the seed; subsets vary between seeds, each within the pool.
+    let a = swarm::scenario(&setup, &[FaultKind::Mixed], 5);
+    assert_eq!(a, swarm::scenario(&setup, &[FaultKind::Mixed], 5));
+    let mut sizes = std::collections::BTreeSet::new();
+    for seed in 0..40 {
+        let d = swarm::draw(seed, &pool);
+        assert!(!d.on.is_empty());
+        assert!(d.on.iter().all(|(k, n, pct)| pool.contains(k)
+            && (1..=swarm::MOST_PER_KIND).contains(n)
+            && (25..=200).contains(pct)));
+        sizes.insert(d.on.len());
+        let s = swarm::scenario(&setup, &[FaultKind::Mixed], seed);
+        assert_eq!(s.seed, seed, "the random search's seed");
+        s.faults.validate(&s.cluster).expect("a valid plan");
+    }
+    assert!(sizes.len() >= 3, "subsets of one size only: {sizes:?}");
+    // One kind: only counts and scales vary.
+    let one = swarm::pool(&[FaultKind::CrashRestart], &setup.workload);
+    assert_eq!(one, vec![FaultKind::CrashRestart]);
+    // A swarm hunt finds, and its find replays.
+    let out = hunt(&spec(Search::Swarm, 0, 2), &|_, _, _| {});
+    let f = out.found.expect("a swarm find");
+    let again = check_scenario(&f.scenario, setup_of("redlock"));
+    assert!(again.verdict.violates(Property::S1));
+    assert_eq!(again.history.expect("ran").digest(), f.history.digest());
+    let b = hunt(&spec(Search::Swarm, 0, 1), &|_, _, _| {});
+    assert_eq!(out.path_digest, b.path_digest, "whatever the jobs");
+}
+
+fn setup_of(algo: &str) -> std::sync::Arc<dyn locksim_explore::sim::LockAlgorithm> {
+    Setup::registered(algo, &[]).expect(algo).algo
+}

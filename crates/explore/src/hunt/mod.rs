@@ -1,8 +1,10 @@
 //! `locksim hunt`: a search over fault plans that stops at the first run violating a property.
 //!
-//! Two searches, measured by the same code so that they can be compared run for run:
+//! Three searches, measured by the same code so that they can be compared run for run:
 //!
 //! - [`Search::Random`] runs seeds `first_seed`, `first_seed + 1`, … as a campaign does;
+//! - [`Search::Swarm`] runs the same seeds, each under a plan of its own: a random subset of
+//!   the cell's fault kinds at random intensities, drawn from the seed (see [`swarm`]);
 //! - [`Search::Guided`] keeps a corpus of runs that did something new for the lock (see
 //!   [`feedback`]: abstract lock states and event pairs no earlier run showed, or a nearer
 //!   miss) and spends every second run, after the first [`WARMUP`] fresh seeds, on mutants of
@@ -17,6 +19,7 @@
 
 pub mod feedback;
 pub mod mutate;
+pub mod swarm;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -55,6 +58,9 @@ pub enum Search {
     Random,
     /// Mutants of runs that reached something new, interleaved with fresh seeds.
     Guided,
+    /// Seeds in order, each under a plan of a random subset of the kinds at random
+    /// intensities (see [`swarm`]).
+    Swarm,
 }
 
 impl Search {
@@ -63,6 +69,7 @@ impl Search {
         match self {
             Search::Random => "random",
             Search::Guided => "guided",
+            Search::Swarm => "swarm",
         }
     }
 }
@@ -191,7 +198,7 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
         let mut batch: Vec<Candidate> = Vec::with_capacity(n);
         for i in 0..n {
             let index = runs + i as u64;
-            let fresh = h.search == Search::Random
+            let fresh = h.search != Search::Guided
                 || corpus.is_empty()
                 || index < WARMUP
                 || (index - WARMUP).is_multiple_of(2);
@@ -222,7 +229,11 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
                 })
                 .flatten();
             let (c, text) = mutant.unwrap_or_else(|| {
-                let s = h.setup.scenario(next_fresh, &h.kinds);
+                let s = if h.search == Search::Swarm {
+                    swarm::scenario(&h.setup, &h.kinds, next_fresh)
+                } else {
+                    h.setup.scenario(next_fresh, &h.kinds)
+                };
                 next_fresh = next_fresh.wrapping_add(1);
                 let text = json(&s);
                 let c = Candidate {
