@@ -12,24 +12,19 @@ use std::time::Instant;
 use clap::Args;
 use locksim_core::fault::parse_kinds;
 use locksim_core::{FaultKind, Property};
-use locksim_explore::campaign::fingerprint;
-use locksim_explore::campaign_file::CampaignFile;
-use locksim_explore::campaign_json::{to_json, Campaigns, Cells, FileResult};
+use locksim_explore::campaign_json::{to_json, Campaigns, Cells};
 use locksim_explore::campaign_run::{self, Job};
-use locksim_explore::merge::Merged;
+use locksim_explore::campaign_words::{self as words, Ran};
 use locksim_explore::record_file::Writer;
-use locksim_explore::{report, sweep_text};
-use locksim_explore::{CampaignSpec, CellSummary, Shard};
+use locksim_explore::report;
+use locksim_explore::seed_flags::SeedFlags;
+use locksim_explore::table::{legend, shows_liveness, table_body};
+use locksim_explore::{CellSummary, Shard};
 
 use crate::args::{jobs_of, Check, FailOn, MemoryArgs};
 use crate::exit::Exit;
 use crate::progress::Progress;
-use crate::{out, plural};
-use locksim_explore::table::{legend, shows_liveness, table_body};
-
-mod seeds;
-
-use seeds::SeedFlags;
+use crate::{out, plural, program};
 
 #[derive(Args)]
 pub struct CampaignArgs {
@@ -152,10 +147,6 @@ pub struct MergeArgs {
     fail_on: FailOn,
 }
 
-fn jobs(a: &CampaignArgs) -> Result<usize, String> {
-    jobs_of(a.jobs)
-}
-
 /// Opens `--out` (see [`campaign_run::open_out`]), printing its notes.
 fn open_out(a: &CampaignArgs, jobs: &mut [Job], shard: Shard) -> Result<Option<Writer>, String> {
     let Some(path) = &a.out else {
@@ -198,7 +189,7 @@ enum Shown {
 
 pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
     let flags = SeedFlags::parse(a.seeds.as_deref(), a.first_seed.as_deref())?;
-    let jobs = jobs(&a)?;
+    let jobs = jobs_of(a.jobs)?;
     let fail_on = a.fail_on.properties()?;
     let shard = Shard::resolve(a.shard.as_deref(), a.shards, &|k| std::env::var(k).ok())?
         .unwrap_or(Shard::ALL);
@@ -210,7 +201,7 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         return files(&a, flags, jobs, shard, started);
     }
     let (seeds, first_seed) = (flags.seeds.unwrap_or(300), flags.first_seed.unwrap_or(0));
-    let algos = matrix_algorithms(&a)?;
+    let algos = campaign_run::matrix_algorithms(a.all_algorithms, &a.algo)?;
     let kinds = match &a.faults {
         Some(f) => parse_kinds(f)?,
         None => FaultKind::DEFAULT_MATRIX.to_vec(),
@@ -235,163 +226,51 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
     let ran = run(&mut job, shard, out_file.as_ref(), shown)?;
     let cells = job.summary.cells();
     if let Some(path) = &a.report {
-        matrix_report(&a, path, &spec, &algos, &cells)?;
+        let section = report::Section {
+            heading: None,
+            notes: vec![],
+            starts: report::starts_of(&spec, &cells),
+            cells: cells.to_vec(),
+        };
+        let notes = words::matrix_notes(&spec, &algos, &a.set, program());
+        write_report(path, &[section], spec.jobs, notes, a.force)?;
     }
     if a.json {
+        let missing = &[];
         out(&format!(
             "{}\n",
             to_json(&Cells {
                 cells: &cells,
-                missing: &[]
+                missing
             })
         ));
     } else if a.markdown {
-        out(&matrix_markdown(&a, &spec, &algos, &cells));
+        let all = a.all_algorithms;
+        out(&words::matrix_markdown(
+            &spec,
+            &algos,
+            &a.set,
+            all,
+            program(),
+            &cells,
+        ));
     } else {
         let liveness = shows_liveness(&cells, a.check == Some(Check::Liveness));
         out(&table_body(&cells, liveness));
         if !a.quiet {
             out(&legend(liveness));
         }
-        eprint!(
-            "{}",
-            matrix_tail(&a, &cells, started, (ran, resumed), (jobs, shard))
-        );
+        let secs = started.elapsed().as_secs_f64();
+        let r = Ran {
+            ran,
+            resumed,
+            secs,
+            jobs,
+            shard,
+        };
+        eprint!("{}", words::matrix_tail(&cells, &a.set, r, program()));
     }
     Ok(run_gate(&cells, &fail_on, Exit::CLEAN))
-}
-
-/// The matrix's algorithms: `--all-algorithms`, `--algo`, or the default matrix's.
-fn matrix_algorithms(a: &CampaignArgs) -> Result<Vec<String>, String> {
-    let algos: Vec<String> = if a.all_algorithms {
-        locksim_algos::algorithms()
-            .iter()
-            .map(|a| a.0.to_string())
-            .collect()
-    } else if a.algo.is_empty() {
-        locksim_algos::DEFAULT_MATRIX
-            .iter()
-            .map(|a| a.to_string())
-            .collect()
-    } else {
-        a.algo
-            .iter()
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .collect()
-    };
-    if algos.is_empty() {
-        return Err(format!(
-            "empty algorithm list (valid: {})",
-            locksim_algos::names()
-        ));
-    }
-    Ok(algos)
-}
-
-/// `--report` of the matrix.
-fn matrix_report(
-    a: &CampaignArgs,
-    path: &Path,
-    spec: &CampaignSpec,
-    algos: &[String],
-    cells: &[CellSummary],
-) -> Result<(), String> {
-    let (first_seed, seeds) = (spec.first_seed, spec.seeds);
-    let sets: String = a.set.iter().map(|s| format!(" --set {s}")).collect();
-    let notes = vec![
-        format!(
-            "{} × {}, seeds {}‥{} of each cell{sets}.",
-            plural(spec.setups.len() as u64, "algorithm"),
-            plural(spec.kinds.len() as u64, "fault kind"),
-            first_seed,
-            first_seed + seeds - 1
-        ),
-        format!(
-            "Made by: {} campaign --algo {} --faults {} --seeds {seeds} --first-seed {first_seed}{sets}",
-            crate::program(),
-            algos.join(","),
-            spec.kinds.iter().map(|k| k.name()).collect::<Vec<_>>().join(",")
-        ),
-    ];
-    let section = report::Section {
-        heading: None,
-        notes: vec![],
-        starts: report::starts_of(spec, cells),
-        cells: cells.to_vec(),
-    };
-    write_report(path, &[section], spec.jobs, notes, a.force)
-}
-
-/// `--markdown`: the matrix as the README's table.
-fn matrix_markdown(
-    a: &CampaignArgs,
-    spec: &CampaignSpec,
-    algos: &[String],
-    cells: &[CellSummary],
-) -> String {
-    let seeds = spec.seeds;
-    let sets: String = a.set.iter().map(|s| format!(" --set {s}")).collect();
-    let which = if a.all_algorithms {
-        " --all-algorithms".to_string()
-    } else {
-        format!(" --algo {}", algos.join(","))
-    };
-    let command = format!(
-        "{} campaign{which} --faults {} --seeds {seeds}{sets} --markdown",
-        crate::program(),
-        spec.kinds
-            .iter()
-            .map(|k| k.name())
-            .collect::<Vec<_>>()
-            .join(",")
-    );
-    let describe = |name: &str| {
-        locksim_algos::algorithms()
-            .iter()
-            .find(|a| a.0 == name)
-            .map_or(String::new(), |a| a.1.replace('|', "/"))
-    };
-    locksim_explore::markdown::table(cells, describe, &command)
-}
-
-/// The matrix's last lines on stderr: the seeds run (`ran` now, `resumed` recorded before)
-/// and how fast, and how to look at a failing seed.
-fn matrix_tail(
-    a: &CampaignArgs,
-    cells: &[CellSummary],
-    started: Instant,
-    (ran, resumed): (u64, u64),
-    (jobs, shard): (usize, Shard),
-) -> String {
-    let secs = started.elapsed().as_secs_f64();
-    let mut tail = format!(
-        "\n{} in {secs:.1}s on {} ({:.0} seeds/s){}{}.\n",
-        plural(ran, "seed"),
-        plural(jobs as u64, "thread"),
-        ran as f64 / secs.max(1e-9),
-        if resumed > 0 {
-            format!(", and {} recorded before", plural(resumed, "seed"))
-        } else {
-            String::new()
-        },
-        if shard == Shard::ALL {
-            String::new()
-        } else {
-            format!(", shard {}/{}", shard.index, shard.count)
-        }
-    );
-    if let Some(c) = cells.iter().find(|c| c.first_failing_seed.is_some()) {
-        let sets: String = a.set.iter().map(|s| format!(" --set {s}")).collect();
-        tail += &format!(
-            "See a failing seed's timeline (--html draws it as a page), or shrink it to a trace, e.g.:\n  {3} run --algo {0} --faults {1} --seed {2}{sets} --html seed{2}.html\n  {3} shrink --algo {0} --faults {1} --seed {2}{sets}\n",
-            c.algorithm,
-            c.faults,
-            c.first_failing_seed.unwrap_or(0),
-            crate::program(),
-        );
-    }
-    tail
 }
 
 /// The exit code of a campaign or merge whose campaign files' expectations gave `code`
@@ -420,6 +299,7 @@ fn run_gate(cells: &[CellSummary], fail_on: &[Property], code: Exit) -> ExitCode
     code.into()
 }
 
+/// Writes `--report` (see [`report::write`]) with its shrinking's progress, and says where.
 fn write_report(
     path: &Path,
     sections: &[report::Section],
@@ -431,7 +311,7 @@ fn write_report(
         |n| format!("shrinking the first failing seed of {n} violated cells for the report"),
         "cells shrunk",
     );
-    let pages = report::write(path, sections, jobs, notes, force, crate::program(), &shown)?;
+    let pages = report::write(path, sections, jobs, notes, force, program(), &shown)?;
     eprintln!(
         "report: {} ({} and their timelines in {})",
         path.display(),
@@ -441,6 +321,7 @@ fn write_report(
     Ok(())
 }
 
+/// `campaign FILE|DIR…`: each campaign file run in turn, its table printed as it finishes.
 fn files(
     a: &CampaignArgs,
     flags: SeedFlags,
@@ -448,7 +329,16 @@ fn files(
     shard: Shard,
     started: Instant,
 ) -> Result<ExitCode, String> {
-    let (files, own) = collect_files(a, flags)?;
+    if a.all_algorithms || a.markdown {
+        return Err("--all-algorithms and --markdown make the matrix; campaign files say their own algorithm".into());
+    }
+    if !a.algo.is_empty() || a.faults.is_some() || !a.set.is_empty() || a.plan.is_some() {
+        return Err(
+            "--algo, --faults, --set and --plan describe the matrix; campaign files carry their own"
+                .into(),
+        );
+    }
+    let (files, own) = campaign_run::collect_files(&a.paths, flags)?;
     let mut specs = Vec::new();
     for f in &files {
         let spec = f.spec(jobs)?;
@@ -495,38 +385,26 @@ fn files(
         let cells = job.summary.cells();
         every_cell.extend(cells.iter().cloned());
         total += cells.iter().map(|c| c.seeds).sum::<u64>();
-        let (problems, verdict) = file_verdict(f, &cells, shard, own[i]);
-        failed += usize::from(!problems.is_empty());
-        let heading = format!("== {} ({}): {verdict}\n", f.name, f.path.display());
-        if a.report.is_some() {
-            sections.push(report::Section {
-                heading: Some(format!("{} ({}): {verdict}", f.name, f.path.display())),
-                notes: vec![],
-                starts: report::starts_of(job.spec, &cells),
-                cells: cells.clone(),
-            });
-        }
-        let liveness = shows_liveness(
-            &cells,
-            f.asks_liveness() || a.check == Some(Check::Liveness),
-        );
-        any_liveness |= liveness;
-        if text {
-            out(&format!("{heading}{}\n", table_body(&cells, liveness)));
-        }
-        json.push(FileResult {
-            name: f.name.clone(),
-            file: f.path.display().to_string(),
-            ok: problems.is_empty(),
-            problems,
+        let liveness = a.check == Some(Check::Liveness);
+        let done = campaign_run::file_done(
+            f,
+            job.spec,
             cells,
-            // One shard's `ok` says nothing: the verdict says so.
-            verdict: (shard != Shard::ALL).then(|| "not judged: one shard, judged at merge".into()),
-            missing: Vec::new(),
-        });
+            (shard, own[i]),
+            liveness,
+            a.report.is_some(),
+        );
+        failed += usize::from(done.failed);
+        sections.extend(done.section);
+        any_liveness |= done.liveness;
+        if text {
+            out(&done.text);
+        }
+        json.push(done.result);
     }
     if let Some(path) = &a.report {
-        files_report(a, path, flags, (files.len(), failed), &sections, jobs)?;
+        let notes = words::files_notes(&a.paths, flags, (files.len(), failed), program());
+        write_report(path, &sections, jobs, notes, a.force)?;
     }
     if a.json {
         out(&format!("{}\n", to_json(&Campaigns { campaigns: &json })));
@@ -542,92 +420,12 @@ fn files(
             campaign_run::expectations(failed, shard),
         );
     }
-    Ok(run_gate(
-        &every_cell,
-        &fail_on,
-        if failed > 0 {
-            Exit::VIOLATION
-        } else {
-            Exit::CLEAN
-        },
-    ))
-}
-
-/// A campaign file's problems and verdict (`PASS`, `FAIL: …`) on `cells`, run with its own
-/// seeds `own` or others; one shard sees only part of the seeds, so its expectations are
-/// judged after `merge`.
-fn file_verdict(
-    f: &CampaignFile,
-    cells: &[CellSummary],
-    shard: Shard,
-    own: (u64, u64),
-) -> (Vec<String>, String) {
-    if shard != Shard::ALL {
-        return (vec![], "(shard: judged after merge)".to_string());
-    }
-    let problems = f.judge(cells);
-    let verdict = if problems.is_empty() {
-        "PASS".to_string()
+    let code = if failed > 0 {
+        Exit::VIOLATION
     } else {
-        format!("FAIL: {}{}", problems.join("; "), seeds::overridden(f, own))
+        Exit::CLEAN
     };
-    (problems, verdict)
-}
-
-/// A campaign's `(first_seed, seeds)`.
-type SeedRange = (u64, u64);
-
-/// The campaign files `a` names, their seeds overridden by `flags`, and each one's own
-/// `(first_seed, seeds)` (for a verdict under `--seeds`/`--first-seed`).
-fn collect_files(
-    a: &CampaignArgs,
-    flags: SeedFlags,
-) -> Result<(Vec<CampaignFile>, Vec<SeedRange>), String> {
-    if a.all_algorithms || a.markdown {
-        return Err("--all-algorithms and --markdown make the matrix; campaign files say their own algorithm".into());
-    }
-    if !a.algo.is_empty() || a.faults.is_some() || !a.set.is_empty() || a.plan.is_some() {
-        return Err(
-            "--algo, --faults, --set and --plan describe the matrix; campaign files carry their own"
-                .into(),
-        );
-    }
-    let mut files = CampaignFile::collect(&a.paths)?;
-    if files.is_empty() {
-        let names: Vec<String> = a.paths.iter().map(|p| p.display().to_string()).collect();
-        return Err(format!("no *.toml campaign files in {}", names.join(", ")));
-    }
-    let own: Vec<(u64, u64)> = files.iter().map(|f| (f.first_seed, f.seeds)).collect();
-    for f in &mut files {
-        flags.apply(f)?;
-    }
-    Ok((files, own))
-}
-
-/// `--report` of campaign files: `count` of them, `failed` failing their expectations.
-fn files_report(
-    a: &CampaignArgs,
-    path: &Path,
-    flags: SeedFlags,
-    (count, failed): (usize, usize),
-    sections: &[report::Section],
-    jobs: usize,
-) -> Result<(), String> {
-    let names: Vec<String> = a.paths.iter().map(|p| p.display().to_string()).collect();
-    let mut notes = vec![format!(
-        "{}, {failed} failed their expectation.",
-        plural(count as u64, "campaign file")
-    )];
-    if flags.given() {
-        notes.push(format!("{}.", flags.note()));
-    }
-    notes.push(format!(
-        "Made by: {} campaign {}{}",
-        crate::program(),
-        names.join(" "),
-        flags.flags()
-    ));
-    write_report(path, sections, jobs, notes, a.force)
+    Ok(run_gate(&every_cell, &fail_on, code))
 }
 
 pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
@@ -635,66 +433,14 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
     if let Some(r) = &a.report {
         report::check_target(r, a.force)?;
     }
-    let (order, by_campaign) = locksim_explore::merge::read(&a.files, a.report.is_some())?;
-    let mut json = Vec::new();
-    let mut sweeps: Vec<(String, sweep_text::MergedSweep)> = Vec::new();
-    let mut text = String::new();
-    // The legend goes once after the tables, as `campaign` prints it: `None` without tables,
-    // else whether one of them showed L1–L3.
-    let mut legend_liveness: Option<bool> = None;
-    let (mut failed, mut unjudged) = (0, 0);
-    let mut sections = Vec::new();
-    for campaign in &order {
-        let m = &by_campaign[campaign];
-        let label = if campaign.is_empty() {
-            "the matrix".to_string()
-        } else {
-            campaign.clone()
-        };
-        let lacking = locksim_explore::merge::lacking(m, &label)?;
-        if let Some(note) = m.duplicates_note(&label) {
-            eprintln!("{note}");
-        }
-        if !m.points.is_empty() {
-            let merged =
-                locksim_explore::merge::sweep(campaign, m, &lacking, a.partial, &mut |n| {
-                    eprintln!("{n}")
-                })?;
-            if !merged.ok {
-                failed += 1;
-            }
-            text += &merged.text;
-            sweeps.push((campaign.clone(), merged));
-            continue;
-        }
-        let mc =
-            locksim_explore::merge::judge(campaign, m, lacking, a.partial, !fail_on.is_empty())?;
-        for n in &mc.notes {
-            eprintln!("{n}");
-        }
-        failed += usize::from(mc.failed);
-        unjudged += usize::from(mc.unjudged);
-        if let Some(h) = &mc.heading {
-            text += &format!("== {h}\n");
-        }
-        let liveness = shows_liveness(&mc.cells, mc.asks_liveness);
-        legend_liveness = Some(legend_liveness.unwrap_or(false) || liveness);
-        text += &table_body(&mc.cells, liveness);
-        if !campaign.is_empty() {
-            text += "\n";
-        }
-        if a.report.is_some() {
-            sections.push(report::Section {
-                heading: mc.heading.clone(),
-                notes: vec![],
-                starts: merged_starts(campaign, m, &mc.cells),
-                cells: mc.cells.clone(),
-            });
-        }
-        json.push(mc);
-    }
-    let json_cells: Vec<CellSummary> = json.iter().flat_map(|j| j.cells.iter().cloned()).collect();
-    if !fail_on.is_empty() && !sweeps.is_empty() {
+    let m = locksim_explore::merge::merge_files(
+        &a.files,
+        a.partial,
+        !fail_on.is_empty(),
+        a.report.is_some(),
+        &mut |n| eprintln!("{n}"),
+    )?;
+    if !fail_on.is_empty() && !m.sweeps.is_empty() {
         // Judging nothing would be a silent pass.
         return Err(
             "--fail-on judges campaign records; these are a sweep's (a frontier file's boundaries judge a sweep: `locksim sweep FILE`)"
@@ -702,103 +448,25 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         );
     }
     if let Some(path) = &a.report {
-        merge_report(&a, path, &sections)?;
+        let notes = words::merge_notes(&a.files, a.partial, path, program());
+        let jobs = a
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        write_report(path, &m.sections, jobs, notes, a.force)?;
     }
+    let cells = m.cells();
     if a.csv {
-        if let Some(mc) = json.first() {
-            let c = &mc.campaign;
-            return Err(format!(
-                "merge --csv prints sweep records (one row per point, algorithm and fault kind, as `sweep --csv`); {} holds campaign records: use the table or --json for them",
-                if c.is_empty() { "the command-line matrix" } else { c.as_str() }
-            ));
-        }
-        out(&sweeps.iter().map(|s| s.1.csv.as_str()).collect::<String>());
+        out(&m.csv()?);
     } else if a.json {
-        out(&format!(
-            "{}\n",
-            locksim_explore::merge::json(json, &sweeps)
-        ));
+        let json = locksim_explore::merge::json(m.campaigns, &m.sweeps);
+        out(&format!("{json}\n"));
     } else {
-        if let Some(liveness) = legend_liveness {
-            let l = legend(liveness);
-            // After a file's table and its blank line, no second blank line.
-            text += if text.ends_with("\n\n") {
-                l.trim_start_matches('\n')
-            } else {
-                &l
-            };
-        }
-        out(&text);
+        out(&m.text_with_legend());
     }
-    let code = match (failed, unjudged) {
+    let code = match (m.failed, m.unjudged) {
         (0, 0) => Exit::CLEAN,
         (0, _) => Exit::UNDECIDED,
         _ => Exit::VIOLATION,
     };
-    Ok(gate(&json_cells, &fail_on, code).into())
-}
-
-/// `merge --report`.
-fn merge_report(a: &MergeArgs, path: &Path, sections: &[report::Section]) -> Result<(), String> {
-    let files: Vec<String> = a.files.iter().map(|p| p.display().to_string()).collect();
-    let notes = vec![
-        format!(
-            "Merged from {}{}.",
-            plural(a.files.len() as u64, "shard file"),
-            if a.partial {
-                " (--partial: shards or seeds may be missing)"
-            } else {
-                ""
-            }
-        ),
-        format!(
-            "Made by: {} merge --report {} {}",
-            crate::program(),
-            path.display(),
-            files.join(" ")
-        ),
-    ];
-    let jobs = a
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    write_report(path, sections, jobs, notes, a.force)
-}
-
-/// Where `merge --report` gets each violated cell's first failing seed: the scenario its
-/// record carries (`campaign --out` stores it), else the campaign file, if it is still where
-/// it ran and its settings fingerprint matches the records'.
-fn merged_starts(campaign: &str, m: &Merged, cells: &[CellSummary]) -> Vec<Option<report::Start>> {
-    let file = (!campaign.is_empty())
-        .then(|| CampaignFile::read(Path::new(campaign)).and_then(|f| f.spec(1)));
-    // The summary's cells come in cell-index order, as `m.cells` holds them.
-    m.cells
-        .iter()
-        .zip(cells)
-        .map(|((&cell, (_, _, settings)), c)| {
-            let seed = c.first_failing_seed?;
-            if let Some((s, scenario)) = m.carried.get(&cell).filter(|x| x.0 == seed) {
-                debug_assert_eq!(*s, seed);
-                return Some(
-                    locksim_explore::Setup::from_scenario(scenario)
-                        .map(|setup| (scenario.clone(), setup.algo))
-                        .map_err(|e| format!("seed {seed}: {e}")),
-                );
-            }
-            let from_file = match &file {
-                Some(Ok(spec)) => {
-                    let setup = &spec.setups[(cell / spec.kinds.len().max(1)).min(spec.setups.len() - 1)];
-                    if fingerprint(setup) == *settings {
-                        Ok((setup.scenario(seed, &[c.faults]), setup.algo.clone()))
-                    } else {
-                        Err(format!("{campaign} changed since its shards ran (its settings fingerprint differs)"))
-                    }
-                }
-                Some(Err(e)) => Err(e.clone()),
-                None => Err("the command-line matrix's settings are not in its records".into()),
-            };
-            Some(from_file.map_err(|e| {
-                format!("the shards' records do not carry seed {seed}'s scenario, and {e}: run `locksim shrink` on it with the campaign's settings")
-            }))
-        })
-        .collect()
+    Ok(gate(&cells, &fail_on, code).into())
 }

@@ -27,7 +27,6 @@ mod render;
 mod run;
 mod scenario_args;
 mod sweep;
-mod timeline;
 mod tla;
 mod traces;
 

@@ -5,13 +5,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use locksim_core::{History, Property, Scenario, Trace, Verdict};
-use locksim_explore::compare::{compare as compare_rates, Comparison, Tally, ALPHA};
-use locksim_real::{RealError, RealOptions};
+use locksim_core::{History, Scenario, Trace, Verdict};
+use locksim_explore::campaign_file::CampaignFile;
+use locksim_explore::real_compare::{self as cmp, Finding, SideTally};
+use locksim_real::{RealError, RealOptions, RealRun};
 
 use crate::run::verdict_code;
 use crate::scenario_args::{choose, Chosen};
-use crate::{out, plural};
+use crate::{error_line, exit, out};
 
 pub const REAL_HELP: &str = "\
 Starts the lock service as real processes, each on its own loopback address 127.0.0.N with a
@@ -155,10 +156,7 @@ pub fn node_main(a: NodeArgs) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn options(
-    a: &RealArgs,
-    file: &locksim_explore::campaign_file::CampaignFile,
-) -> Result<RealOptions, String> {
+fn options(a: &RealArgs, file: &CampaignFile) -> Result<RealOptions, String> {
     use locksim_explore::campaign_file::RealClient;
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
     let adapter = match &file.real_client {
@@ -210,72 +208,33 @@ fn verdict(chosen: &Chosen, s: &Scenario, h: &History, liveness: bool) -> Verdic
 }
 
 /// A real run, with the error mapped to an exit code and a message.
-fn real_run(s: &Scenario, o: &RealOptions) -> Result<locksim_real::RealRun, (u8, String)> {
+fn real_run(s: &Scenario, o: &RealOptions) -> Result<RealRun, (u8, String)> {
     locksim_real::run(s, o).map_err(|e| {
         let code = match e {
-            RealError::Unsupported(_) | RealError::Setup(_) => crate::exit::BAD_INPUT,
-            RealError::Interrupted => crate::exit::INTERRUPTED,
-            RealError::Failed(_) => crate::exit::REAL_FAILED,
+            RealError::Unsupported(_) | RealError::Setup(_) => exit::BAD_INPUT,
+            RealError::Interrupted => exit::INTERRUPTED,
+            RealError::Failed(_) => exit::REAL_FAILED,
         };
         (code, e.to_string())
     })
 }
 
-/// Sentinel's promotions in a real run (`leads` events).
-fn failovers(h: &History) -> usize {
-    h.events
-        .iter()
-        .filter(|e| matches!(e.kind, locksim_core::history::EventKind::Leader { .. }))
-        .count()
-}
-
 /// A `redis-failover` run whose plan cuts the primary off for longer than `down_after` and in
-/// which Sentinel promoted nobody: it did not exercise the failover it is about.
+/// which Sentinel promoted nobody (no `leads` event): it did not exercise the failover it is
+/// about.
 fn missed_failover(s: &Scenario, h: &History) -> bool {
-    locksim_real::support::backend(s).is_ok_and(|b| locksim_real::support::expects_failover(s, &b))
-        && failovers(h) == 0
-}
-
-fn grants(h: &History) -> usize {
-    h.events
+    let promoted = h
+        .events
         .iter()
-        .filter(|e| {
-            matches!(
-                e.kind,
-                locksim_core::EventKind::Op {
-                    f: locksim_core::OpF::Acquire,
-                    phase: locksim_core::Phase::Ok,
-                    ..
-                }
-            )
-        })
-        .count()
-}
-
-/// `S1, S2` or `safe`.
-fn props_text(p: &[Property]) -> String {
-    if p.is_empty() {
-        "safe".into()
-    } else {
-        p.iter()
-            .map(|p| p.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    }
-}
-
-fn violated(v: &Verdict) -> Vec<Property> {
-    let mut p: Vec<Property> = v.violations.iter().map(|x| x.kind).collect();
-    p.sort_by_key(|p| p.to_string());
-    p.dedup();
-    p
+        .any(|e| matches!(e.kind, locksim_core::history::EventKind::Leader { .. }));
+    locksim_real::support::backend(s).is_ok_and(|b| locksim_real::support::expects_failover(s, &b))
+        && !promoted
 }
 
 pub fn main(a: RealArgs) -> Result<ExitCode, String> {
     let chosen = choose(Some(&a.file), None, a.faults.as_deref(), &[], None)?;
-    let file = locksim_explore::campaign_file::CampaignFile::read(&a.file)?;
+    let file = CampaignFile::read(&a.file)?;
     let seed = a.seed.unwrap_or(file.first_seed);
-    let scenario = chosen.scenario(seed);
     let opts = options(&a, &file)?;
     if a.compare && a.trace.is_some() {
         return Err(
@@ -283,9 +242,36 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
                 .into(),
         );
     }
-    // Refuse what real mode cannot run before anything starts (one line, exit 2): with
-    // --compare, every seed's plan (seeded fault kinds draw a different one per seed).
+    refuse_unrunnable(&a, &chosen, &file, seed, &opts)?;
+    if let Some(t) = &a.trace {
+        check_trace_target(t, a.force)?;
+    }
+    if a.compare {
+        return compare(&a, &chosen, seed, &opts);
+    }
+    single(&a, &chosen, seed, &opts)
+}
+
+/// Refuses what real mode cannot run before anything starts (one line, exit 2): with
+/// --compare, every seed's plan (seeded fault kinds draw a different one per seed).
+fn refuse_unrunnable(
+    a: &RealArgs,
+    chosen: &Chosen,
+    file: &CampaignFile,
+    seed: u64,
+    opts: &RealOptions,
+) -> Result<(), String> {
     let seeds = if a.compare { a.runs.clamp(1, 1000) } else { 1 };
+    // The file's own names for its faults (number and line); a drawn one by its time.
+    let name = |tf: &locksim_core::fault::TimedFault| {
+        file.plan
+            .faults
+            .iter()
+            .position(|f| f == tf)
+            .and_then(|i| file.fault_names.get(i).cloned())
+            .unwrap_or_else(|| locksim_real::support::fault_at(tf))
+    };
+    let shim = opts.clockshim.is_some();
     for k in 0..seeds {
         let s = chosen.scenario(seed + k);
         let s = if a.compare { real_side(s) } else { s };
@@ -296,80 +282,94 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
         };
         locksim_real::support::backend(&s)
             .and_then(|b| {
-                // The file's own names for its faults (number and line); a drawn one by its
-                // time.
-                let name = |tf: &locksim_core::fault::TimedFault| {
-                    file.plan
-                        .faults
-                        .iter()
-                        .position(|f| f == tf)
-                        .and_then(|i| file.fault_names.get(i).cloned())
-                        .unwrap_or_else(|| locksim_real::support::fault_at(tf))
-                };
-                locksim_real::support::check_plan(&s, &b, opts.clockshim.is_some(), &name)?;
+                locksim_real::support::check_plan(&s, &b, shim, &name)?;
                 match &opts.adapter {
-                    Some(c) => {
-                        locksim_real::adapter::check_scenario(&s, c, opts.clockshim.is_some())
-                    }
+                    Some(c) => locksim_real::adapter::check_scenario(&s, c, shim),
                     None => Ok(()),
                 }
             })
             .map_err(|e| format!("{}{run}: real mode: {e}", a.file.display()))?;
     }
-    if let Some(t) = &a.trace {
-        if t.exists() && !a.force {
-            return Err(format!(
-                "{}: exists; give --force to replace it",
-                t.display()
-            ));
-        }
-        // Said now, not after a run whose record would then be lost.
-        let parent = t.parent().filter(|p| !p.as_os_str().is_empty());
-        if let Some(dir) = parent.filter(|p| !p.is_dir()) {
-            return Err(format!(
-                "{}: the folder {} does not exist (the record is written after the run)",
-                t.display(),
-                dir.display()
-            ));
-        }
+    Ok(())
+}
+
+/// Refuses a `--trace` target that exists (without `force`) or whose folder does not: said
+/// now, not after a run whose record would then be lost.
+fn check_trace_target(t: &std::path::Path, force: bool) -> Result<(), String> {
+    if t.exists() && !force {
+        return Err(format!(
+            "{}: exists; give --force to replace it",
+            t.display()
+        ));
     }
-    if a.compare {
-        return compare(&a, &chosen, seed, &opts);
+    let parent = t.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(dir) = parent.filter(|p| !p.is_dir()) {
+        return Err(format!(
+            "{}: the folder {} does not exist (the record is written after the run)",
+            t.display(),
+            dir.display()
+        ));
     }
-    let run = match real_run(&scenario, &opts) {
+    Ok(())
+}
+
+/// One real run of seed `seed`: its record (`--trace`), its verdict and timeline (or
+/// `--json`), where its logs are kept, and the exit code.
+fn single(
+    a: &RealArgs,
+    chosen: &Chosen,
+    seed: u64,
+    opts: &RealOptions,
+) -> Result<ExitCode, String> {
+    let scenario = chosen.scenario(seed);
+    let run = match real_run(&scenario, opts) {
         Ok(r) => r,
         Err((code, msg)) => {
-            crate::error_line(&format!("{}: {msg}", a.file.display()));
+            error_line(&format!("{}: {msg}", a.file.display()));
             return Ok(ExitCode::from(code));
         }
     };
-    let v = verdict(&chosen, &scenario, &run.history, a.liveness);
+    let v = verdict(chosen, &scenario, &run.history, a.liveness);
     if let Some(path) = &a.trace {
-        let mut t = Trace::new(
-            scenario.clone(),
-            run.history.digest(),
-            v.clone(),
-            Some(run.history.events.clone()),
-        );
-        t.real = Some(run.service.clone());
-        locksim_core::file::write_whole(
-            path,
-            t.to_json().as_bytes(),
-            locksim_core::file::Place::Replace,
-        )
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        eprintln!(
-            "wrote {} (a real run's record: `locksim render` draws it)",
-            path.display()
-        );
+        write_trace(path, &scenario, &run, &v)?;
     }
+    print_run(a, &scenario, &run, &v);
+    print_logs(&run, a.keep_logs);
+    Ok(ExitCode::from(single_code(a, &scenario, &run.history, &v)))
+}
+
+/// `--trace`: the run's record, a trace marked as real with its events embedded.
+fn write_trace(
+    path: &std::path::Path,
+    s: &Scenario,
+    run: &RealRun,
+    v: &Verdict,
+) -> Result<(), String> {
+    let h = &run.history;
+    let mut t = Trace::new(s.clone(), h.digest(), v.clone(), Some(h.events.clone()));
+    t.real = Some(run.service.clone());
+    locksim_core::file::write_whole(
+        path,
+        t.to_json().as_bytes(),
+        locksim_core::file::Place::Replace,
+    )
+    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    eprintln!(
+        "wrote {} (a real run's record: `locksim render` draws it)",
+        path.display()
+    );
+    Ok(())
+}
+
+/// The run on stdout: one JSON object, or the text timeline.
+fn print_run(a: &RealArgs, scenario: &Scenario, run: &RealRun, v: &Verdict) {
     if a.json {
         let mut j = serde_json::json!({
             "real": true,
             "service": run.service,
             "scenario": scenario,
             "events": run.history.events.len(),
-            "grants": grants(&run.history),
+            "grants": locksim_explore::outcome::grants(&run.history),
             "verdict": v,
             "logs": run.logs,
         });
@@ -382,14 +382,15 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
             "real run: {} (true time = host CLOCK_MONOTONIC; not replayable)\n",
             run.service
         ));
-        out(&crate::timeline::render(
-            &scenario,
-            &run.history,
-            &v,
-            a.events,
-            a.liveness,
+        let (h, events, liveness) = (&run.history, a.events, a.liveness);
+        out(&locksim_explore::timeline::render(
+            scenario, h, v, events, liveness,
         ));
     }
+}
+
+/// Where the run's logs are kept (on stderr), if they are.
+fn print_logs(run: &RealRun, keep_logs: bool) {
     if let Some(d) = &run.logs {
         eprintln!("the run's logs are kept in {}", d.display());
         let servers = locksim_real::harness::kept_server_logs(d);
@@ -399,122 +400,34 @@ pub fn main(a: RealArgs) -> Result<ExitCode, String> {
         for f in servers {
             eprintln!("  server log: {}", d.join(f).display());
         }
-    } else if a.keep_logs {
+    } else if keep_logs {
         eprintln!("warning: --keep-logs: the run's logs could not be copied");
     }
-    if grants(&run.history) == 0 {
-        // A zero is not a pass: said last, where it is seen, and exit 3 (proves nothing).
-        crate::error_line(&format!(
+}
+
+/// The exit code of one real run with verdict `v`: a safe run that granted nothing, or that
+/// did not exercise the failover its plan is about, proves nothing (3, said last on stderr,
+/// where it is seen).
+fn single_code(a: &RealArgs, scenario: &Scenario, h: &History, v: &Verdict) -> u8 {
+    if locksim_explore::outcome::grants(h) == 0 {
+        error_line(&format!(
             "{}: WARNING: no client was granted the lock in this real run: its verdict proves nothing (exit 3)",
             a.file.display()
         ));
         if v.is_safe() {
-            return Ok(ExitCode::from(crate::exit::UNDECIDED));
+            return exit::UNDECIDED;
         }
     }
-    if missed_failover(&scenario, &run.history) {
-        crate::error_line(&format!(
+    if missed_failover(scenario, h) {
+        error_line(&format!(
             "{}: WARNING: Sentinel promoted no replica in this real run, though the plan cut the primary off for longer than down_after: it did not exercise failover, and its verdict proves nothing about it (exit 3)",
             a.file.display()
         ));
         if v.is_safe() {
-            return Ok(ExitCode::from(crate::exit::UNDECIDED));
+            return exit::UNDECIDED;
         }
     }
-    Ok(ExitCode::from(verdict_code(&v)))
-}
-
-/// `12%` for a rate in [0, 1].
-fn pct(x: f64) -> String {
-    format!("{:.0}%", x * 100.0)
-}
-
-/// One row of the comparison table: the sides' counts with their 95 % intervals, Fisher's p,
-/// and what the row means.
-fn compare_row(name: &str, c: &Comparison) -> String {
-    let side = |t: &Tally, ci: (f64, f64)| {
-        format!(
-            "{:>3}/{:<3} {:>4} [{}, {}]",
-            t.hits,
-            t.runs,
-            pct(t.rate()),
-            pct(ci.0),
-            pct(ci.1)
-        )
-    };
-    let mut what = Vec::new();
-    if c.differs {
-        what.push("differs");
-    }
-    if c.sim_optimistic {
-        what.push("SIM_OPTIMISTIC");
-    }
-    let p = if c.p < 0.001 {
-        "<0.001".to_string()
-    } else {
-        format!("{:.3}", c.p)
-    };
-    format!(
-        "{:<8} {:<24} {:<24} {:>6}  {}\n",
-        name,
-        side(&c.real, c.real_ci),
-        side(&c.sim, c.sim_ci),
-        p,
-        if what.is_empty() {
-            "-".to_string()
-        } else {
-            what.join(", ")
-        }
-    )
-}
-
-fn comparison_json(name: &str, c: &Comparison) -> serde_json::Value {
-    serde_json::json!({
-        "property": name,
-        "real": c.real.hits, "real_runs": c.real.runs, "real_rate": c.real.rate(),
-        "real_ci": [c.real_ci.0, c.real_ci.1],
-        "sim": c.sim.hits, "sim_runs": c.sim.runs, "sim_rate": c.sim.rate(),
-        "sim_ci": [c.sim_ci.0, c.sim_ci.1],
-        "p": c.p, "differs": c.differs, "sim_optimistic": c.sim_optimistic,
-        "agree": !c.differs && !c.sim_optimistic,
-    })
-}
-
-/// One side's tallies: per property, and runs with at least one grant.
-struct SideTally {
-    props: Vec<Tally>,
-    granted: Tally,
-    grants: usize,
-    undecided: usize,
-}
-
-impl SideTally {
-    fn new(n: usize) -> SideTally {
-        SideTally {
-            props: vec![Tally::default(); n],
-            granted: Tally::default(),
-            grants: 0,
-            undecided: 0,
-        }
-    }
-
-    /// Counts one run's verdict; returns its violated properties and grant count.
-    fn add(&mut self, props: &[Property], v: &Verdict, h: &History) -> (Vec<Property>, usize) {
-        let got = violated(v);
-        let undecided = v.undecided();
-        for (k, p) in props.iter().enumerate() {
-            self.props[k].add(got.contains(p), undecided.contains(p));
-        }
-        let granted = grants(h);
-        self.granted.add(granted > 0, false);
-        self.grants += granted;
-        self.undecided += v.inconclusive.len();
-        (got, granted)
-    }
-
-    fn empty(&self) -> u64 {
-        self.granted.runs - self.granted.hits
-    }
+    verdict_code(v)
 }
 
 /// The real side of a comparison: it always runs over the host's TCP, so a file's
@@ -525,6 +438,8 @@ fn real_side(mut s: Scenario) -> Scenario {
     s
 }
 
+/// `--compare`: `--runs` real runs from seed `first`, then as many simulated seeds, and the
+/// table (or `--json`) of the two sides.
 fn compare(
     a: &RealArgs,
     chosen: &Chosen,
@@ -534,36 +449,67 @@ fn compare(
     if a.runs == 0 || a.runs > 1000 {
         return Err("--runs: give 1 to 1000".into());
     }
-    let mut props = vec![Property::S1, Property::S2, Property::S3, Property::S4];
-    if a.liveness {
-        props.extend(Property::LIVENESS);
-    }
-    let mut real = SideTally::new(props.len());
-    let mut sim = SideTally::new(props.len());
+    let props = cmp::properties(a.liveness);
     // Each run's and seed's own result, for --json (stderr has the real ones as they end).
     let mut each: Vec<serde_json::Value> = Vec::new();
-    let mut missed = 0u64;
-    // What ran on the real side (servers, and an adapter's library and version), as run 1 said.
-    let mut service = String::new();
-    let one = |side: &str, seed: u64, got: &[Property], granted: usize| {
-        serde_json::json!({"side": side, "seed": seed, "grants": granted,
-            "violated": got.iter().map(|p| p.to_string()).collect::<Vec<_>>()})
+    let real = match real_runs(a, chosen, first, opts, &props, &mut each) {
+        Ok(r) => r,
+        Err(code) => return Ok(ExitCode::from(code)),
+    };
+    let Some(sim) = sim_seeds(a, chosen, first, &props, &mut each)? else {
+        return Ok(ExitCode::from(exit::INTERRUPTED));
+    };
+    let judged = cmp::judge(&props, &real.tally, &sim, real.missed);
+    let file = a.file.display().to_string();
+    if a.json {
+        let j = judged.json(&file, a.runs, first, &real.service, each);
+        out(&format!("{j}\n"));
+    } else {
+        out(&judged.text(&file, a.runs, first));
+    }
+    Ok(ExitCode::from(match judged.finding() {
+        Finding::Differ => exit::VIOLATION,
+        Finding::Undecided => exit::UNDECIDED,
+        Finding::Agree => exit::CLEAN,
+    }))
+}
+
+/// The real side of a comparison, run by run.
+struct RealSide {
+    tally: SideTally,
+    /// Runs that did not exercise the failover their plan is about.
+    missed: u64,
+    /// What ran (servers, and an adapter's library and version), as run 1 said.
+    service: String,
+}
+
+/// `--runs` real runs from seed `first`, each said on stderr as it ends and added to `each`.
+/// Errors: the exit code of a run that failed (said on stderr) or of an interruption.
+fn real_runs(
+    a: &RealArgs,
+    chosen: &Chosen,
+    first: u64,
+    opts: &RealOptions,
+    props: &[locksim_core::Property],
+    each: &mut Vec<serde_json::Value>,
+) -> Result<RealSide, u8> {
+    let mut side = RealSide {
+        tally: SideTally::new(props.len()),
+        missed: 0,
+        service: String::new(),
     };
     for i in 0..a.runs {
         let s = chosen.scenario(first + i);
-        let run = match real_run(&real_side(s.clone()), opts) {
-            Ok(r) => r,
-            Err((code, msg)) => {
-                crate::error_line(&format!("{}: run {}: {msg}", a.file.display(), i + 1));
-                return Ok(ExitCode::from(code));
-            }
-        };
-        if service.is_empty() {
-            service = run.service.clone();
+        let run = real_run(&real_side(s.clone()), opts).map_err(|(code, msg)| {
+            error_line(&format!("{}: run {}: {msg}", a.file.display(), i + 1));
+            code
+        })?;
+        if side.service.is_empty() {
+            side.service = run.service.clone();
         }
         let v = verdict(chosen, &s, &run.history, a.liveness);
-        let (got, granted) = real.add(&props, &v, &run.history);
-        let mut this = one("real", first + i, &got, granted);
+        let (got, granted) = side.tally.add(props, &v, &run.history);
+        let mut this = cmp::one("real", first + i, &got, granted);
         if let Some(d) = &run.logs {
             eprintln!("run {}: logs kept in {}", i + 1, d.display());
             this["logs"] = serde_json::json!(d);
@@ -572,7 +518,7 @@ fn compare(
         let none = if granted == 0 {
             " (NO GRANT: proves nothing)"
         } else if missed_failover(&s, &run.history) {
-            missed += 1;
+            side.missed += 1;
             " (NO FAILOVER: Sentinel promoted nobody; proves nothing about failover)"
         } else {
             ""
@@ -582,15 +528,27 @@ fn compare(
             i + 1,
             a.runs,
             first + i,
-            props_text(&got)
+            cmp::props_text(&got)
         );
         if locksim_real::interrupted() {
-            return Ok(ExitCode::from(crate::exit::INTERRUPTED));
+            return Err(exit::INTERRUPTED);
         }
     }
+    Ok(side)
+}
+
+/// `--runs` simulated seeds from `first`, each added to `each`; `None` when interrupted.
+fn sim_seeds(
+    a: &RealArgs,
+    chosen: &Chosen,
+    first: u64,
+    props: &[locksim_core::Property],
+    each: &mut Vec<serde_json::Value>,
+) -> Result<Option<SideTally>, String> {
+    let mut sim = SideTally::new(props.len());
     for i in 0..a.runs {
         if locksim_real::interrupted() {
-            return Ok(ExitCode::from(crate::exit::INTERRUPTED));
+            return Ok(None);
         }
         let s = chosen.scenario(first + i);
         let o = locksim_explore::check_scenario(&s, chosen.setup.algo.clone());
@@ -599,100 +557,8 @@ fn compare(
         }
         let h = o.history.expect("a history");
         let v = verdict(chosen, &s, &h, a.liveness);
-        let (got, granted) = sim.add(&props, &v, &h);
-        each.push(one("sim", first + i, &got, granted));
+        let (got, granted) = sim.add(props, &v, &h);
+        each.push(cmp::one("sim", first + i, &got, granted));
     }
-    let rows: Vec<(String, Comparison)> = props
-        .iter()
-        .enumerate()
-        .map(|(k, p)| {
-            (
-                p.to_string(),
-                compare_rates(real.props[k], sim.props[k], true),
-            )
-        })
-        .collect();
-    let granted = compare_rates(real.granted, sim.granted, false);
-    let optimistic: Vec<&str> = rows
-        .iter()
-        .filter(|r| r.1.sim_optimistic)
-        .map(|r| r.0.as_str())
-        .collect();
-    let grants_row = ("grants".to_string(), granted);
-    let differs: Vec<&str> = rows
-        .iter()
-        .chain([&grants_row])
-        .filter(|r| r.1.differs)
-        .map(|r| r.0.as_str())
-        .collect();
-    let (real_empty, sim_empty) = (real.empty(), sim.empty());
-    let undecided = real.undecided + sim.undecided;
-    if a.json {
-        let mut rows_json: Vec<serde_json::Value> =
-            rows.iter().map(|(n, c)| comparison_json(n, c)).collect();
-        rows_json.push(comparison_json("grants", &granted));
-        out(&format!(
-            "{}\n",
-            serde_json::json!({"file": a.file.display().to_string(), "runs": a.runs,
-                "real_service": service,
-                "first_seed": first, "properties": rows_json, "real_grants": real.grants,
-                "sim_grants": sim.grants, "real_runs_without_grants": real_empty,
-                "sim_seeds_without_grants": sim_empty, "undecided": undecided,
-                "real_runs_without_failover": missed,
-                "alpha": ALPHA, "differs": differs, "sim_optimistic": optimistic,
-                "agree": differs.is_empty() && optimistic.is_empty(), "each": each})
-        ));
-    } else {
-        let mut t = format!(
-            "{}: {} and {} (from seed {first}; seed N draws the same workload on both sides)\n",
-            a.file.display(),
-            plural(a.runs, "real run"),
-            plural(a.runs, "simulated seed")
-        );
-        t += &format!(
-            "{:<8} {:<24} {:<24} {:>6}  {}\n",
-            "property", "real      rate [95% CI]", "simulated rate [95% CI]", "p", "verdict"
-        );
-        for (n, c) in &rows {
-            t += &compare_row(n, c);
-        }
-        t += &compare_row("grants", &granted);
-        t += &format!(
-            "grants: {} real, {} simulated (the grants row counts runs with at least one)\n",
-            real.grants, sim.grants
-        );
-        t += "rates: violating runs / runs judged, 95% Wilson score intervals; p: Fisher's exact test, two-sided; differs: p < 0.05\n";
-        if !optimistic.is_empty() {
-            t += &format!(
-                "SIM_OPTIMISTIC: {}: real runs violate it and no simulated seed does (the simulator calls safe what is not: a simulator bug)\n",
-                optimistic.join(", ")
-            );
-        }
-        if real_empty > 0 || sim_empty > 0 {
-            t += &format!(
-                "WARNING: no client was granted the lock in {} and {}: those prove nothing\n",
-                plural(real_empty, "real run"),
-                plural(sim_empty, "simulated seed")
-            );
-        }
-        if missed > 0 {
-            t += &format!(
-                "WARNING: Sentinel promoted no replica in {} though the plan cut the primary off for longer than down_after: those did not exercise failover\n",
-                plural(missed, "real run")
-            );
-        }
-        if undecided > 0 {
-            t += &format!("UNDECIDED: {undecided} checks ran out of budget\n");
-        }
-        out(&t);
-    }
-    Ok(ExitCode::from(
-        if !optimistic.is_empty() || !differs.is_empty() {
-            crate::exit::VIOLATION
-        } else if real_empty > 0 || sim_empty > 0 || undecided > 0 || missed > 0 {
-            crate::exit::UNDECIDED
-        } else {
-            crate::exit::CLEAN
-        },
-    ))
+    Ok(Some(sim))
 }

@@ -6,8 +6,9 @@ use clap::Args;
 use locksim_explore::check_scenario;
 
 use crate::exit::Exit;
+use crate::out;
 use crate::scenario_args::choose;
-use crate::{out, timeline};
+use locksim_explore::timeline;
 
 #[derive(Args)]
 pub struct RunArgs {
@@ -104,76 +105,29 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
     }
     let history = result.history.as_ref().expect("no error means a history");
     let grants = locksim_explore::outcome::grants(history);
-    let grant_records = locksim_explore::outcome::grant_records(history);
-    if grants > 0 && grant_records == 0 {
+    if grants > 0 && locksim_explore::outcome::grant_records(history) == 0 {
         eprintln!(
             "{}",
             locksim_explore::outcome::no_grant_records_note(&setup.algorithm)
         );
     }
     if let Some(path) = &a.html {
-        let page = locksim_render::render_html(&locksim_render::Run {
-            scenario: &scenario,
-            history,
-            verdict: &result.verdict,
-            title: format!(
-                "{} seed {} ({})",
-                setup.algorithm,
-                a.seed,
-                scenario
-                    .fault_kinds
-                    .iter()
-                    .map(|k| k.name())
-                    .collect::<Vec<_>>()
-                    .join(",")
-            ),
-            notes: vec![format!(
-                "{} run {} --seed {}",
-                crate::program(),
-                chosen.command,
-                a.seed
-            )],
-            record: setup.algo.lock_is_record(),
-            session: setup.algo.lock_is_session(),
-        });
+        let command = (crate::program(), chosen.command.as_str());
+        let v = &result.verdict;
+        let page = locksim_explore::page::run_page(&scenario, history, v, &*setup.algo, command);
         locksim_explore::page::write_page(path, &page, false)?;
         eprintln!("wrote {}", path.display());
     }
+    let code = run_code(&result.verdict, grants);
     if a.json {
-        let names: Vec<String> = (0..scenario.cluster.nodes())
-            .map(|n| scenario.cluster.name(n))
-            .collect();
-        let mut v = serde_json::json!({
-            "scenario": scenario,
-            "nodes": names,
-            "digest": history.digest(),
-            "events": history.events.len(),
-            "messages_sent": history.messages_sent,
-            "messages_dropped": history.messages_dropped,
-            "grants": grants,
-            "grant_records": grant_records,
-            "writes_accepted": locksim_explore::outcome::writes_accepted(history),
-            "faults_planned": scenario.faults.len(),
-            "faults_applied": locksim_explore::outcome::faults_applied(history),
-            "faults_never_fired": locksim_core::trigger::never_fired(&scenario.faults, history, &scenario.cluster),
-            "ops_pending_at_end": locksim_explore::outcome::pending_at_end(history),
-            "exit": run_code(&result.verdict, grants),
-            "verdict": result.verdict,
-        });
-        if a.events {
-            v["history"] = serde_json::to_value(history).expect("serializable");
-        }
+        let v =
+            locksim_explore::outcome::run_json(&scenario, history, &result.verdict, code, a.events);
         out(&format!("{v}\n"));
     } else {
-        out(&timeline::render(
-            &scenario,
-            history,
-            &result.verdict,
-            a.events,
-            true,
-        ));
+        let v = &result.verdict;
+        out(&timeline::render(&scenario, history, v, a.events, true));
     }
-    Ok(ExitCode::from(run_code(&result.verdict, grants)))
+    Ok(ExitCode::from(code))
 }
 
 #[cfg(test)]
@@ -191,12 +145,12 @@ mod tests {
         let out = locksim_explore::check_scenario(&scenario, setup.algo.clone());
         let history = out.history.expect("runs");
         let mut v = Verdict::default();
-        let safe = crate::timeline::render(&scenario, &history, &v, false, true);
+        let safe = locksim_explore::timeline::render(&scenario, &history, &v, false, true);
         assert!(safe.contains("verdict: SAFE"), "{safe}");
         assert_eq!(verdict_code(&v), 0);
         v.inconclusive
             .push("S3, k0: step budget of 5000000 exhausted".into());
-        let text = crate::timeline::render(&scenario, &history, &v, false, true);
+        let text = locksim_explore::timeline::render(&scenario, &history, &v, false, true);
         assert!(text.contains("verdict: UNDECIDED S3"), "{text}");
         assert!(!text.contains("SAFE"), "{text}");
         assert_eq!(verdict_code(&v), 3);
@@ -208,7 +162,8 @@ mod tests {
             window: None,
         });
         assert!(
-            crate::timeline::render(&scenario, &history, &v, false, true).contains("VIOLATED S1")
+            locksim_explore::timeline::render(&scenario, &history, &v, false, true)
+                .contains("VIOLATED S1")
         );
         assert_eq!(verdict_code(&v), 1);
     }

@@ -4,18 +4,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::Mutex;
 use std::time::Instant;
 
 use clap::Args;
-use locksim_core::fault::parse_kinds;
-use locksim_core::{FaultKind, Property};
 use locksim_explore::frontier::FrontierFile;
 use locksim_explore::record_file::Writer;
-use locksim_explore::sweep::{results, Axis, PointResult, SweepDef};
-use locksim_explore::{report, sweep_text};
-use locksim_explore::{run_each, CampaignSpec, Shard, Summary};
-use locksim_render::sweep::{sweep_report, SweepSection};
+use locksim_explore::sweep::{PointResult, SweepDef};
+use locksim_explore::sweep_run::{self, Ran};
+use locksim_explore::{report, sweep_text, Shard};
+use locksim_render::sweep::sweep_report;
 
 use crate::args::MemoryArgs;
 use crate::exit::Exit;
@@ -126,49 +123,7 @@ pub struct SweepArgs {
     memory: MemoryArgs,
 }
 
-/// Writes the first figure of `s` to `path` (whole, through a rename).
-fn write_svg(path: &Path, s: &SweepSection, plot: Option<&str>, force: bool) -> Result<(), String> {
-    if path.exists() && !force {
-        return Err(format!(
-            "{} exists; not replacing it (give --force to replace it)",
-            path.display()
-        ));
-    }
-    let figures = locksim_render::sweep::figures(s);
-    let chosen = match plot {
-        None => figures.first(),
-        Some(name) => figures.iter().find(|f| f.0.eq_ignore_ascii_case(name)),
-    };
-    let Some((_, svg)) = chosen else {
-        return Err(match plot {
-            Some(name) if !figures.is_empty() => format!(
-                "--plot {name}: this sweep has no such plot (it has {})",
-                figures
-                    .iter()
-                    .map(|f| f.0.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            _ => "nothing to plot".into(),
-        });
-    };
-    locksim_explore::record_file::create_parent(path)?;
-    locksim_core::file::write_whole(path, svg.as_bytes(), locksim_core::file::Place::Replace)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
-}
-
-/// One sweep of this invocation and what became of it.
-struct Ran {
-    def: SweepDef,
-    spec: CampaignSpec,
-    results: Vec<PointResult>,
-}
-
-fn per_point(def: &SweepDef) -> usize {
-    def.algorithms.len() * def.kinds.len()
-}
-
-/// Runs one sweep (this shard of it), streaming records to `out`.
+/// Runs one sweep (this shard of it), its progress shown, streaming records to `out`.
 fn run_sweep(
     label: &str,
     def: SweepDef,
@@ -179,80 +134,15 @@ fn run_sweep(
 ) -> Result<Ran, String> {
     let (spec, labels) = def.spec(jobs)?;
     memory.check_campaign(&spec, jobs)?;
-    let total = (spec.setups.len() * spec.kinds.len()) as u64 * shard.seeds_of(spec.seeds);
-    let progress = Progress::new("seeds", total);
-    let summary = Mutex::new(Summary::default());
-    let pp = per_point(&def);
-    run_each(
-        &spec,
-        shard,
-        &|_, _| false,
-        &|mut r| {
-            r.campaign = label.to_string();
-            r.point = labels[r.cell / pp].clone();
-            if let Some(o) = out {
-                o.write(&r)?;
-            }
-            summary.lock().expect("no panics while held").add(&r)
-        },
-        &|n, _| progress.set(n),
-    )?;
+    let progress = Progress::new("seeds", sweep_run::seeds_to_run(&spec, shard));
+    let ran = sweep_run::run(label, def, (spec, labels), shard, out, &|n| progress.set(n))?;
     progress.finish();
-    let cells = summary
-        .into_inner()
-        .expect("workers finished")
-        .indexed_cells();
-    let results = results(&cells, &labels, def.algorithms.len(), def.kinds.len());
-    Ok(Ran { def, spec, results })
+    Ok(ran)
 }
 
-/// `--out`: a new file (an existing non-empty one only with `--force`), one line per record,
-/// held under a file lock until the sweep ends: a second locksim on this --out is refused.
-fn create_out(path: &Path, force: bool) -> Result<Writer, String> {
-    use locksim_explore::record_file::{open, Error, Open};
-    locksim_explore::record_file::create_parent(path)?;
-    let how = if force { Open::Replace } else { Open::New };
-    let file = match open(path, how) {
-        Err(Error::Exists) => {
-            return Err(format!(
-                "--out {} exists: give --force to replace it",
-                path.display()
-            ))
-        }
-        other => other.map_err(|e| e.to_string())?,
-    };
-    Ok(Writer::new(path, file))
-}
-
-fn command_line(a: &SweepArgs, def: &SweepDef) -> String {
-    let mut c = format!(
-        "{} sweep --algo {} --faults {}",
-        crate::program(),
-        def.algorithms.join(","),
-        def.kinds
-            .iter()
-            .map(|k| k.name())
-            .collect::<Vec<_>>()
-            .join(",")
-    );
-    for v in &a.vary {
-        c += &format!(" --vary {v}");
-    }
-    for s in &a.set {
-        c += &format!(" --set {s}");
-    }
-    c += &format!(" --seeds {}", def.seeds);
-    if def.first_seed > 0 {
-        c += &format!(" --first-seed {}", def.first_seed);
-    }
-    c
-}
-
-pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
-    let started = Instant::now();
-    let jobs = crate::args::jobs_of(a.jobs)?;
-    let shard = Shard::resolve(a.shard.as_deref(), a.shards, &|k| std::env::var(k).ok())?
-        .unwrap_or(Shard::ALL);
+/// Refuses flags that do not go together, or targets that would be replaced, before any
+/// seed runs.
+fn check_flags(a: &SweepArgs, shard: Shard) -> Result<(), String> {
     if a.report.is_some() && shard != Shard::ALL {
         return Err("--report needs the whole sweep, not one shard".into());
     }
@@ -266,22 +156,23 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
         ));
     }
     if let Some(name) = &a.plot {
-        if !locksim_render::sweep::PLOTS
-            .iter()
-            .any(|k| k.eq_ignore_ascii_case(name))
-            && name.to_ascii_uppercase().parse::<Property>().is_err()
-        {
-            return Err(format!(
-                "--plot {name}: not a plot (a property such as S1, or latency, grants, attempts, wait)"
-            ));
-        }
+        sweep_run::check_plot(name)?;
     }
     if a.svg.is_some() && !a.paths.is_empty() {
         return Err("--svg draws the command line's sweep, not frontier files".into());
     }
+    Ok(())
+}
+
+pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
+    let started = Instant::now();
+    let jobs = crate::args::jobs_of(a.jobs)?;
+    let shard = Shard::resolve(a.shard.as_deref(), a.shards, &|k| std::env::var(k).ok())?
+        .unwrap_or(Shard::ALL);
+    check_flags(&a, shard)?;
     let liveness = a.check.is_some();
     let out_file = match &a.out {
-        Some(p) => Some(create_out(p, a.force)?),
+        Some(p) => Some(sweep_run::create_out(p, a.force)?),
         None => None,
     };
     if !a.paths.is_empty() {
@@ -299,38 +190,30 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
         }
         return files(&a, jobs, shard, out_file.as_ref(), started);
     }
-    let def = sweep_def(&a)?;
+    let def = sweep_run::from_flags(&sweep_run::Flags {
+        algo: &a.algo,
+        vary: &a.vary,
+        set: &a.set,
+        faults: a.faults.as_deref(),
+        seeds: a.seeds,
+        first_seed: a.first_seed,
+    })?;
     let seeds = def.seeds;
-    let made_by = command_line(&a, &def);
+    let made_by = sweep_run::command_line(crate::program(), &def, &a.vary, &a.set);
     let ran = run_sweep("sweep", def, jobs, shard, &a.memory, out_file.as_ref())?;
     let keys: Vec<String> = ran.def.axes.iter().map(|x| x.key.clone()).collect();
     let seeds_here = shard.seeds_of(seeds);
     if let Some(path) = &a.svg {
-        let s = sweep_text::section(
-            None,
-            vec![],
-            &ran.def.axes,
-            &ran.results,
-            seeds_here,
-            liveness,
-            &[],
-        );
-        write_svg(path, &s, a.plot.as_deref(), a.force)?;
+        let axes = &ran.def.axes;
+        let s = sweep_text::section(None, vec![], axes, &ran.results, seeds_here, liveness, &[]);
+        sweep_run::write_svg(path, &s, a.plot.as_deref(), a.force)?;
         eprintln!("plot: {}", path.display());
     }
     if let Some(path) = &a.report {
         report_page(&a, path, &ran, (seeds_here, liveness), &made_by, jobs)?;
     }
     if a.json {
-        let points: Vec<serde_json::Value> = ran
-            .results
-            .iter()
-            .map(|r| sweep_text::point_json(r, seeds_here))
-            .collect();
-        out(&format!(
-            "{}\n",
-            serde_json::json!({"axes": sweep_text::axes_json(&ran.def.axes), "points": points})
-        ));
+        out(&format!("{}\n", sweep_run::json(&ran, seeds_here)));
     } else if a.csv {
         out(&sweep_text::csv(&ran.results, &keys, seeds_here, ""));
     } else {
@@ -342,59 +225,13 @@ pub fn main(a: SweepArgs) -> Result<ExitCode, String> {
         ));
     }
     warn(&ran.results, seeds_here);
-    let n = ran.spec.setups.len() as u64 * ran.spec.kinds.len() as u64 * seeds_here;
     eprintln!(
         "{} in {:.1}s on {}",
-        plural(n, "seed"),
+        plural(sweep_run::seeds_run(&ran, seeds_here), "seed"),
         started.elapsed().as_secs_f64(),
         plural(jobs as u64, "thread")
     );
     Ok(ExitCode::from(Exit::CLEAN))
-}
-
-/// The sweep the flags describe (`--algo`, `--vary`, `--set`, `--faults`, seeds).
-fn sweep_def(a: &SweepArgs) -> Result<SweepDef, String> {
-    if a.vary.is_empty() {
-        return Err(
-            "say what to vary: --vary KEY=RANGE, e.g. --vary pause_max=100ms..3s:10 (or give frontier files)"
-                .into(),
-        );
-    }
-    let algorithms: Vec<String> = a
-        .algo
-        .iter()
-        .map(|s| s.trim().to_string())
-        .filter(|s| !s.is_empty())
-        .collect();
-    if algorithms.is_empty() {
-        return Err(format!(
-            "say which algorithms: --algo NAME[,NAME] (valid: {})",
-            locksim_algos::names()
-        ));
-    }
-    let seeds = a.seeds.unwrap_or(100);
-    if seeds == 0 || seeds > 1_000_000 {
-        return Err("--seeds must be from 1 to 1000000 (split bigger sweeps with --shard)".into());
-    }
-    let first_seed = a.first_seed.unwrap_or(0);
-    if first_seed.checked_add(seeds).is_none() {
-        return Err("--first-seed + --seeds does not fit in 64 bits".into());
-    }
-    Ok(SweepDef {
-        algorithms,
-        settings: a.set.clone(),
-        axes: a
-            .vary
-            .iter()
-            .map(|v| Axis::parse(v))
-            .collect::<Result<_, _>>()?,
-        kinds: match &a.faults {
-            Some(f) => parse_kinds(f)?,
-            None => vec![FaultKind::Pause],
-        },
-        first_seed,
-        seeds,
-    })
 }
 
 /// `--report` of the command line's sweep: the plots and the table, each failing point's
@@ -407,29 +244,19 @@ fn report_page(
     made_by: &str,
     jobs: usize,
 ) -> Result<(), String> {
-    let (first_seed, seeds) = (ran.def.first_seed, ran.def.seeds);
     let dir = report::files_dir(path);
     let made = shrink(ran, &dir, jobs);
+    let axes = &ran.def.axes;
     let s = sweep_text::section(
         None,
         vec![],
-        &ran.def.axes,
+        axes,
         &ran.results,
         seeds_here,
         liveness,
         &made,
     );
-    let notes = vec![
-        format!(
-            "{} points × {} × {}, seeds {}‥{} of each.",
-            ran.def.points().len(),
-            plural(ran.def.algorithms.len() as u64, "algorithm"),
-            plural(ran.def.kinds.len() as u64, "fault kind"),
-            first_seed,
-            first_seed + seeds - 1
-        ),
-        format!("Made by: {made_by} --report {}", path.display()),
-    ];
+    let notes = sweep_run::report_notes(ran, made_by, path);
     let html = sweep_report("locksim sweep", &notes, &[s]);
     locksim_explore::page::write_page(path, &html, a.force)?;
     eprintln!("report: {} (traces in {})", path.display(), dir.display());
@@ -457,40 +284,22 @@ fn files(
         eprintln!("== {}", f.name);
         let ran = run_sweep(&label, f.sweep.clone(), jobs, shard, &a.memory, out_file)?;
         let seeds_here = shard.seeds_of(f.sweep.seeds);
-        total += ran.spec.setups.len() as u64 * ran.spec.kinds.len() as u64 * seeds_here;
-        let keys: Vec<String> = f.sweep.axes.iter().map(|x| x.key.clone()).collect();
-        let (verdict, problems) = if shard == Shard::ALL {
-            let p = f.judge(&ran.results);
-            if p.is_empty() {
-                ("PASS".to_string(), p)
-            } else {
-                failed += 1;
-                ("FAIL".to_string(), p)
-            }
-        } else {
-            (
-                "not judged (one shard: judge after locksim merge)".to_string(),
-                vec![],
-            )
-        };
+        total += sweep_run::seeds_run(&ran, seeds_here);
+        let done = sweep_run::frontier_done(f, &ran, shard, seeds_here, a.check.is_some());
+        failed += usize::from(done.failed);
         if !a.json && !a.csv {
-            let mut t = format!("== {} ({}): {verdict}\n", f.name, label);
-            for p in &problems {
-                t += &format!("  FAIL: {p}\n");
-            }
-            t += &sweep_text::table(&ran.results, &keys, seeds_here, a.check.is_some());
-            out(&t);
+            out(&done.text);
         } else if a.csv {
+            let keys: Vec<String> = f.sweep.axes.iter().map(|x| x.key.clone()).collect();
             out(&sweep_text::csv(&ran.results, &keys, seeds_here, &label));
         }
         warn(&ran.results, seeds_here);
-        if a.report.is_some() {
-            let dir = report::files_dir(a.report.as_deref().expect("checked"));
-            let made = shrink(&ran, &dir, jobs);
+        if let Some(path) = &a.report {
+            let made = shrink(&ran, &report::files_dir(path), jobs);
             let mut notes = vec![format!("Why: {}", f.why)];
-            notes.extend(problems.iter().map(|p| format!("FAIL: {p}")));
+            notes.extend(done.problems.iter().map(|p| format!("FAIL: {p}")));
             sections.push(sweep_text::section(
-                Some(format!("{} ({label}): {verdict}", f.name)),
+                Some(format!("{} ({label}): {}", f.name, done.verdict)),
                 notes,
                 &f.sweep.axes,
                 &ran.results,
@@ -499,31 +308,17 @@ fn files(
                 &made,
             ));
         }
-        json.push(serde_json::json!({
-            "file": label,
-            "name": f.name,
-            "ok": problems.is_empty(),
-            "verdict": verdict,
-            "problems": problems,
-            "axes": sweep_text::axes_json(&f.sweep.axes),
-            "points": ran.results.iter().map(|r| sweep_text::point_json(r, seeds_here)).collect::<Vec<_>>(),
-        }));
+        json.push(done.json);
     }
     if let Some(path) = &a.report {
-        let html = sweep_report(
-            "locksim sweep: frontier files",
-            &[format!(
-                "Made by: {} sweep {} --report {}",
-                crate::program(),
-                a.paths
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                path.display()
-            )],
-            &sections,
+        let paths: Vec<String> = a.paths.iter().map(|p| p.display().to_string()).collect();
+        let made_by = format!(
+            "Made by: {} sweep {} --report {}",
+            crate::program(),
+            paths.join(" "),
+            path.display()
         );
+        let html = sweep_report("locksim sweep: frontier files", &[made_by], &sections);
         locksim_explore::page::write_page(path, &html, a.force)?;
     }
     if a.json {
@@ -536,11 +331,11 @@ fn files(
         started.elapsed().as_secs_f64(),
         locksim_explore::campaign_run::expectations(failed, shard)
     );
-    Ok(if failed > 0 {
-        ExitCode::from(Exit::VIOLATION)
+    Ok(ExitCode::from(if failed > 0 {
+        Exit::VIOLATION
     } else {
-        ExitCode::from(Exit::CLEAN)
-    })
+        Exit::CLEAN
+    }))
 }
 
 /// Prints the warnings about the points that prove nothing (stderr).
@@ -561,13 +356,6 @@ fn shrink(ran: &Ran, dir: &Path, jobs: usize) -> Vec<report::Made> {
         },
         "points shrunk",
     );
-    report::shrink_points(
-        &ran.def,
-        &ran.spec,
-        &ran.results,
-        dir,
-        jobs,
-        crate::program(),
-        &shown,
-    )
+    let (def, spec, results) = (&ran.def, &ran.spec, &ran.results);
+    report::shrink_points(def, spec, results, dir, jobs, crate::program(), &shown)
 }

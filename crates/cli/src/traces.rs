@@ -5,9 +5,8 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Args;
-use locksim_core::{Property, Trace};
-use locksim_explore::check_scenario;
-use locksim_explore::replay::{replay, verdict_kinds};
+use locksim_core::Trace;
+use locksim_explore::replay::{self, replay};
 use locksim_explore::shrink::{shrink, trace_file_name};
 
 use crate::exit::Exit;
@@ -71,7 +70,7 @@ pub struct ReplayArgs {
 pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
     let scenario = shrink_scenario(&a)?;
     a.memory.check(&scenario)?;
-    let property = shrink_property(&a, &scenario)?;
+    let property = locksim_explore::shrink::property_to_keep(&scenario, a.kind.as_deref())?;
     if a.out_dir.exists() && !a.out_dir.is_dir() {
         // Say so now, not after the whole shrink.
         return Err(format!(
@@ -96,39 +95,18 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
     trace.write_new(&path)?;
     let secs = started.elapsed().as_secs_f64();
     if a.json {
-        out(&format!(
-            "{}\n",
-            shrunk_json(&shrunk, &trace, &path, property, secs)
+        let j = locksim_explore::shrink::json(&shrunk, &trace, &path, property, secs);
+        out(&format!("{j}\n"));
+    } else {
+        let seed = scenario.seed;
+        out(&locksim_explore::shrink::text(
+            &shrunk,
+            &path,
+            seed,
+            secs,
+            crate::program(),
         ));
-        return Ok(ExitCode::from(Exit::CLEAN));
     }
-    let mut t = format!(
-        "{}: {}, {}, {} in {secs:.1}s; verdict {}\n",
-        path.display(),
-        plural(shrunk.scenario.faults.len() as u64, "fault"),
-        plural(shrunk.scenario.cluster.clients, "client"),
-        plural(shrunk.runs, "run"),
-        verdict_kinds(&shrunk.verdict)
-    );
-    if shrunk.scenario.seed != scenario.seed {
-        t += &format!(
-            "  (now seed {}: removing faults or clients changes who wins each race, so the shrinker also tries neighbouring seeds)\n",
-            shrunk.scenario.seed
-        );
-    }
-    for f in &shrunk.scenario.faults.faults {
-        t += &format!(
-            "  {}: {}\n",
-            f.describe_when(&shrunk.scenario.cluster),
-            f.fault.describe(&shrunk.scenario.cluster)
-        );
-    }
-    t += &format!(
-        "replay it with: {} replay {}\n",
-        crate::program(),
-        locksim_explore::testing::shell_quote(&path.to_string_lossy())
-    );
-    out(&t);
     Ok(ExitCode::from(Exit::CLEAN))
 }
 
@@ -173,66 +151,6 @@ fn shrink_scenario(a: &ShrinkArgs) -> Result<locksim_core::Scenario, String> {
     Ok(scenario)
 }
 
-/// The property to keep: `--kind`, or the first the run violates.
-fn shrink_property(a: &ShrinkArgs, scenario: &locksim_core::Scenario) -> Result<Property, String> {
-    let property = match &a.kind {
-        Some(k) => k.parse::<Property>()?,
-        None => {
-            let setup = locksim_explore::Setup::from_scenario(scenario)?;
-            let out = check_scenario(scenario, setup.algo);
-            if let Some(e) = &out.error {
-                // Not "violates nothing": it never ran (H6 item 7).
-                return Err(format!(
-                "seed {} failed to run (the simulation panicked: {e}): there is no history to shrink",
-                scenario.seed
-            ));
-            }
-            let first = out.verdict.kinds().first().copied();
-            first.ok_or("the run violates nothing: nothing to shrink")?
-        }
-    };
-    Ok(property)
-}
-
-/// `shrink --json`'s object: the trace written to `path`, its faults, and the shrink's cost.
-fn shrunk_json(
-    shrunk: &locksim_explore::shrink::Shrunk,
-    trace: &Trace,
-    path: &std::path::Path,
-    property: Property,
-    secs: f64,
-) -> serde_json::Value {
-    let faults: Vec<serde_json::Value> = shrunk
-        .scenario
-        .faults
-        .faults
-        .iter()
-        .map(|f| {
-            let mut v = serde_json::json!({
-                "at_ns": f.at,
-                "fault": f.fault.describe(&shrunk.scenario.cluster),
-            });
-            // A fault aimed at an event stays so: its `at_ns` (0) is no fixed time.
-            if let Some(t) = &f.after {
-                v["after"] = serde_json::to_value(t).expect("serializable");
-                v["when"] = f.describe_when(&shrunk.scenario.cluster).into();
-            }
-            v
-        })
-        .collect();
-    serde_json::json!({
-    "trace": path.display().to_string(),
-    "property": property,
-    "seed": shrunk.scenario.seed,
-    "clients": shrunk.scenario.cluster.clients,
-    "faults": faults,
-    "runs": shrunk.runs,
-    "seconds": (secs * 10.0).round() / 10.0,
-    "digest": trace.digest,
-    "verdict": verdict_kinds(&shrunk.verdict),
-    })
-}
-
 pub fn replay_main(a: ReplayArgs) -> Result<ExitCode, String> {
     let (mut mismatch, mut unreadable) = (false, false);
     for file in &a.traces {
@@ -259,58 +177,18 @@ pub fn replay_main(a: ReplayArgs) -> Result<ExitCode, String> {
             }
         };
         let ms = started.elapsed().as_secs_f64() * 1e3;
-        if !r.ok() {
-            mismatch = true;
-        }
+        mismatch |= !r.ok();
         if a.json {
-            let v = serde_json::json!({
-                "file": file.display().to_string(),
-                "ok": r.ok(),
-                "digest": r.digest,
-                "recorded_digest": trace.digest,
-                "digest_matches": r.digest_matches,
-                "verdict_matches": r.verdict_matches,
-                "verdict": r.outcome.verdict,
-                "recorded": verdict_kinds(&trace.verdict),
-                "first_difference": r.first_difference,
-                "ms": (ms * 1000.0).round() / 1000.0,
-            });
-            out(&format!("{v}\n"));
-        } else if r.ok() {
-            out(&format!(
-                "ok    {}: digest {}, verdict {} ({ms:.0} ms)\n",
-                file.display(),
-                &r.digest[..8],
-                verdict_kinds(&r.outcome.verdict)
-            ));
+            out(&format!("{}\n", replay::json(file, &trace, &r, ms)));
         } else {
-            let mut t = format!("FAIL  {}:", file.display());
-            if !r.digest_matches {
-                t += &format!(
-                    " digest {} where the trace recorded {};",
-                    &r.digest[..8],
-                    &trace.digest[..8.min(trace.digest.len())]
-                );
-            }
-            if !r.verdict_matches {
-                t += &format!(
-                    " verdict {} where the trace recorded {};",
-                    verdict_kinds(&r.outcome.verdict),
-                    verdict_kinds(&trace.verdict)
-                );
-            }
-            t += "\n";
-            if let Some(d) = &r.first_difference {
-                t += &format!("  first difference: {d}\n");
-            }
-            out(&t);
+            out(&replay::text(file, &trace, &r, ms));
         }
     }
-    Ok(if unreadable {
-        ExitCode::from(Exit::BAD_INPUT)
+    Ok(ExitCode::from(if unreadable {
+        Exit::BAD_INPUT
     } else if mismatch {
-        ExitCode::from(Exit::VIOLATION)
+        Exit::VIOLATION
     } else {
-        ExitCode::from(Exit::CLEAN)
-    })
+        Exit::CLEAN
+    }))
 }

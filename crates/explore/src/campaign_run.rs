@@ -10,9 +10,13 @@ use locksim_core::text::plural;
 use locksim_core::FaultKind;
 
 use crate::campaign::fingerprint;
-use crate::campaign_file::read_plan;
+use crate::campaign_file::{read_plan, CampaignFile};
+use crate::campaign_json::FileResult;
 use crate::record_file::{self, check_faults_recorded, create_parent, Open, Writer};
-use crate::{run_each, setups_for, CampaignSpec, SeedRecord, Shard, Summary};
+use crate::report;
+use crate::seed_flags::SeedFlags;
+use crate::table::{shows_liveness, table_body};
+use crate::{run_each, setups_for, CampaignSpec, CellSummary, SeedRecord, Shard, Summary};
 
 /// One campaign of this invocation: the matrix (label "") or a campaign file (its path).
 pub struct Job<'a> {
@@ -284,5 +288,126 @@ pub fn expectations(failed: usize, shard: Shard) -> String {
             "expectations judged at merge (this is shard {}/{}: `locksim merge` its --out file with the other shards')",
             shard.index, shard.count
         )
+    }
+}
+
+/// The matrix's algorithms: every registered one (`all`), the names in `algo` (trimmed,
+/// empty ones dropped), or the default matrix's when `algo` is empty.
+///
+/// # Errors
+/// The list comes out empty.
+pub fn matrix_algorithms(all: bool, algo: &[String]) -> Result<Vec<String>, String> {
+    let algos: Vec<String> = if all {
+        locksim_algos::algorithms()
+            .iter()
+            .map(|a| a.0.to_string())
+            .collect()
+    } else if algo.is_empty() {
+        locksim_algos::DEFAULT_MATRIX
+            .iter()
+            .map(|a| a.to_string())
+            .collect()
+    } else {
+        algo.iter()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect()
+    };
+    if algos.is_empty() {
+        return Err(format!(
+            "empty algorithm list (valid: {})",
+            locksim_algos::names()
+        ));
+    }
+    Ok(algos)
+}
+
+/// A campaign's `(first_seed, seeds)`.
+pub type SeedRange = (u64, u64);
+
+/// The campaign files under `paths`, their seeds overridden by `flags`, and each one's own
+/// `(first_seed, seeds)` (for a verdict under `--seeds`/`--first-seed`).
+///
+/// # Errors
+/// A file cannot be read, there is none, or the overridden seeds run past 2^64.
+pub fn collect_files(
+    paths: &[PathBuf],
+    flags: SeedFlags,
+) -> Result<(Vec<CampaignFile>, Vec<SeedRange>), String> {
+    let mut files = CampaignFile::collect(paths)?;
+    if files.is_empty() {
+        let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        return Err(format!("no *.toml campaign files in {}", names.join(", ")));
+    }
+    let own: Vec<SeedRange> = files.iter().map(|f| (f.first_seed, f.seeds)).collect();
+    for f in &mut files {
+        flags.apply(f)?;
+    }
+    Ok((files, own))
+}
+
+/// One campaign file run: what `campaign` prints and keeps of it.
+pub struct FileDone {
+    /// Its expectations failed.
+    pub failed: bool,
+    /// Its table under its heading (`== name (path): VERDICT`), ending with a blank line.
+    pub text: String,
+    /// The table shows L1–L3.
+    pub liveness: bool,
+    /// Its part of `--report`, when asked for.
+    pub section: Option<report::Section>,
+    /// Its `--json` object.
+    pub result: FileResult,
+}
+
+/// Judges campaign file `f` on `cells` (run with `spec`, the file's own seeds `own` or
+/// others; one shard sees only part of the seeds, so its expectations are judged after
+/// `merge`). `liveness`: `--check liveness` was given; `report`: build its report section.
+pub fn file_done(
+    f: &CampaignFile,
+    spec: &CampaignSpec,
+    cells: Vec<CellSummary>,
+    (shard, own): (Shard, SeedRange),
+    liveness: bool,
+    report: bool,
+) -> FileDone {
+    let (problems, verdict) = if shard != Shard::ALL {
+        (vec![], "(shard: judged after merge)".to_string())
+    } else {
+        let problems = f.judge(&cells);
+        let verdict = if problems.is_empty() {
+            "PASS".to_string()
+        } else {
+            format!(
+                "FAIL: {}{}",
+                problems.join("; "),
+                crate::seed_flags::overridden(f, own)
+            )
+        };
+        (problems, verdict)
+    };
+    let heading = format!("{} ({}): {verdict}", f.name, f.path.display());
+    let section = report.then(|| report::Section {
+        heading: Some(heading.clone()),
+        notes: vec![],
+        starts: report::starts_of(spec, &cells),
+        cells: cells.clone(),
+    });
+    let liveness = shows_liveness(&cells, f.asks_liveness() || liveness);
+    FileDone {
+        failed: !problems.is_empty(),
+        text: format!("== {heading}\n{}\n", table_body(&cells, liveness)),
+        liveness,
+        section,
+        result: FileResult {
+            name: f.name.clone(),
+            file: f.path.display().to_string(),
+            ok: problems.is_empty(),
+            problems,
+            cells,
+            // One shard's `ok` says nothing: the verdict says so.
+            verdict: (shard != Shard::ALL).then(|| "not judged: one shard, judged at merge".into()),
+            missing: Vec::new(),
+        },
     }
 }

@@ -15,27 +15,35 @@ pub mod campaign;
 pub mod campaign_file;
 pub mod campaign_json;
 pub mod campaign_run;
+pub mod campaign_words;
+pub mod choose;
 pub mod compare;
 pub mod faultgen;
 pub mod frontier;
 pub mod gate;
+pub mod history_check;
 pub mod hunt;
 mod key_lines;
 pub mod markdown;
 pub mod merge;
 pub mod outcome;
 pub mod page;
+pub mod real_compare;
 pub mod record_file;
 pub mod reference;
 pub mod replay;
 pub mod report;
+pub mod seed_flags;
 pub mod setup;
 pub mod shrink;
 pub mod sweep;
+pub mod sweep_run;
 pub mod sweep_text;
 pub mod table;
 pub mod testing;
+pub mod timeline;
 pub mod tla;
+pub mod tla_files;
 
 pub use campaign::{
     run_campaign, run_each, run_seeds, summarize, CampaignSpec, CellSummary, SeedRecord, Shard,

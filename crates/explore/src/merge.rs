@@ -657,3 +657,177 @@ pub fn sweep(
         lacking,
     )
 }
+
+/// The shard files of one `locksim merge` read, merged and judged, campaign by campaign in
+/// the order they ran.
+pub struct MergedFiles {
+    /// The campaigns' tables (campaign files under their headings) and the sweeps' text, in
+    /// order, without the legend.
+    pub text: String,
+    /// `None` when no campaign's table is in [`Self::text`], else whether one shows L1–L3
+    /// (the legend after the tables says so).
+    pub legend_liveness: Option<bool>,
+    /// The campaigns' merged records, judged.
+    pub campaigns: Vec<MergedCampaign>,
+    /// The sweeps' merged records, by campaign name.
+    pub sweeps: Vec<(String, MergedSweep)>,
+    /// The `--report` page's sections (one per campaign), when asked for.
+    pub sections: Vec<crate::report::Section>,
+    /// Campaigns whose expectation (or sweeps whose frontier) failed.
+    pub failed: usize,
+    /// Campaigns left unjudged (a partial merge).
+    pub unjudged: usize,
+}
+
+/// Merges the record files `files` ([`read`], [`lacking`], then [`judge`] or [`sweep`]
+/// each campaign), giving `note` each line for stderr as it arises. `partial`: summarize
+/// what is there (`--partial`); `fail_on`: `--fail-on` was given; `report`: build the
+/// report's sections (a sweep's records are then refused).
+///
+/// # Errors
+/// As [`read`], [`lacking`], [`judge`] and [`sweep`].
+pub fn merge_files(
+    files: &[PathBuf],
+    partial: bool,
+    fail_on: bool,
+    report: bool,
+    note: &mut dyn FnMut(String),
+) -> Result<MergedFiles, String> {
+    let (order, by_campaign) = read(files, report)?;
+    let mut all = MergedFiles {
+        text: String::new(),
+        legend_liveness: None,
+        campaigns: Vec::new(),
+        sweeps: Vec::new(),
+        sections: Vec::new(),
+        failed: 0,
+        unjudged: 0,
+    };
+    for campaign in &order {
+        let m = &by_campaign[campaign];
+        let label = if campaign.is_empty() {
+            "the matrix".to_string()
+        } else {
+            campaign.clone()
+        };
+        let lacking = lacking(m, &label)?;
+        if let Some(n) = m.duplicates_note(&label) {
+            note(n);
+        }
+        if !m.points.is_empty() {
+            let merged = sweep(campaign, m, &lacking, partial, note)?;
+            all.failed += usize::from(!merged.ok);
+            all.text += &merged.text;
+            all.sweeps.push((campaign.clone(), merged));
+            continue;
+        }
+        let mc = judge(campaign, m, lacking, partial, fail_on)?;
+        for n in &mc.notes {
+            note(n.clone());
+        }
+        all.failed += usize::from(mc.failed);
+        all.unjudged += usize::from(mc.unjudged);
+        if let Some(h) = &mc.heading {
+            all.text += &format!("== {h}\n");
+        }
+        let liveness = crate::table::shows_liveness(&mc.cells, mc.asks_liveness);
+        all.legend_liveness = Some(all.legend_liveness.unwrap_or(false) || liveness);
+        all.text += &crate::table::table_body(&mc.cells, liveness);
+        if !campaign.is_empty() {
+            all.text += "\n";
+        }
+        if report {
+            all.sections.push(crate::report::Section {
+                heading: mc.heading.clone(),
+                notes: vec![],
+                starts: merged_starts(campaign, m, &mc.cells),
+                cells: mc.cells.clone(),
+            });
+        }
+        all.campaigns.push(mc);
+    }
+    Ok(all)
+}
+
+impl MergedFiles {
+    /// The campaigns' cells, in order (what `--fail-on` judges).
+    pub fn cells(&self) -> Vec<CellSummary> {
+        self.campaigns
+            .iter()
+            .flat_map(|j| j.cells.iter().cloned())
+            .collect()
+    }
+
+    /// The tables with the legend once after them, as `campaign` prints it.
+    pub fn text_with_legend(&self) -> String {
+        let mut text = self.text.clone();
+        if let Some(liveness) = self.legend_liveness {
+            let l = crate::table::legend(liveness);
+            // After a file's table and its blank line, no second blank line.
+            text += if text.ends_with("\n\n") {
+                l.trim_start_matches('\n')
+            } else {
+                &l
+            };
+        }
+        text
+    }
+
+    /// `--csv`: the sweeps' rows, as `sweep --csv` prints them.
+    ///
+    /// # Errors
+    /// The files hold campaign records, which have no CSV form.
+    pub fn csv(&self) -> Result<String, String> {
+        if let Some(mc) = self.campaigns.first() {
+            let c = &mc.campaign;
+            return Err(format!(
+                "merge --csv prints sweep records (one row per point, algorithm and fault kind, as `sweep --csv`); {} holds campaign records: use the table or --json for them",
+                if c.is_empty() { "the command-line matrix" } else { c.as_str() }
+            ));
+        }
+        Ok(self.sweeps.iter().map(|s| s.1.csv.as_str()).collect())
+    }
+}
+
+/// Where `merge --report` gets each violated cell's first failing seed: the scenario its
+/// record carries (`campaign --out` stores it), else the campaign file, if it is still where
+/// it ran and its settings fingerprint matches the records'.
+pub fn merged_starts(
+    campaign: &str,
+    m: &Merged,
+    cells: &[CellSummary],
+) -> Vec<Option<crate::report::Start>> {
+    let file = (!campaign.is_empty())
+        .then(|| CampaignFile::read(Path::new(campaign)).and_then(|f| f.spec(1)));
+    // The summary's cells come in cell-index order, as `m.cells` holds them.
+    m.cells
+        .iter()
+        .zip(cells)
+        .map(|((&cell, (_, _, settings)), c)| {
+            let seed = c.first_failing_seed?;
+            if let Some((s, scenario)) = m.carried.get(&cell).filter(|x| x.0 == seed) {
+                debug_assert_eq!(*s, seed);
+                return Some(
+                    crate::Setup::from_scenario(scenario)
+                        .map(|setup| (scenario.clone(), setup.algo))
+                        .map_err(|e| format!("seed {seed}: {e}")),
+                );
+            }
+            let from_file = match &file {
+                Some(Ok(spec)) => {
+                    let setup = &spec.setups[(cell / spec.kinds.len().max(1)).min(spec.setups.len() - 1)];
+                    if crate::campaign::fingerprint(setup) == *settings {
+                        Ok((setup.scenario(seed, &[c.faults]), setup.algo.clone()))
+                    } else {
+                        Err(format!("{campaign} changed since its shards ran (its settings fingerprint differs)"))
+                    }
+                }
+                Some(Err(e)) => Err(e.clone()),
+                None => Err("the command-line matrix's settings are not in its records".into()),
+            };
+            Some(from_file.map_err(|e| {
+                format!("the shards' records do not carry seed {seed}'s scenario, and {e}: run `locksim shrink` on it with the campaign's settings")
+            }))
+        })
+        .collect()
+}

@@ -234,3 +234,41 @@ pub fn check_scenario(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> Seed
         },
     }
 }
+
+/// `locksim run --json`'s object for `scenario`'s run `history` judged `verdict`, exiting
+/// `exit`: `scenario`, `nodes` (names), `digest`, `events`, `messages_sent`,
+/// `messages_dropped`, `grants`, `grant_records`, `writes_accepted`, `faults_planned`,
+/// `faults_applied`, `faults_never_fired`, `ops_pending_at_end`, `exit`, `verdict`; with
+/// `events`, the `history` too.
+pub fn run_json(
+    scenario: &Scenario,
+    history: &History,
+    verdict: &Verdict,
+    exit: u8,
+    events: bool,
+) -> serde_json::Value {
+    let names: Vec<String> = (0..scenario.cluster.nodes())
+        .map(|n| scenario.cluster.name(n))
+        .collect();
+    let mut v = serde_json::json!({
+        "scenario": scenario,
+        "nodes": names,
+        "digest": history.digest(),
+        "events": history.events.len(),
+        "messages_sent": history.messages_sent,
+        "messages_dropped": history.messages_dropped,
+        "grants": grants(history),
+        "grant_records": grant_records(history),
+        "writes_accepted": writes_accepted(history),
+        "faults_planned": scenario.faults.len(),
+        "faults_applied": faults_applied(history),
+        "faults_never_fired": locksim_core::trigger::never_fired(&scenario.faults, history, &scenario.cluster),
+        "ops_pending_at_end": pending_at_end(history),
+        "exit": exit,
+        "verdict": verdict,
+    });
+    if events {
+        v["history"] = serde_json::to_value(history).expect("serializable");
+    }
+    v
+}

@@ -314,3 +314,30 @@ pub fn render(
     write_page(out, &drawn.html, false)?;
     Ok(drawn)
 }
+
+/// `locksim run --html`'s page of `scenario`'s run `history` judged `verdict`, run by
+/// `algo`: titled with the algorithm, seed and fault kinds, its note the command
+/// (`program run COMMAND --seed N`, `command` as [`crate::choose::Chosen::command`]).
+pub fn run_page(
+    scenario: &locksim_core::Scenario,
+    history: &History,
+    verdict: &locksim_core::Verdict,
+    algo: &dyn LockAlgorithm,
+    (program, command): (&str, &str),
+) -> String {
+    let kinds: Vec<&str> = scenario.fault_kinds.iter().map(|k| k.name()).collect();
+    render_html(&Run {
+        scenario,
+        history,
+        verdict,
+        title: format!(
+            "{} seed {} ({})",
+            scenario.algorithm,
+            scenario.seed,
+            kinds.join(",")
+        ),
+        notes: vec![format!("{program} run {command} --seed {}", scenario.seed)],
+        record: algo.lock_is_record(),
+        session: algo.lock_is_session(),
+    })
+}

@@ -145,3 +145,55 @@ pub fn verdict_kinds(v: &Verdict) -> String {
             .join(",")
     }
 }
+
+/// `replay --json`'s object for the trace `trace` read from `file` and its replay `r`, which
+/// took `ms` milliseconds: `{"file", "ok", "digest", "recorded_digest", "digest_matches",
+/// "verdict_matches", "verdict", "recorded", "first_difference", "ms"}`.
+pub fn json(file: &std::path::Path, trace: &Trace, r: &Replay, ms: f64) -> serde_json::Value {
+    serde_json::json!({
+        "file": file.display().to_string(),
+        "ok": r.ok(),
+        "digest": r.digest,
+        "recorded_digest": trace.digest,
+        "digest_matches": r.digest_matches,
+        "verdict_matches": r.verdict_matches,
+        "verdict": r.outcome.verdict,
+        "recorded": verdict_kinds(&trace.verdict),
+        "first_difference": r.first_difference,
+        "ms": (ms * 1000.0).round() / 1000.0,
+    })
+}
+
+/// `replay`'s text for the trace `trace` read from `file` and its replay `r`, which took
+/// `ms` milliseconds: `ok    FILE: digest …, verdict … (N ms)`, or `FAIL  FILE:` with what
+/// differs and the first differing event. Ends with a newline.
+pub fn text(file: &std::path::Path, trace: &Trace, r: &Replay, ms: f64) -> String {
+    if r.ok() {
+        return format!(
+            "ok    {}: digest {}, verdict {} ({ms:.0} ms)\n",
+            file.display(),
+            &r.digest[..8],
+            verdict_kinds(&r.outcome.verdict)
+        );
+    }
+    let mut t = format!("FAIL  {}:", file.display());
+    if !r.digest_matches {
+        t += &format!(
+            " digest {} where the trace recorded {};",
+            &r.digest[..8],
+            &trace.digest[..8.min(trace.digest.len())]
+        );
+    }
+    if !r.verdict_matches {
+        t += &format!(
+            " verdict {} where the trace recorded {};",
+            verdict_kinds(&r.outcome.verdict),
+            verdict_kinds(&trace.verdict)
+        );
+    }
+    t += "\n";
+    if let Some(d) = &r.first_difference {
+        t += &format!("  first difference: {d}\n");
+    }
+    t
+}

@@ -388,3 +388,103 @@ pub fn trace_file_name(trace: &locksim_core::Trace, property: Property) -> Strin
         &trace.digest[..8.min(trace.digest.len())]
     )
 }
+
+/// The property a shrink keeps: `kind` (`S1`…) when given, else the first that `scenario`'s
+/// run violates.
+///
+/// # Errors
+/// `kind` is no property; the run panicked, or violates nothing.
+pub fn property_to_keep(scenario: &Scenario, kind: Option<&str>) -> Result<Property, String> {
+    if let Some(k) = kind {
+        return k.parse::<Property>();
+    }
+    let setup = Setup::from_scenario(scenario)?;
+    let out = check_scenario(scenario, setup.algo);
+    if let Some(e) = &out.error {
+        // Not "violates nothing": it never ran (H6 item 7).
+        return Err(format!(
+            "seed {} failed to run (the simulation panicked: {e}): there is no history to shrink",
+            scenario.seed
+        ));
+    }
+    let first = out.verdict.kinds().first().copied();
+    Ok(first.ok_or("the run violates nothing: nothing to shrink")?)
+}
+
+/// `shrink`'s text for `shrunk`, written as `trace` to `path` in `secs` seconds from a run of
+/// seed `seed`: the file, the shrunk size and verdict, a note when the seed moved, each fault,
+/// and the command (`program replay PATH`) that replays it. Ends with a newline.
+pub fn text(
+    shrunk: &Shrunk,
+    path: &std::path::Path,
+    seed: u64,
+    secs: f64,
+    program: &str,
+) -> String {
+    let s = &shrunk.scenario;
+    let mut t = format!(
+        "{}: {}, {}, {} in {secs:.1}s; verdict {}\n",
+        path.display(),
+        plural(s.faults.len() as u64, "fault"),
+        plural(s.cluster.clients, "client"),
+        plural(shrunk.runs, "run"),
+        crate::replay::verdict_kinds(&shrunk.verdict)
+    );
+    if s.seed != seed {
+        t += &format!(
+            "  (now seed {}: removing faults or clients changes who wins each race, so the shrinker also tries neighbouring seeds)\n",
+            s.seed
+        );
+    }
+    for f in &s.faults.faults {
+        t += &format!(
+            "  {}: {}\n",
+            f.describe_when(&s.cluster),
+            f.fault.describe(&s.cluster)
+        );
+    }
+    t + &format!(
+        "replay it with: {program} replay {}\n",
+        crate::testing::shell_quote(&path.to_string_lossy())
+    )
+}
+
+/// `shrink --json`'s object: the trace `trace` written to `path`, keeping `property`, its
+/// faults, and the shrink's cost (`secs` seconds, rounded to tenths).
+pub fn json(
+    shrunk: &Shrunk,
+    trace: &locksim_core::Trace,
+    path: &std::path::Path,
+    property: Property,
+    secs: f64,
+) -> serde_json::Value {
+    let faults: Vec<serde_json::Value> = shrunk
+        .scenario
+        .faults
+        .faults
+        .iter()
+        .map(|f| {
+            let mut v = serde_json::json!({
+                "at_ns": f.at,
+                "fault": f.fault.describe(&shrunk.scenario.cluster),
+            });
+            // A fault aimed at an event stays so: its `at_ns` (0) is no fixed time.
+            if let Some(t) = &f.after {
+                v["after"] = serde_json::to_value(t).expect("serializable");
+                v["when"] = f.describe_when(&shrunk.scenario.cluster).into();
+            }
+            v
+        })
+        .collect();
+    serde_json::json!({
+    "trace": path.display().to_string(),
+    "property": property,
+    "seed": shrunk.scenario.seed,
+    "clients": shrunk.scenario.cluster.clients,
+    "faults": faults,
+    "runs": shrunk.runs,
+    "seconds": (secs * 10.0).round() / 10.0,
+    "digest": trace.digest,
+    "verdict": crate::replay::verdict_kinds(&shrunk.verdict),
+    })
+}

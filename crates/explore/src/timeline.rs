@@ -1,4 +1,4 @@
-//! A human-readable account of one run.
+//! A human-readable account of one run: the text timeline of `locksim run` and `locksim real`.
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -7,7 +7,7 @@ use locksim_core::history::{EventKind, OpF, Phase};
 use locksim_core::time::fmt_nanos;
 use locksim_core::{Event, History, Scenario, Verdict};
 
-use crate::plural;
+use locksim_core::text::plural;
 
 fn interesting(e: &Event) -> bool {
     matches!(
@@ -151,7 +151,7 @@ fn notes(t: &mut String, s: &Scenario, h: &History) {
     let end = h.end;
     // Waiting for more than a second at the end: a client stuck on a request (no timeout
     // into a host that never came back), not one whose answer was simply due.
-    let stuck: Vec<_> = locksim_explore::outcome::pending_at_end(h)
+    let stuck: Vec<_> = crate::outcome::pending_at_end(h)
         .into_iter()
         .filter(|p| end.saturating_sub(p.invoked_ns) > 1_000_000_000)
         .collect();
@@ -174,7 +174,7 @@ fn notes(t: &mut String, s: &Scenario, h: &History) {
     for line in locksim_core::trigger::never_fired(&s.faults, h, &s.cluster) {
         let _ = writeln!(t, "note: {line} (it applied nothing)");
     }
-    let applied = locksim_explore::outcome::faults_applied(h);
+    let applied = crate::outcome::faults_applied(h);
     if !s.faults.is_empty() && applied == 0 {
         // Issue #24, item 5: e.g. `isolate the leader` with no leader to isolate.
         let _ = writeln!(
@@ -196,12 +196,12 @@ fn verdict(t: &mut String, h: &History, v: &Verdict, liveness: bool) {
              the run is not shown safe)",
             undecided.join(", ")
         );
-    } else if v.is_safe() && locksim_explore::outcome::grants(h) == 0 {
+    } else if v.is_safe() && crate::outcome::grants(h) == 0 {
         // A zero is not a pass (issue #24, item 6): nothing held the lock, so nothing could
         // break it.
         *t += "\nverdict: NOTHING EXERCISED (no client was granted the lock, so S1-S4 and L1-L3 \
               hold only because nothing happened: the run proves nothing; exit 3)\n";
-    } else if v.is_safe() && locksim_explore::outcome::writes_accepted(h) == 0 {
+    } else if v.is_safe() && crate::outcome::writes_accepted(h) == 0 {
         // Grants, but no write reached the resource: S2 held only because nothing was written.
         *t += "\nverdict: SAFE, S2 UNTESTED (S1 mutual exclusion, S3 linearizability and S4 \
               own-incarnation release hold; no write reached the resource, so S2, resource \

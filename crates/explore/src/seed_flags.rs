@@ -3,15 +3,15 @@
 //! The flags are read as text so that a value that is not a number is a one-line error
 //! (exit 2) like every other bad value, not clap's three-line usage message.
 
-use locksim_explore::campaign_file::CampaignFile;
+use crate::campaign_file::CampaignFile;
 
-use crate::plural;
+use locksim_core::text::plural;
 
-use locksim_explore::merge::MAX_SEEDS;
+use crate::merge::MAX_SEEDS;
 
 /// `--seeds` and `--first-seed` as given (each `None` when absent).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(super) struct SeedFlags {
+pub struct SeedFlags {
     pub seeds: Option<u64>,
     pub first_seed: Option<u64>,
 }
@@ -40,7 +40,7 @@ impl SeedFlags {
     ///
     /// # Errors
     /// One line naming the flag and what it must be.
-    pub(super) fn parse(seeds: Option<&str>, first_seed: Option<&str>) -> Result<Self, String> {
+    pub fn parse(seeds: Option<&str>, first_seed: Option<&str>) -> Result<Self, String> {
         let seeds = seeds.map(|t| number("--seeds", t)).transpose()?;
         let first_seed = first_seed.map(|t| number("--first-seed", t)).transpose()?;
         if let Some(n) = seeds {
@@ -59,7 +59,7 @@ impl SeedFlags {
     }
 
     /// Whether either flag was given (for campaign files: whether they override).
-    pub(super) fn given(&self) -> bool {
+    pub fn given(&self) -> bool {
         self.seeds.is_some() || self.first_seed.is_some()
     }
 
@@ -68,7 +68,7 @@ impl SeedFlags {
     /// # Errors
     /// When its own count from `--first-seed` (or `--seeds` from its own first seed) runs past
     /// 2^64, naming the file.
-    pub(super) fn apply(&self, file: &mut CampaignFile) -> Result<(), String> {
+    pub fn apply(&self, file: &mut CampaignFile) -> Result<(), String> {
         let seeds = self.seeds.unwrap_or(file.seeds);
         let first_seed = self.first_seed.unwrap_or(file.first_seed);
         if first_seed.checked_add(seeds).is_none() {
@@ -84,7 +84,7 @@ impl SeedFlags {
     }
 
     /// The line that says, once per run, that campaign files run other seeds than their own.
-    pub(super) fn note(&self) -> String {
+    pub fn note(&self) -> String {
         match (self.seeds, self.first_seed) {
             (Some(n), Some(k)) => format!("seeds: {n} from {k} (overriding each file's own)"),
             (Some(n), None) => format!(
@@ -99,7 +99,7 @@ impl SeedFlags {
 
     /// The flags as a command line would give them (` --seeds 3 --first-seed 7`), for "Made
     /// by:" lines.
-    pub(super) fn flags(&self) -> String {
+    pub fn flags(&self) -> String {
         let mut s = String::new();
         if let Some(n) = self.seeds {
             s += &format!(" --seeds {n}");
@@ -113,7 +113,7 @@ impl SeedFlags {
 
 /// What a file's FAIL verdict adds when it ran other seeds than its own: which seeds it ran,
 /// and which the file names, so that a failure under overridden seeds reads as one.
-pub(super) fn overridden(file: &CampaignFile, own: (u64, u64)) -> String {
+pub fn overridden(file: &CampaignFile, own: (u64, u64)) -> String {
     let (first, seeds) = own;
     if (file.first_seed, file.seeds) == (first, seeds) {
         return String::new();
