@@ -16,25 +16,29 @@ use crate::progress::Progress;
 use crate::scenario_args::{choose, Chosen};
 
 pub const HUNT_AFTER_HELP: &str = "\
-The guided search is an experiment: on the six rare targets the README measures, it spent
-about as many runs as the random search (fewer on some, up to twice as many on others).
-It keeps a corpus of runs that did something new for the lock: an abstract
-state no earlier run visited (the event's kind, how many clients believe they hold its key,
-how many of those are past their lease's deadline, which fault types are in force), a new
-pair of events in timeline order, or a nearer miss (the shortest gap between one client's
-hold ending and another's grant; between an accepted write and the next grant to another
-client). After the first 16 runs, every second run is a mutant of a corpus run's fault plan
-(a fault shifted, stretched, added near another, aimed at another node of its role, dropped,
-or the plan under another seed); the others are the fresh seeds `--search random` runs, in
-the same order, so the guided search never needs more than twice the random search's runs.
-Candidates are made 8 at a time and judged in order, so `--first-seed` alone fixes the search
-path and the find, whatever --jobs.
-
 `--search swarm` is swarm testing (FoundationDB, TigerBeetle): run i keeps the random
 search's seed (--first-seed + i, its latencies and workload) under a plan of its own, drawn
 from that seed: each of the cell's fault kinds (`mixed` stands for the nine base kinds) is on
 with probability 1/2 (at least one), with 1 to 6 faults of it and their magnitudes scaled by
 1/4 to 2. A cell of one kind varies that kind's count and scale only.
+
+`--search guided` runs the swarm search's runs, in order, and between them mutants of a
+corpus of runs that did something new for the lock: an abstract state no earlier run visited
+(the event's kind; how many clients believe they hold its key, how many of those are past
+their lease's deadline, how many are renewing; which fault types are in force; at a fault's
+edge, how many have a write in flight), a new pair of events in timeline order, or a nearer
+miss (the shortest gap between one client's hold ending and another's grant; between an
+accepted write and the next grant to another client). A mutant aims a fault at the lock's
+own moments in its parent's run: a timed fault made a triggered one at the nearest grant,
+renewal, write, release or leader election of the node it hits or of the holder; a duration
+or delay just under or over the TTL, renew period or renew deadline; a fault moved to the
+holder or the granting server of its moment; or a fault shifted, stretched, added, dropped,
+or the plan under another seed. After the first 16 runs mutants get a quarter of the runs,
+down to an eighth when they come nearer a violation less often than the fresh runs, up to a
+half when more often; so the guided search never needs more than twice the swarm search's
+runs. docs/hunt.md measures all three. Candidates are made 8 at a time and judged in order,
+so `--first-seed` alone fixes the search path and the find, whatever --jobs; `hunt` says how
+much of its time went into the search rather than the runs.
 
 A find is an ordinary scenario (a seed and an explicit plan; a mutant's plan is its own, so
 its seed alone does not rerun it): it is shrunk as `locksim shrink` does (the shrinker may
@@ -55,7 +59,8 @@ Examples:
 
 #[derive(Clone, Copy, ValueEnum)]
 enum SearchArg {
-    /// Mutants of runs that reached something new, with fresh seeds between.
+    /// Mutants aimed at the lock's moments of runs that reached something new, with the
+    /// swarm search's runs between.
     Guided,
     /// Seeds in order from --first-seed, as a campaign runs them.
     Random,
@@ -88,7 +93,8 @@ pub struct HuntArgs {
     #[arg(long, value_name = "N", default_value_t = 1000)]
     budget: u64,
     /// The search: `random` (seeds in order), `swarm` (the same seeds, each with a random
-    /// subset of the fault kinds at random intensities) or `guided` (see below).
+    /// subset of the fault kinds at random intensities) or `guided` (swarm runs and mutants
+    /// aimed at the lock's moments; see below).
     #[arg(long, value_enum, default_value = "random")]
     search: SearchArg,
     /// The first fresh seed, and the seed of the guided search's choices.
@@ -108,7 +114,8 @@ pub struct HuntArgs {
     /// "parent": RUN, "mutations": [...]}), "trace", "trace_seed" (the trace's, after
     /// shrinking), "corpus", "features", "runs_without_grants", "runs_with_faults",
     /// "runs_with_writes", "errors",
-    /// "path_digest"}`; progress still goes to stderr.
+    /// "path_digest", "run_secs", "search_secs" (wall-clock seconds, summed over threads,
+    /// inside the runs and in the search around them)}`; progress still goes to stderr.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -281,6 +288,8 @@ fn json(
         "runs_with_writes": out.runs_with_writes,
         "errors": out.errors,
         "path_digest": format!("{:016x}", out.path_digest),
+        "run_secs": out.time.runs,
+        "search_secs": out.time.search,
     })
 }
 
@@ -336,6 +345,13 @@ fn print_text(
             a.first_seed
         ),
     }
+    let per_run = |secs: f64| 1000.0 * secs / out.runs.max(1) as f64;
+    println!(
+        "overhead: {:.2} ms a run in the search, {:.2} ms a run in the runs ({:.1}% of the time)",
+        per_run(out.time.search),
+        per_run(out.time.runs),
+        100.0 * out.time.share()
+    );
     if search == Search::Guided && out.corpus > 0 {
         println!(
             "corpus: {} kept, {} distinct lock states and event pairs seen",

@@ -102,9 +102,14 @@ fn mutants_keep_the_explicit_plan_and_always_change_the_scenario() {
     let kinds = [FaultKind::Partition];
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
     let mut parent = setup.scenario(0, &kinds);
+    // (The explicit pause names a node outside the cluster: the moments come from a plain run.)
+    let plain = Setup::registered("central", &[]).expect("central");
+    let ran = check_scenario(&plain.scenario(0, &kinds), plain.algo.clone());
+    let moments = locksim_explore::hunt::feedback::moments(ran.history.as_ref().expect("ran"));
     let mut same = 0;
     for _ in 0..300 {
-        let (m, done) = locksim_explore::hunt::mutate::mutate(&parent, &setup, &kinds, &mut rng);
+        let (m, done) =
+            locksim_explore::hunt::mutate::mutate(&parent, &moments, &setup, &kinds, &mut rng);
         assert!(
             m.faults.faults.contains(&pause),
             "the explicit pause is gone"
@@ -135,36 +140,40 @@ fn a_lease_taken_over_after_its_deadline_is_a_near_miss_not_a_hit() {
 }
 
 #[test]
-fn the_guided_search_needs_at_most_twice_the_random_searchs_runs() {
-    // Half its runs after the warm-up are the random search's seeds in order.
-    // Redlock's S1 under crash-restart: run 12 from seed 1000 (in the warm-up), run 287 from
-    // seed 2000.
-    for first in [1000, 2000] {
-        let random = hunt(
+fn the_guided_search_needs_at_most_twice_the_swarm_searchs_runs() {
+    // At least half its runs after the warm-up are the swarm search's, in order.
+    let mut past_warmup = 0;
+    for first in [1000, 2000, 3000, 4000] {
+        let swarm = hunt(
             &Hunt {
                 budget: 400,
-                ..spec(Search::Random, first, 2)
+                ..spec(Search::Swarm, first, 2)
             },
             &|_, _, _| {},
         );
+        assert!(
+            swarm.found.is_some(),
+            "first seed {first}: swarm found nothing"
+        );
         let guided = hunt(
             &Hunt {
-                budget: 2 * random.runs,
+                budget: 2 * swarm.runs,
                 ..spec(Search::Guided, first, 2)
             },
             &|_, _, _| {},
         );
         assert!(
-            random.found.is_some(),
-            "first seed {first}: random found nothing"
-        );
-        assert!(
             guided.found.is_some(),
-            "first seed {first}: guided found nothing in {} runs (random: {})",
+            "first seed {first}: guided found nothing in {} runs (swarm: {})",
             guided.runs,
-            random.runs
+            swarm.runs
         );
+        past_warmup += (swarm.runs > locksim_explore::hunt::WARMUP) as u32;
     }
+    assert!(
+        past_warmup > 0,
+        "every find within the warm-up: the test tests nothing"
+    );
 }
 
 #[test]
@@ -208,4 +217,115 @@ fn a_swarm_run_draws_a_subset_of_the_kinds_from_its_seed_and_replays() {
 
 fn setup_of(algo: &str) -> std::sync::Arc<dyn locksim_explore::sim::LockAlgorithm> {
     Setup::registered(algo, &[]).expect(algo).algo
+}
+
+#[test]
+fn aimed_mutants_wait_for_the_parents_lock_moments_and_fire() {
+    use locksim_explore::hunt::feedback::moments;
+    use locksim_explore::hunt::mutate::{mutate, Mutation};
+    use rand::SeedableRng;
+    let setup = Setup::registered("redlock", &[]).expect("redlock");
+    let kinds = [FaultKind::Pause, FaultKind::CrashRestart];
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+    let (mut aimed, mut fired, mut tuned, mut held) = (0, 0, 0, 0);
+    let ttl = setup.workload.ttl;
+    for seed in 0..30 {
+        let parent = setup.scenario(seed, &kinds);
+        let ran = check_scenario(&parent, setup.algo.clone());
+        let m = moments(ran.history.as_ref().expect("ran"));
+        assert!(m.iter().any(|m| m.nth > 1), "seed {seed}: counted moments");
+        for _ in 0..6 {
+            let (child, done) = mutate(&parent, &m, &setup, &kinds, &mut rng);
+            if done.contains(&Mutation::Tune) {
+                tuned += 1;
+                assert!(child.faults.faults.iter().any(|f| {
+                    let d = f.after.as_ref().map(|t| t.delay);
+                    let mags = f.fault.magnitudes();
+                    d.into_iter()
+                        .chain(mags.iter().map(|(_, v)| *v))
+                        .any(|v| v > ttl * 89 / 100 && v < ttl * 126 / 100)
+                }));
+            }
+            if done.contains(&Mutation::Holder) {
+                held += 1;
+            }
+            if done == [Mutation::Aim] {
+                aimed += 1;
+                let child_out = check_scenario(&child, setup.algo.clone());
+                let h = child_out.history.expect("ran");
+                if locksim_core::trigger::never_fired(&child.faults, &h, &child.cluster).is_empty()
+                {
+                    fired += 1;
+                }
+                let again = check_scenario(&child, setup.algo.clone());
+                assert_eq!(again.history.expect("ran").digest(), h.digest(), "replays");
+            }
+        }
+    }
+    assert!(
+        aimed >= 10 && tuned >= 5 && held >= 1,
+        "{aimed} {tuned} {held}"
+    );
+    assert!(
+        fired * 10 >= aimed * 7,
+        "{fired} of {aimed} aimed mutants fired their trigger"
+    );
+}
+
+/// A write with a fault's edge between its invoke and its answer is a feature of its own
+/// (issue #51: the lock's states at a fault's edges), and only such a write makes it.
+#[test]
+fn a_write_crossed_by_a_fault_edge_is_a_feature() {
+    use locksim_core::history::{EventKind, OpF, Phase};
+    use locksim_explore::hunt::feedback::crossed_write;
+    let setup = Setup::registered("central", &[]).expect("central");
+    let (mut crossed_runs, mut clean_runs) = (0, 0);
+    for seed in 0..40 {
+        let h = check_scenario(
+            &setup.scenario(seed, &[FaultKind::Pause]),
+            setup.algo.clone(),
+        )
+        .history
+        .expect("ran");
+        // Each write's answer, and whether a fault or a fault's end came between.
+        let mut open: std::collections::BTreeMap<u32, bool> = Default::default();
+        let mut answers: Vec<Phase> = Vec::new();
+        for e in &h.events {
+            match &e.kind {
+                EventKind::Op {
+                    f: OpF::Write,
+                    phase: Phase::Invoke,
+                    ..
+                } => {
+                    open.insert(e.node, false);
+                }
+                EventKind::Op {
+                    f: OpF::Write,
+                    phase,
+                    ..
+                } if open.remove(&e.node) == Some(true) => answers.push(*phase),
+                EventKind::Fault { .. } | EventKind::FaultEnd { .. } => {
+                    open.values_mut().for_each(|c| *c = true)
+                }
+                _ => {}
+            }
+        }
+        let features = feedback(&h).features;
+        for p in [Phase::Ok, Phase::Fail, Phase::Info] {
+            assert_eq!(
+                features.binary_search(&crossed_write(p)).is_ok(),
+                answers.contains(&p),
+                "seed {seed}, {p:?}"
+            );
+        }
+        if answers.is_empty() {
+            clean_runs += 1;
+        } else {
+            crossed_runs += 1;
+        }
+    }
+    assert!(
+        crossed_runs > 0 && clean_runs > 0,
+        "{crossed_runs} {clean_runs}"
+    );
 }

@@ -8,10 +8,16 @@
 //!   fault's end, a leader, a replication step),
 //! - how many clients believe they hold the event's key at that moment (0, 1, 2 or more), how
 //!   many of those believe it past their lease's validity deadline in true time (0, 1, 2+),
+//! - how many of them are renewing at that moment (an `extend` invoked and not yet answered:
+//!   0, 1, 2+),
 //! - the types of the faults in force at that moment (a bit per fault type),
 //!
 //! once alone and once paired with the previous event's kind (a new pair of events in timeline
-//! order). A run that shows a tuple no earlier run showed did something new for a lock: a
+//! order). And the lock's states at a fault's edges (issue #51): at each fault that strikes or
+//! ends, how many clients believe they hold (0, 1, 2+), how many of those past their deadline,
+//! how many are renewing and how many have a write in flight (invoked, not yet answered), with
+//! the fault's type and edge; and each write answered after a fault edge crossed it, by its
+//! answer. A run that shows a tuple no earlier run showed did something new for a lock: a
 //! grant under a pause, a write while two clients believe they hold, a release answered `info`
 //! during a partition.
 //!
@@ -33,6 +39,7 @@
 use std::collections::BTreeMap;
 
 use locksim_core::history::{EventKind, OpF, Phase};
+use locksim_core::trigger::{occurrence, Count, Trigger, TriggerEvent};
 use locksim_core::{Fault, History, Nanos, NodeId};
 
 /// What one run visited and how close it came.
@@ -47,6 +54,105 @@ pub struct Feedback {
     /// Shortest gap, ns, between an accepted write and the service's next grant of the same
     /// key to another client (`None`: no such pair).
     pub stale_write_gap: Option<Nanos>,
+    /// The lock's own moments in the run, in timeline order, for the aimed mutations
+    /// ([`super::mutate`]): what a trigger could wait for to strike there again.
+    pub moments: Vec<Moment>,
+}
+
+/// One of the lock's own moments: a client's grant (`acquire ok`), renewal, write or release
+/// (`invoke`), its giving the lock up, or a server's grant; with the trigger that fires at it
+/// in a rerun of the same scenario (its node's `nth` such event).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Moment {
+    /// True time, ns.
+    pub time: Nanos,
+    /// The node that recorded it.
+    pub node: NodeId,
+    /// The event, as a trigger names it.
+    pub event: TriggerEvent,
+    /// Which such event of this node it was, from 1.
+    pub nth: u32,
+    /// For a server's grant: the client granted.
+    pub client: Option<NodeId>,
+}
+
+impl Moment {
+    /// The trigger that fires `delay` after this moment.
+    pub fn trigger(&self, delay: Nanos) -> Trigger {
+        Trigger {
+            nodes: vec![self.node],
+            event: self.event,
+            nth: self.nth,
+            delay,
+            client: None,
+        }
+    }
+}
+
+/// The events a moment is made of.
+pub const MOMENTS: [TriggerEvent; 6] = [
+    TriggerEvent::Op(OpF::Acquire, Phase::Ok),
+    TriggerEvent::Op(OpF::Extend, Phase::Invoke),
+    TriggerEvent::Op(OpF::Write, Phase::Invoke),
+    TriggerEvent::Op(OpF::Release, Phase::Invoke),
+    TriggerEvent::GivesUp,
+    TriggerEvent::Grants,
+];
+
+/// The lock's moments of `history` ([`Moment`]), counted as triggers count them.
+pub fn moments(history: &History) -> Vec<Moment> {
+    let mut counts: BTreeMap<(NodeId, usize), Count> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in &history.events {
+        let Some(o) = occurrence(&e.kind) else {
+            continue;
+        };
+        let Some(i) = MOMENTS.iter().position(|m| *m == o.event) else {
+            continue;
+        };
+        let t = Moment {
+            time: e.time,
+            node: e.node,
+            event: o.event,
+            nth: 0,
+            client: o.client,
+        };
+        let count = counts.entry((e.node, i)).or_default();
+        if t.trigger(0).count(count, e.node, &o) {
+            out.push(Moment { nth: count.n, ..t });
+        }
+    }
+    out
+}
+
+/// The client that believes it holds at `t` in `moments` (the latest granted whose hold is
+/// still open: no release invoked, not given up), if any.
+pub fn holder_at(moments: &[Moment], t: Nanos) -> Option<NodeId> {
+    let mut open: Vec<NodeId> = Vec::new();
+    for m in moments.iter().take_while(|m| m.time <= t) {
+        match m.event {
+            TriggerEvent::Op(OpF::Acquire, Phase::Ok) => {
+                open.retain(|&c| c != m.node);
+                open.push(m.node);
+            }
+            TriggerEvent::Op(OpF::Release, Phase::Invoke) | TriggerEvent::GivesUp => {
+                open.retain(|&c| c != m.node)
+            }
+            _ => {}
+        }
+    }
+    open.last().copied()
+}
+
+/// The server that granted last at or before `t`: the leader of the moment, for a service
+/// with one.
+pub fn granter_at(moments: &[Moment], t: Nanos) -> Option<NodeId> {
+    moments
+        .iter()
+        .take_while(|m| m.time <= t)
+        .filter(|m| m.event == TriggerEvent::Grants)
+        .last()
+        .map(|m| m.node)
 }
 
 impl Feedback {
@@ -123,6 +229,11 @@ fn lasts(f: &Fault) -> Option<Nanos> {
     }
 }
 
+/// The feature of a write answered `phase` after a fault's edge crossed it on its way.
+pub fn crossed_write(phase: Phase) -> u64 {
+    mix(&[61, phase as u64, 1 << 41])
+}
+
 fn bucket(n: usize, top: usize) -> u64 {
     n.min(top) as u64
 }
@@ -156,6 +267,10 @@ pub fn feedback(history: &History) -> Feedback {
     let mut features: Vec<u64> = Vec::with_capacity(history.events.len() * 2);
     let mut fb = Feedback::default();
     let mut prev = 0u64;
+    // key → clients with an `extend` on its way
+    let mut renewing: BTreeMap<u32, Vec<NodeId>> = BTreeMap::new();
+    // client → whether a fault edge crossed its write on its way
+    let mut writing: BTreeMap<NodeId, bool> = BTreeMap::new();
     let closer = |slot: &mut Option<Nanos>, v: Nanos| {
         *slot = Some(slot.map_or(v, |s: Nanos| s.min(v)));
     };
@@ -176,6 +291,47 @@ pub fn feedback(history: &History) -> Feedback {
                 m.remove(&h);
             }
         };
+        if let EventKind::Op { f, phase, key, .. } = &e.kind {
+            match (f, phase) {
+                (OpF::Extend, Phase::Invoke) => renewing.entry(*key).or_default().push(e.node),
+                (OpF::Extend, _) => {
+                    if let Some(v) = renewing.get_mut(key) {
+                        v.retain(|&c| c != e.node);
+                    }
+                }
+                (OpF::Write, Phase::Invoke) => {
+                    writing.insert(e.node, false);
+                }
+                (OpF::Write, p) if writing.remove(&e.node) == Some(true) => {
+                    features.push(crossed_write(*p));
+                }
+                (OpF::Write, _) => {}
+                _ => {}
+            }
+        }
+        if let EventKind::Fault { .. } | EventKind::FaultEnd { .. } = &e.kind {
+            let edge = match &e.kind {
+                EventKind::Fault { fault } => 1 + fault_type(fault),
+                _ => 0,
+            };
+            let believers: usize = holds.values().map(|m| m.len()).sum();
+            let expired = holds
+                .values()
+                .flat_map(|m| m.values())
+                .filter(|h| h.until.is_some_and(|u| u < t))
+                .count();
+            let renew: usize = renewing.values().map(|v| v.len()).sum();
+            features.push(mix(&[
+                60,
+                edge,
+                bucket(believers, 2),
+                bucket(expired, 2),
+                bucket(renew, 2),
+                bucket(writing.len(), 2),
+                1 << 41,
+            ]));
+            writing.values_mut().for_each(|crossed| *crossed = true);
+        }
         match &e.kind {
             EventKind::Op {
                 f: OpF::Acquire,
@@ -255,8 +411,15 @@ pub fn feedback(history: &History) -> Feedback {
                 (m.len(), expired)
             })
             .unwrap_or((0, 0));
+        let renew = key.and_then(|k| renewing.get(&k)).map_or(0, |v| v.len());
         let tg = tag(&e.kind);
-        let state = [tg, bucket(believers, 2), bucket(expired, 2), mask];
+        let state = [
+            tg,
+            bucket(believers, 2),
+            bucket(expired, 2),
+            bucket(renew, 2),
+            mask,
+        ];
         features.push(mix(&state));
         features.push(mix(&[prev, tg, bucket(believers, 2), 1 << 40]));
         prev = tg;
@@ -265,6 +428,7 @@ pub fn feedback(history: &History) -> Feedback {
     features.dedup();
     fb.features = features;
     fb.hold_gap = hold_gap(&locksim_check::holds::derive_holds(history));
+    fb.moments = moments(history);
     fb
 }
 

@@ -7,9 +7,11 @@
 //!   the cell's fault kinds at random intensities, drawn from the seed (see [`swarm`]);
 //! - [`Search::Guided`] keeps a corpus of runs that did something new for the lock (see
 //!   [`feedback`]: abstract lock states and event pairs no earlier run showed, or a nearer
-//!   miss) and spends every second run, after the first [`WARMUP`] fresh seeds, on mutants of
-//!   those runs' fault plans (see [`mutate`]); the other runs are the fresh seeds the random
-//!   search runs, in the same order, so it is never worse than twice the random search.
+//!   miss) and, after the first [`WARMUP`] fresh runs, spends a share of its runs (an eighth
+//!   to a half, a quarter to start with, moved by which of the two comes nearer a violation:
+//!   [`Share`]) on mutants of those runs' fault plans, many aimed at the lock's own moments
+//!   (see [`mutate`]); its fresh runs are the swarm search's, in the same order, so it is never
+//!   worse than twice the swarm search.
 //!
 //! Candidates are made in batches of [`BATCH`] from the state the previous batches left, run
 //! on `jobs` threads, and judged in the order they were made, so the search path — and the
@@ -17,6 +19,7 @@
 //! ordinary scenario (a seed and an explicit plan): a find replays, shrinks and renders like a
 //! campaign's.
 
+pub mod chart;
 pub mod feedback;
 pub mod mutate;
 pub mod swarm;
@@ -24,6 +27,7 @@ pub mod swarm;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 
 use locksim_core::{FaultKind, History, Nanos, Property, Scenario, Verdict};
 use rand::{Rng, SeedableRng};
@@ -39,8 +43,8 @@ use mutate::Mutation;
 pub const BATCH: usize = 8;
 /// Fresh seeds the guided search runs before it mutates anything.
 pub const WARMUP: u64 = 16;
-// After the warm-up every second run of the guided search is the next fresh seed, so it
-// reaches the random search's find at run 2r - WARMUP at the latest (r: the random search's
+// After the warm-up at least every second run of the guided search is the swarm search's next
+// run, so it reaches the swarm search's find at run 2r at the latest (r: the swarm search's
 // runs): never more than twice the runs, whatever its mutants are worth.
 /// Mutants drawn for one candidate before a fresh seed takes its place.
 const MUTANT_TRIES: usize = 8;
@@ -56,7 +60,7 @@ fn json(s: &Scenario) -> String {
 pub enum Search {
     /// Seeds in order, as a campaign runs them.
     Random,
-    /// Mutants of runs that reached something new, interleaved with fresh seeds.
+    /// Mutants of runs that reached something new, interleaved with the swarm search's runs.
     Guided,
     /// Seeds in order, each under a plan of a random subset of the kinds at random
     /// intensities (see [`swarm`]).
@@ -148,10 +152,38 @@ pub struct HuntOutcome {
     /// A digest of the search path (every candidate's scenario, in order): the same
     /// `first_seed` gives the same digest.
     pub path_digest: u64,
+    /// Where the time went (wall clock, for the overhead report only: nothing the search
+    /// decides reads it).
+    pub time: Overhead,
+}
+
+/// Wall-clock seconds the hunt spent, summed over its threads: in the runs themselves, and
+/// in the search around them (making candidates, mutating, reading each run's feedback,
+/// keeping the corpus).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Overhead {
+    /// Seconds inside the runs (simulating and checking).
+    pub runs: f64,
+    /// Seconds in the search.
+    pub search: f64,
+}
+
+impl Overhead {
+    /// The search's share of the time, from 0 to 1.
+    pub fn share(&self) -> f64 {
+        let all = self.runs + self.search;
+        if all > 0.0 {
+            self.search / all
+        } else {
+            0.0
+        }
+    }
 }
 
 struct Entry {
     scenario: Scenario,
+    /// The lock's moments in its run, for the aimed mutations.
+    moments: Vec<feedback::Moment>,
     run: u64,
     closeness: Option<Nanos>,
     picked: u64,
@@ -163,6 +195,8 @@ struct Candidate {
 }
 
 struct Ran {
+    /// Seconds in the run, and in reading its feedback.
+    secs: (f64, f64),
     verdict: Verdict,
     history: Option<History>,
     error: Option<String>,
@@ -193,15 +227,17 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
     let mut found = None;
     // Digests of every candidate so far.
     let mut tried: BTreeSet<u64> = BTreeSet::new();
+    let mut share = Share::default();
+    let started = Instant::now();
+    let mut time = Overhead::default();
+    let mut batch_wall = 0.0;
     while runs < h.budget && found.is_none() {
         let n = (h.budget - runs).min(BATCH as u64) as usize;
         let mut batch: Vec<Candidate> = Vec::with_capacity(n);
         for i in 0..n {
             let index = runs + i as u64;
-            let fresh = h.search != Search::Guided
-                || corpus.is_empty()
-                || index < WARMUP
-                || (index - WARMUP).is_multiple_of(2);
+            let fresh =
+                h.search != Search::Guided || corpus.is_empty() || index < WARMUP || !share.take();
             let mutant = (!fresh)
                 .then(|| {
                     let p = pick(&mut corpus, &mut rng);
@@ -210,8 +246,13 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
                     // repeats an earlier candidate (or is invalid) is drawn again, then given up
                     // for a fresh seed.
                     (0..MUTANT_TRIES).find_map(|_| {
-                        let (s, mutations) =
-                            mutate::mutate(&parent.scenario, &h.setup, &h.kinds, &mut rng);
+                        let (s, mutations) = mutate::mutate(
+                            &parent.scenario,
+                            &parent.moments,
+                            &h.setup,
+                            &h.kinds,
+                            &mut rng,
+                        );
                         if s.faults.validate(&s.cluster).is_err() {
                             return None;
                         }
@@ -229,7 +270,7 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
                 })
                 .flatten();
             let (c, text) = mutant.unwrap_or_else(|| {
-                let s = if h.search == Search::Swarm {
+                let s = if h.search != Search::Random {
                     swarm::scenario(&h.setup, &h.kinds, next_fresh)
                 } else {
                     h.setup.scenario(next_fresh, &h.kinds)
@@ -246,7 +287,13 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
             path.update(text.as_bytes());
             batch.push(c);
         }
+        let batch_started = Instant::now();
         let results = run_batch(&batch, h);
+        batch_wall += batch_started.elapsed().as_secs_f64();
+        for r in &results {
+            time.runs += r.secs.0;
+            time.search += r.secs.1;
+        }
         for (i, (c, r)) in batch.into_iter().zip(results).enumerate() {
             let run = runs + i as u64 + 1;
             if let Some(e) = &r.error {
@@ -292,9 +339,13 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
                         .min()
                         .is_none_or(|best| c < best)
                 });
+                if run > WARMUP {
+                    share.record(matches!(c.origin, Origin::Mutant { .. }), nearer);
+                }
                 if new > 0 || nearer {
                     corpus.push(Entry {
                         scenario: c.scenario,
+                        moments: r.feedback.moments,
                         run,
                         closeness,
                         picked: 0,
@@ -307,6 +358,8 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
         }
         progress(runs, corpus.len(), seen.len());
     }
+    // The main thread's own work: all of its time but the batches'.
+    time.search += (started.elapsed().as_secs_f64() - batch_wall).max(0.0);
     HuntOutcome {
         runs,
         found,
@@ -318,6 +371,59 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
         errors,
         first_error,
         path_digest: path.digest(),
+        time,
+    }
+}
+
+/// How many of the guided search's runs go to mutants: a share between [`Share::LEAST`] and
+/// [`Share::MOST`], a quarter while mutants and fresh runs pay alike, moved by what each has
+/// paid so far. A run *pays* when it comes nearer a violation than every run kept before it
+/// (a shorter hold gap or stale-write gap: [`feedback::Feedback::closeness`]); new features
+/// do not count, since a mutant shows new states far more easily than it comes nearer. The
+/// share is `½ · m / (m + f)` with `m` and `f` each source's paying rate (Laplace-smoothed),
+/// clamped; runs are handed out by a running credit, so the choice is a function of the
+/// search's own history and stays deterministic.
+#[derive(Debug, Clone, Default)]
+struct Share {
+    /// Mutant runs and those that paid.
+    mutants: (u64, u64),
+    /// Fresh runs and those that paid.
+    fresh: (u64, u64),
+    /// Credit toward the next mutant.
+    credit: f64,
+}
+
+impl Share {
+    /// The least share of mutants.
+    const LEAST: f64 = 1.0 / 8.0;
+    /// The most.
+    const MOST: f64 = 1.0 / 2.0;
+
+    fn now(&self) -> f64 {
+        let rate = |(runs, paid): (u64, u64)| (paid as f64 + 1.0) / (runs as f64 + 2.0);
+        let (m, f) = (rate(self.mutants), rate(self.fresh));
+        (0.5 * m / (m + f)).clamp(Self::LEAST, Self::MOST)
+    }
+
+    /// Whether the next run is a mutant.
+    fn take(&mut self) -> bool {
+        self.credit += self.now();
+        if self.credit >= 1.0 {
+            self.credit -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn record(&mut self, mutant: bool, paid: bool) {
+        let s = if mutant {
+            &mut self.mutants
+        } else {
+            &mut self.fresh
+        };
+        s.0 += 1;
+        s.1 += paid as u64;
     }
 }
 
@@ -354,12 +460,16 @@ fn run_batch(batch: &[Candidate], h: &Hunt) -> Vec<Ran> {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(c) = batch.get(i) else { return };
+                let started = Instant::now();
                 let out = check_scenario(&c.scenario, h.setup.algo.clone());
+                let ran = started.elapsed().as_secs_f64();
                 let fb = match (&out.history, h.search) {
                     (Some(hist), Search::Guided) => feedback::feedback(hist),
                     _ => Feedback::default(),
                 };
+                let read = started.elapsed().as_secs_f64() - ran;
                 *slots[i].lock().expect("no worker panics holding it") = Some(Ran {
+                    secs: (ran, read),
                     verdict: out.verdict,
                     history: out.history,
                     error: out.error,

@@ -1,15 +1,29 @@
 //! Mutations of a fault plan, the way lock failures need faults to move: toward a phase
 //! boundary (shift), longer or shorter (stretch), a second fault near the first (add), aimed at
 //! another node of the same role (retarget), fewer (drop), or the same plan under other
-//! latencies and scheduling (re-seed). Each mutant is an ordinary scenario: a seed and an
-//! explicit plan.
+//! latencies and scheduling (re-seed); and aimed at the lock's own moments in the parent's run
+//! (issue #51):
+//!
+//! - **aim**: a timed fault becomes a triggered one (`after = { node, event, nth, delay }`) at
+//!   the nearest grant, renewal, write invoke, release or giving-up of the node it hits (or of
+//!   the client holding the lock at its time), or a server's grant; a fault on a server of a
+//!   replicated service may instead wait for a `leader elected`;
+//! - **tune**: a fault's duration (pause, partition, restart delay, clock step, …) or a
+//!   triggered fault's delay set just under or just over the TTL, the renew period or the
+//!   renew deadline;
+//! - **holder**: a fault on one node moved to the client that holds the lock at its time, or
+//!   to the server that granted last (the leader of the moment).
+//!
+//! Each mutant is an ordinary scenario: a seed and an explicit plan, triggers included.
 
 use locksim_core::scenario::Role;
 use locksim_core::time::MS;
-use locksim_core::{FaultKind, FaultPlan, Scenario, TimedFault};
+use locksim_core::trigger::{Trigger, TriggerEvent};
+use locksim_core::{FaultKind, FaultPlan, Nanos, Scenario, TimedFault};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
+use super::feedback::{granter_at, holder_at, Moment};
 use crate::setup::Setup;
 
 /// The mutation applied, for the search path's description.
@@ -27,6 +41,12 @@ pub enum Mutation {
     Drop,
     /// The same plan under another seed.
     Reseed,
+    /// A timed fault made a triggered one, at a lock moment of the parent's run.
+    Aim,
+    /// A duration or a trigger's delay set just under or over the TTL or renew period.
+    Tune,
+    /// A single-node fault moved to the holder or the granting server of its moment.
+    Holder,
 }
 
 impl Mutation {
@@ -39,6 +59,9 @@ impl Mutation {
             Mutation::Retarget => "retarget",
             Mutation::Drop => "drop",
             Mutation::Reseed => "reseed",
+            Mutation::Aim => "aim",
+            Mutation::Tune => "tune",
+            Mutation::Holder => "holder",
         }
     }
 }
@@ -48,14 +71,16 @@ const SHIFT_MAX: i64 = 400 * MS as i64;
 /// Largest distance of an added fault from the one it joins, ns.
 const NEAR: u64 = 300 * MS;
 
-/// One mutant of `parent`: one or two mutations, drawn from `rng`. Only the faults drawn from
+/// One mutant of `parent`: one or two mutations, drawn from `rng`; `moments` are the lock's
+/// moments in the parent's run ([`super::feedback::moments`]). Only the faults drawn from
 /// the seed change: the setup's explicit plan (`[[fault]]`, `--plan`) stays in every mutant
-/// as it is, and faults aimed at events (`after`) are only stretched or dropped. A mutation
+/// as it is, and faults aimed at events (`after`) are only stretched, tuned or dropped. A mutation
 /// that finds nothing to act on (no fault to shift, a donor plan with no fault) re-seeds
 /// instead, so each mutation changes the scenario (two may cancel out: the hunt skips a
 /// candidate it has run).
 pub fn mutate(
     parent: &Scenario,
+    moments: &[Moment],
     setup: &Setup,
     kinds: &[FaultKind],
     rng: &mut ChaCha8Rng,
@@ -76,12 +101,15 @@ pub fn mutate(
     };
     for _ in 0..count {
         let wanted = match rng.gen_range(0..100) {
-            0..=29 => Mutation::Shift,
-            30..=49 => Mutation::Stretch,
-            50..=69 => Mutation::Add,
-            70..=79 => Mutation::Retarget,
-            80..=87 => Mutation::Drop,
-            _ => Mutation::Reseed,
+            0..=14 => Mutation::Shift,
+            15..=24 => Mutation::Stretch,
+            25..=39 => Mutation::Add,
+            40..=44 => Mutation::Retarget,
+            45..=51 => Mutation::Drop,
+            52..=57 => Mutation::Reseed,
+            58..=79 => Mutation::Aim,
+            80..=91 => Mutation::Tune,
+            _ => Mutation::Holder,
         };
         let untriggered = timed(&free);
         let acted = match wanted {
@@ -89,6 +117,9 @@ pub fn mutate(
             Mutation::Stretch => stretch(&mut free, rng),
             Mutation::Add => add(&mut free, setup, kinds, end, rng),
             Mutation::Retarget => retarget(&mut free, &untriggered, &s, rng),
+            Mutation::Aim => aim(&mut free, &untriggered, moments, &s, rng),
+            Mutation::Tune => tune(&mut free, &s, rng),
+            Mutation::Holder => holder(&mut free, &untriggered, moments, &s, rng),
             Mutation::Drop if !free.is_empty() => {
                 free.remove(rng.gen_range(0..free.len()));
                 true
@@ -203,6 +234,174 @@ fn retarget(free: &mut [TimedFault], timed: &[usize], s: &Scenario, rng: &mut Ch
     {
         Some(f) => {
             free[*i].fault = f;
+            true
+        }
+        None => false,
+    }
+}
+
+/// The lock's moments a fault may be aimed at, of one node.
+fn of_node(moments: &[Moment], node: u32) -> Vec<&Moment> {
+    moments.iter().filter(|m| m.node == node).collect()
+}
+
+/// A timed fault made a triggered one: at the parent run's moment of one kind (grant, renewal,
+/// write, release, giving up; a server's grant), nearest its time, of the node it hits or of
+/// the holder of that time; a fault on a server of a service of several may wait for the
+/// first or second `leader elected` instead. The delay: none, up to 50 ms, or the fault's
+/// distance from the moment in the parent (it strikes where it did, now tied to the moment).
+fn aim(
+    free: &mut [TimedFault],
+    timed: &[usize],
+    moments: &[Moment],
+    s: &Scenario,
+    rng: &mut ChaCha8Rng,
+) -> bool {
+    if timed.is_empty() {
+        return false;
+    }
+    let i = timed[rng.gen_range(0..timed.len())];
+    let t = free[i].at;
+    let hit = free[i].fault.node();
+    let servers: Vec<u32> = s.cluster.server_ids().collect();
+    if hit.is_some_and(|n| s.cluster.role(n) == Role::Server)
+        && servers.len() > 1
+        && rng.gen_bool(0.2)
+    {
+        free[i].after = Some(Trigger {
+            nodes: servers,
+            event: TriggerEvent::LeaderElected,
+            nth: rng.gen_range(1..=2),
+            delay: rng.gen_range(0..=50 * MS),
+            client: None,
+        });
+        free[i].at = 0;
+        return true;
+    }
+    let who = match hit {
+        Some(n) if rng.gen_bool(0.6) => Some(n),
+        _ => holder_at(moments, t).or(hit),
+    };
+    let mut near = who.map(|n| of_node(moments, n)).unwrap_or_default();
+    if near.is_empty() {
+        near = moments.iter().collect();
+    }
+    if near.is_empty() {
+        return false;
+    }
+    // One kind of moment, then its nearest to the fault's time.
+    let mut events: Vec<TriggerEvent> = Vec::new();
+    for m in &near {
+        if !events.contains(&m.event) {
+            events.push(m.event);
+        }
+    }
+    let ev = events[rng.gen_range(0..events.len())];
+    let m = near
+        .iter()
+        .filter(|m| m.event == ev)
+        .min_by_key(|m| m.time.abs_diff(t))
+        .expect("a moment of the kind");
+    let delay = match rng.gen_range(0..3) {
+        0 => 0,
+        1 => rng.gen_range(0..=50 * MS),
+        _ => t.saturating_sub(m.time),
+    };
+    free[i].after = Some(m.trigger(delay));
+    free[i].at = 0;
+    true
+}
+
+/// The periods a lock's faults matter against: the TTL, the renew period and deadline.
+fn periods(s: &Scenario) -> Vec<Nanos> {
+    let w = &s.workload;
+    let mut p = vec![w.ttl];
+    p.extend(w.renew_every);
+    p.extend(w.renew_deadline);
+    p.retain(|&d| d > 0);
+    p
+}
+
+/// `base` just under (1-10 % less) or just over (1-25 % more).
+fn around(base: Nanos, rng: &mut ChaCha8Rng) -> Nanos {
+    let f = if rng.gen_bool(0.5) {
+        1.0 - rng.gen_range(0.01..0.10)
+    } else {
+        1.0 + rng.gen_range(0.01..0.25)
+    };
+    ((base as f64 * f) as Nanos).clamp(1, locksim_core::fault::MAX_FAULT_NS)
+}
+
+/// A fault's duration (restart delay, clock step) or a triggered fault's delay set just under
+/// or over one of the lock's periods.
+fn tune(free: &mut [TimedFault], s: &Scenario, rng: &mut ChaCha8Rng) -> bool {
+    const LENGTHS: [&str; 3] = ["duration", "restart_after", "delta"];
+    let periods = periods(s);
+    let with: Vec<usize> = (0..free.len())
+        .filter(|&i| {
+            free[i].after.is_some()
+                || free[i]
+                    .fault
+                    .magnitudes()
+                    .iter()
+                    .any(|(n, _)| LENGTHS.contains(n))
+        })
+        .collect();
+    if with.is_empty() || periods.is_empty() {
+        return false;
+    }
+    let i = with[rng.gen_range(0..with.len())];
+    let v = around(periods[rng.gen_range(0..periods.len())], rng);
+    let before = free[i].clone();
+    let lengths: Vec<&str> = free[i]
+        .fault
+        .magnitudes()
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|n| LENGTHS.contains(n))
+        .collect();
+    match free[i].after.as_mut() {
+        Some(t) if lengths.is_empty() || rng.gen_bool(0.5) => t.delay = v,
+        _ => {
+            let name = lengths[rng.gen_range(0..lengths.len())];
+            free[i].fault = free[i].fault.with_magnitude(name, v);
+        }
+    }
+    free[i] != before
+}
+
+/// A single-node fault moved to the client holding the lock at its time (a client's fault) or
+/// to the server that granted last (a server's fault).
+fn holder(
+    free: &mut [TimedFault],
+    timed: &[usize],
+    moments: &[Moment],
+    s: &Scenario,
+    rng: &mut ChaCha8Rng,
+) -> bool {
+    let movable: Vec<(usize, u32, u32)> = timed
+        .iter()
+        .filter_map(|&i| {
+            let node = free[i].fault.node()?;
+            let t = free[i].at;
+            let to = match s.cluster.role(node) {
+                Role::Client => holder_at(moments, t)?,
+                Role::Server => granter_at(moments, t)?,
+                Role::Resource => return None,
+            };
+            (to != node).then_some((i, node, to))
+        })
+        .collect();
+    if movable.is_empty() {
+        return false;
+    }
+    let (i, node, to) = movable[rng.gen_range(0..movable.len())];
+    match free[i]
+        .fault
+        .map_nodes(|n| Some(if n == node { to } else { n }))
+    {
+        Some(f) => {
+            free[i].fault = f;
             true
         }
         None => false,

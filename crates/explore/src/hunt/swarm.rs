@@ -31,7 +31,7 @@ const SALT: u64 = 0x7377_6172_6d5f_6b69;
 pub fn pool(kinds: &[FaultKind], w: &Workload) -> Vec<FaultKind> {
     let mut out: Vec<FaultKind> = Vec::new();
     let mut push = |k: FaultKind| {
-        if !(k == FaultKind::Duplicate && w.network == Network::Tcp) && !out.contains(&k) {
+        if !(out.contains(&k) || k == FaultKind::Duplicate && w.network == Network::Tcp) {
             out.push(k);
         }
     };
