@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use clap::Args;
 use locksim_core::fault::parse_kinds;
-use locksim_core::{FaultKind, Property};
+use locksim_core::FaultKind;
 use locksim_explore::campaign_json::{to_json, Campaigns, Cells};
 use locksim_explore::campaign_run::{self, Job};
 use locksim_explore::campaign_words::{self as words, Ran};
@@ -19,10 +19,10 @@ use locksim_explore::record_file::Writer;
 use locksim_explore::report;
 use locksim_explore::seed_flags::SeedFlags;
 use locksim_explore::table::{legend, shows_liveness, table_body};
-use locksim_explore::{CellSummary, Shard};
+use locksim_explore::Shard;
 
 use crate::args::{jobs_of, Check, FailOn, MemoryArgs};
-use crate::exit::Exit;
+use crate::exit::{campaign_exit, gated, Exit};
 use crate::progress::Progress;
 use crate::{out, plural, program};
 
@@ -270,31 +270,13 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
         };
         eprint!("{}", words::matrix_tail(&cells, &a.set, r, program()));
     }
-    Ok(run_gate(&cells, &fail_on, Exit::CLEAN))
+    Ok(said(campaign_exit(&cells, &fail_on, Exit::CLEAN)))
 }
 
-/// The exit code of a campaign or merge whose campaign files' expectations gave `code`
-/// ([`Exit::CLEAN`] or [`Exit::VIOLATION`]): with `--fail-on`, also the gate's finding on
-/// `cells` (its reasons on stderr); the stronger wins.
-fn gate(cells: &[CellSummary], fail_on: &[Property], code: Exit) -> Exit {
-    if fail_on.is_empty() {
-        return code;
-    }
-    let (own, why) = locksim_explore::gate::judge(cells, fail_on);
+/// Prints the gate's reasons (see [`locksim_explore::exit::gated`]) and returns the code.
+fn said((code, why): (Exit, Vec<String>)) -> ExitCode {
     for w in &why {
-        eprintln!("{}", locksim_core::text::one_line(w));
-    }
-    code.worst(Exit::of_gate(own))
-}
-
-/// [`gate`] for a campaign run (not a merge): a run that judged no seed (a shard without
-/// seeds) proves nothing, with or without --fail-on: exit 3, said on stderr.
-fn run_gate(cells: &[CellSummary], fail_on: &[Property], code: Exit) -> ExitCode {
-    let code = gate(cells, fail_on, code);
-    // With --fail-on, gate has said so already.
-    if fail_on.is_empty() && cells.iter().all(|c| c.seeds == 0) {
-        eprintln!("no seed was judged (a shard without seeds): this run proves nothing");
-        return code.worst(Exit::UNDECIDED).into();
+        eprintln!("{w}");
     }
     code.into()
 }
@@ -425,7 +407,7 @@ fn files(
     } else {
         Exit::CLEAN
     };
-    Ok(run_gate(&every_cell, &fail_on, code))
+    Ok(said(campaign_exit(&every_cell, &fail_on, code)))
 }
 
 pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
@@ -468,5 +450,5 @@ pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {
         (0, _) => Exit::UNDECIDED,
         _ => Exit::VIOLATION,
     };
-    Ok(gate(&cells, &fail_on, code).into())
+    Ok(said(gated(&cells, &fail_on, code)))
 }

@@ -68,72 +68,6 @@ The matrix (campaign without files) and sweep without frontier files are explora
 exit 0 whatever they find, unless --fail-on S1,S2,... (campaign, merge) names the properties
 that fail them, for CI. One shard of campaign files exits 0 (judged at merge).";
 
-/// `--help`'s text: the properties from [`locksim_explore::reference::PROPERTY_MEANINGS`] and the exit codes from
-/// [`exit::TABLE`], the tables `locksim list --markdown` prints too.
-fn long_about() -> String {
-    let mut t = String::from(LONG_ABOUT_HEAD);
-    t += "\nFour safety properties are checked on every run:\n";
-    for (p, m) in locksim_explore::reference::PROPERTY_MEANINGS
-        .iter()
-        .filter(|p| !p.0.is_liveness())
-    {
-        t += &wrap(&format!("  {p}  "), "      ", m);
-    }
-    t += "and three liveness properties:\n";
-    for (p, m) in locksim_explore::reference::PROPERTY_MEANINGS
-        .iter()
-        .filter(|p| p.0.is_liveness())
-    {
-        t += &wrap(&format!("  {p}  "), "      ", m);
-    }
-    t += LONG_ABOUT_MIDDLE;
-    t += "Exit codes, the same for every command:\n";
-    for c in exit::TABLE {
-        t += &wrap(&format!("  {}  ", c.code), "     ", c.meaning);
-    }
-    t + LONG_ABOUT_TAIL
-}
-
-/// `text` filled into lines of at most [`HELP_WIDTH`] characters, the first after `first`,
-/// the others after `rest`; a word longer than a line has one to itself, and a `+` or `-`
-/// between blanks stays with the words either side (`ttl + lock delay` breaks only before
-/// `ttl` or after `lock`).
-fn wrap(first: &str, rest: &str, text: &str) -> String {
-    let mut units: Vec<String> = Vec::new();
-    let mut glue = false;
-    for word in text.split_whitespace() {
-        let operator = word == "+" || word == "-";
-        match units.last_mut() {
-            Some(last) if glue || operator => {
-                last.push(' ');
-                last.push_str(word);
-            }
-            _ => units.push(word.to_string()),
-        }
-        glue = operator;
-    }
-    let mut out = String::new();
-    let mut line = first.to_string();
-    let mut empty = true;
-    for unit in units {
-        if !empty && line.chars().count() + 1 + unit.chars().count() > HELP_WIDTH {
-            out += &line;
-            out += "\n";
-            line = rest.to_string();
-            empty = true;
-        }
-        if !empty {
-            line.push(' ');
-        }
-        line += &unit;
-        empty = false;
-    }
-    out + &line + "\n"
-}
-
-/// The widest line [`wrap`] makes.
-const HELP_WIDTH: usize = 92;
-
 const AFTER_HELP: &str = "\
 Examples:
   locksim campaign                                  the default matrix, a few hundred seeds per cell
@@ -248,7 +182,11 @@ pub fn main_with(algorithms: Vec<Registration>) -> ExitCode {
     }
     let matches = Cli::command()
         .bin_name(program())
-        .long_about(long_about())
+        .long_about(locksim_explore::reference::long_help(
+            LONG_ABOUT_HEAD,
+            LONG_ABOUT_MIDDLE,
+            LONG_ABOUT_TAIL,
+        ))
         .get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {

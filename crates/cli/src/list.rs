@@ -4,11 +4,11 @@
 
 use std::process::ExitCode;
 
-use locksim_explore::reference::{self, Client, ExitCodeRow, Sources};
+use locksim_explore::reference::{self, Client, Sources};
 use serde_json::Value;
 
 use crate::exit::Exit;
-use crate::{exit, out};
+use crate::out;
 
 #[derive(clap::Args)]
 pub(crate) struct ListArgs {
@@ -43,15 +43,6 @@ pub(crate) fn main(a: ListArgs) -> Result<ExitCode, String> {
 fn sources() -> Sources<'static> {
     Sources {
         program: crate::program(),
-        exit_codes: exit::TABLE
-            .iter()
-            .map(|c| ExitCodeRow {
-                code: c.code,
-                name: c.name,
-                meaning: c.meaning,
-                examples: c.examples,
-            })
-            .collect(),
         clients: locksim_real::adapter::SHIPPED
             .iter()
             .map(|a| Client {

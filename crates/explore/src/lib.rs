@@ -18,6 +18,7 @@ pub mod campaign_run;
 pub mod campaign_words;
 pub mod choose;
 pub mod compare;
+pub mod exit;
 pub mod faultgen;
 pub mod frontier;
 pub mod gate;

@@ -2,25 +2,14 @@
 //! per-client settings, the fault kinds and types, triggers, properties, exit codes and the
 //! shipped real-mode clients, as text ([`text`]), JSON ([`json`]) or the Markdown page
 //! docs/reference.md is ([`markdown`]). All three read the same registries, so the page
-//! cannot drift from the code. What lives above this crate (the exit codes, the real-mode
-//! clients, running the program for its JSON shapes) comes in through [`Sources`].
+//! cannot drift from the code. What lives above this crate (the real-mode clients, running the
+//! program for its JSON shapes) comes in through [`Sources`]. [`long_help`] is `--help`'s
+//! text around the same tables.
 
 use locksim_core::scenario_file::{CLIENT_FIELDS, FAULT_TYPES, TRIGGER_FIELDS};
 use locksim_core::trigger::TRIGGER_EVENTS;
 use locksim_core::{FaultKind, Property};
 use serde_json::{json, Value};
-
-/// One exit code of the command line's table.
-pub struct ExitCodeRow {
-    /// The process's exit status.
-    pub code: u8,
-    /// Its constant's name.
-    pub name: &'static str,
-    /// What it means.
-    pub meaning: &'static str,
-    /// Commands and cases that return it.
-    pub examples: &'static str,
-}
 
 /// A lock library shipped for real mode.
 pub struct Client {
@@ -42,8 +31,6 @@ pub struct Client {
 pub struct Sources<'a> {
     /// The program's name, for the commands the page shows.
     pub program: &'a str,
-    /// The exit codes, in order.
-    pub exit_codes: Vec<ExitCodeRow>,
     /// The shipped real-mode clients.
     pub clients: Vec<Client>,
     /// What real mode does not run of an algorithm's knob, and why (`refused VALUES: WHY`).
@@ -422,7 +409,7 @@ pub fn markdown(s: &Sources) -> Result<String, String> {
     body += &fault_types_md();
     body += &triggers_md();
     body += &properties_md();
-    body += &exit_codes_md(s);
+    body += &exit_codes_md();
     body += &real_clients_md(s);
     body += &json_shapes_md(s)?;
     for title in body.lines().filter_map(|l| l.strip_prefix("## ")) {
@@ -578,9 +565,8 @@ fn properties_md() -> String {
     )
 }
 
-fn exit_codes_md(s: &Sources) -> String {
-    let rows: Vec<Vec<String>> = s
-        .exit_codes
+fn exit_codes_md() -> String {
+    let rows: Vec<Vec<String>> = crate::exit::TABLE
         .iter()
         .map(|c| {
             vec![
@@ -737,6 +723,67 @@ fn json_shapes_md(s: &Sources) -> Result<String, String> {
     );
     Ok(t)
 }
+
+/// `--help`'s long text: `head`, the properties ([`PROPERTY_MEANINGS`], safety then
+/// liveness), `middle`, the exit codes ([`crate::exit::TABLE`]) and `tail`, the tables'
+/// lines filled to at most [`HELP_WIDTH`] characters.
+pub fn long_help(head: &str, middle: &str, tail: &str) -> String {
+    let mut t = String::from(head);
+    t += "\nFour safety properties are checked on every run:\n";
+    for (p, m) in PROPERTY_MEANINGS.iter().filter(|p| !p.0.is_liveness()) {
+        t += &wrap(&format!("  {p}  "), "      ", m);
+    }
+    t += "and three liveness properties:\n";
+    for (p, m) in PROPERTY_MEANINGS.iter().filter(|p| p.0.is_liveness()) {
+        t += &wrap(&format!("  {p}  "), "      ", m);
+    }
+    t += middle;
+    t += "Exit codes, the same for every command:\n";
+    for c in crate::exit::TABLE {
+        t += &wrap(&format!("  {}  ", c.code), "     ", c.meaning);
+    }
+    t + tail
+}
+
+/// `text` filled into lines of at most [`HELP_WIDTH`] characters, the first after `first`,
+/// the others after `rest`; a word longer than a line has one to itself, and a `+` or `-`
+/// between blanks stays with the words either side (`ttl + lock delay` breaks only before
+/// `ttl` or after `lock`). Ends with a newline.
+pub fn wrap(first: &str, rest: &str, text: &str) -> String {
+    let mut units: Vec<String> = Vec::new();
+    let mut glue = false;
+    for word in text.split_whitespace() {
+        let operator = word == "+" || word == "-";
+        match units.last_mut() {
+            Some(last) if glue || operator => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => units.push(word.to_string()),
+        }
+        glue = operator;
+    }
+    let mut out = String::new();
+    let mut line = first.to_string();
+    let mut empty = true;
+    for unit in units {
+        if !empty && line.chars().count() + 1 + unit.chars().count() > HELP_WIDTH {
+            out += &line;
+            out += "\n";
+            line = rest.to_string();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line += &unit;
+        empty = false;
+    }
+    out + &line + "\n"
+}
+
+/// The widest line [`wrap`] makes.
+pub const HELP_WIDTH: usize = 92;
 
 #[cfg(test)]
 mod tests {
