@@ -110,7 +110,7 @@ pub struct HuntArgs {
     #[arg(long)]
     no_shrink: bool,
     /// Print one JSON object on stdout: `{"found", "runs", "budget", "search", "first_seed",
-    /// "property", "seed" (the find's), "origin" ({"kind": "fresh"} or {"kind": "mutant",
+    /// "property", "seed" (the find's), "origin" ({"kind": "fresh"}, {"kind": "swarm"} or {"kind": "mutant",
     /// "parent": RUN, "mutations": [...]}), "trace", "trace_seed" (the trace's, after
     /// shrinking), "corpus", "features", "runs_without_grants", "runs_with_faults",
     /// "runs_with_writes", "errors",
@@ -273,6 +273,7 @@ fn json(
         "seed": out.found.as_ref().map(|f| f.scenario.seed),
         "origin": out.found.as_ref().map(|f| match &f.origin {
             Origin::Fresh => serde_json::json!({"kind": "fresh"}),
+            Origin::Swarm => serde_json::json!({"kind": "swarm"}),
             Origin::Mutant { parent, mutations } => serde_json::json!({
                 "kind": "mutant",
                 "parent": parent,
@@ -302,6 +303,7 @@ fn print_text(
 ) {
     let origin = |o: &Origin| match o {
         Origin::Fresh => "a fresh seed".to_string(),
+        Origin::Swarm => "a swarm run".to_string(),
         Origin::Mutant { parent, mutations } => format!(
             "a mutant of run {parent} ({})",
             mutations

@@ -5,13 +5,13 @@
 //! - [`Search::Random`] runs seeds `first_seed`, `first_seed + 1`, … as a campaign does;
 //! - [`Search::Swarm`] runs the same seeds, each under a plan of its own: a random subset of
 //!   the cell's fault kinds at random intensities, drawn from the seed (see [`swarm`]);
-//! - [`Search::Guided`] keeps a corpus of runs that did something new for the lock (see
-//!   [`feedback`]: abstract lock states and event pairs no earlier run showed, or a nearer
-//!   miss) and, after the first [`WARMUP`] fresh runs, spends a share of its runs (an eighth
-//!   to a half, a quarter to start with, moved by which of the two comes nearer a violation:
-//!   [`Share`]) on mutants of those runs' fault plans, many aimed at the lock's own moments
-//!   (see [`mutate`]); its fresh runs are the swarm search's, in the same order, so it is never
-//!   worse than twice the swarm search.
+//! - [`Search::Guided`] runs the random search's seeds in order and, after the first
+//!   [`WARMUP`], one run in [`EXTRA`] of something else: a mutant of a corpus of runs that
+//!   did something new for the lock (see [`feedback`]: abstract lock states and event pairs no
+//!   earlier run showed, or a nearer miss), most of them aimed at the lock's own moments (see
+//!   [`mutate`]), or a swarm run, by which has come nearer a violation more often
+//!   ([`Share`]). It reaches the random search's find within 6/5 of its runs, whatever the
+//!   extras are worth.
 //!
 //! Candidates are made in batches of [`BATCH`] from the state the previous batches left, run
 //! on `jobs` threads, and judged in the order they were made, so the search path — and the
@@ -43,9 +43,6 @@ use mutate::Mutation;
 pub const BATCH: usize = 8;
 /// Fresh seeds the guided search runs before it mutates anything.
 pub const WARMUP: u64 = 16;
-// After the warm-up at least every second run of the guided search is the swarm search's next
-// run, so it reaches the swarm search's find at run 2r at the latest (r: the swarm search's
-// runs): never more than twice the runs, whatever its mutants are worth.
 /// Mutants drawn for one candidate before a fresh seed takes its place.
 const MUTANT_TRIES: usize = 8;
 
@@ -60,7 +57,8 @@ fn json(s: &Scenario) -> String {
 pub enum Search {
     /// Seeds in order, as a campaign runs them.
     Random,
-    /// Mutants of runs that reached something new, interleaved with the swarm search's runs.
+    /// The random search's seeds with, one run in [`EXTRA`], a mutant aimed at the lock's
+    /// moments or a swarm run.
     Guided,
     /// Seeds in order, each under a plan of a random subset of the kinds at random
     /// intensities (see [`swarm`]).
@@ -101,8 +99,11 @@ pub struct Hunt {
 /// Where a candidate came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
-    /// A fresh seed, its plan drawn from the kinds.
+    /// A fresh seed, its plan drawn from the kinds (the swarm search's: its swarm plan).
     Fresh,
+    /// The guided search's extra: a swarm run (see [`swarm`]) of the next seed of its own
+    /// order from `first_seed`.
+    Swarm,
     /// A mutant of the corpus entry made at run `parent` (1-based), by these mutations.
     Mutant {
         /// The run (1-based) of the scenario mutated.
@@ -215,6 +216,7 @@ fn hit(verdict: &Verdict, property: Option<Property>) -> Option<Property> {
 pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutcome {
     let mut rng = ChaCha8Rng::seed_from_u64(h.first_seed ^ 0x6875_6e74_6775_6964);
     let mut next_fresh = h.first_seed;
+    let mut next_swarm = h.first_seed;
     let mut corpus: Vec<Entry> = Vec::new();
     let mut seen: BTreeSet<u64> = BTreeSet::new();
     let mut runs = 0u64;
@@ -236,9 +238,18 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
         let mut batch: Vec<Candidate> = Vec::with_capacity(n);
         for i in 0..n {
             let index = runs + i as u64;
-            let fresh =
-                h.search != Search::Guided || corpus.is_empty() || index < WARMUP || !share.take();
-            let mutant = (!fresh)
+            // After the warm-up, every sixth run of the guided search is an extra: a mutant
+            // or a swarm run, by which has paid more; the others are the random search's seeds.
+            let source = match h.search {
+                Search::Random => Source::Fresh,
+                Search::Swarm => Source::Swarm,
+                Search::Guided if index < WARMUP || (index - WARMUP) % EXTRA != EXTRA - 1 => {
+                    Source::Fresh
+                }
+                Search::Guided if corpus.is_empty() || !share.take() => Source::Swarm,
+                Search::Guided => Source::Mutant,
+            };
+            let mutant = (source == Source::Mutant)
                 .then(|| {
                     let p = pick(&mut corpus, &mut rng);
                     let parent = &corpus[p];
@@ -270,18 +281,29 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
                 })
                 .flatten();
             let (c, text) = mutant.unwrap_or_else(|| {
-                let s = if h.search != Search::Random {
-                    swarm::scenario(&h.setup, &h.kinds, next_fresh)
-                } else {
-                    h.setup.scenario(next_fresh, &h.kinds)
+                let (s, origin) = match (h.search, source) {
+                    (Search::Swarm, _) => (
+                        swarm::scenario(&h.setup, &h.kinds, next_fresh),
+                        Origin::Fresh,
+                    ),
+                    (Search::Guided, Source::Swarm) => {
+                        let s = swarm::scenario(&h.setup, &h.kinds, next_swarm);
+                        next_swarm = next_swarm.wrapping_add(1);
+                        (s, Origin::Swarm)
+                    }
+                    _ => (h.setup.scenario(next_fresh, &h.kinds), Origin::Fresh),
                 };
-                next_fresh = next_fresh.wrapping_add(1);
+                if origin == Origin::Fresh {
+                    next_fresh = next_fresh.wrapping_add(1);
+                }
                 let text = json(&s);
-                let c = Candidate {
-                    scenario: s,
-                    origin: Origin::Fresh,
-                };
-                (c, text)
+                (
+                    Candidate {
+                        scenario: s,
+                        origin,
+                    },
+                    text,
+                )
             });
             tried.insert(xxhash_rust::xxh3::xxh3_64(text.as_bytes()));
             path.update(text.as_bytes());
@@ -339,8 +361,10 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
                         .min()
                         .is_none_or(|best| c < best)
                 });
-                if run > WARMUP {
-                    share.record(matches!(c.origin, Origin::Mutant { .. }), nearer);
+                match c.origin {
+                    Origin::Mutant { .. } => share.record(true, nearer),
+                    Origin::Swarm => share.record(false, nearer),
+                    Origin::Fresh => {}
                 }
                 if new > 0 || nearer {
                     corpus.push(Entry {
@@ -375,37 +399,50 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
     }
 }
 
-/// How many of the guided search's runs go to mutants: a share between [`Share::LEAST`] and
-/// [`Share::MOST`], a quarter while mutants and fresh runs pay alike, moved by what each has
-/// paid so far. A run *pays* when it comes nearer a violation than every run kept before it
-/// (a shorter hold gap or stale-write gap: [`feedback::Feedback::closeness`]); new features
-/// do not count, since a mutant shows new states far more easily than it comes nearer. The
-/// share is `½ · m / (m + f)` with `m` and `f` each source's paying rate (Laplace-smoothed),
-/// clamped; runs are handed out by a running credit, so the choice is a function of the
-/// search's own history and stays deterministic.
+/// Where a candidate comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Fresh,
+    Swarm,
+    Mutant,
+}
+
+/// One run in this many of the guided search, after the warm-up, is an extra (a mutant or a
+/// swarm run); the others are the random search's seeds in order, so it reaches the random
+/// search's find within 6/5 of its runs.
+pub const EXTRA: u64 = 6;
+
+/// Which of the guided search's extras are mutants and which swarm runs: half each while
+/// they pay alike, from a quarter to three quarters mutants by what each has paid so far. A
+/// run *pays* when it comes nearer a violation than every run kept before it (a shorter hold
+/// gap or stale-write gap: [`feedback::Feedback::closeness`]); new features do not count,
+/// since a mutant shows new states far more easily than it comes nearer. The mutants' share is
+/// `m / (m + s)` with `m` and `s` each source's paying rate (Laplace-smoothed), clamped;
+/// extras are handed out by a running credit, so the choice is a function of the search's own
+/// history and stays deterministic.
 #[derive(Debug, Clone, Default)]
 struct Share {
     /// Mutant runs and those that paid.
     mutants: (u64, u64),
-    /// Fresh runs and those that paid.
-    fresh: (u64, u64),
+    /// Swarm runs and those that paid.
+    swarm: (u64, u64),
     /// Credit toward the next mutant.
     credit: f64,
 }
 
 impl Share {
-    /// The least share of mutants.
-    const LEAST: f64 = 1.0 / 8.0;
+    /// The least share of mutants among the extras.
+    const LEAST: f64 = 1.0 / 4.0;
     /// The most.
-    const MOST: f64 = 1.0 / 2.0;
+    const MOST: f64 = 3.0 / 4.0;
 
     fn now(&self) -> f64 {
         let rate = |(runs, paid): (u64, u64)| (paid as f64 + 1.0) / (runs as f64 + 2.0);
-        let (m, f) = (rate(self.mutants), rate(self.fresh));
-        (0.5 * m / (m + f)).clamp(Self::LEAST, Self::MOST)
+        let (m, s) = (rate(self.mutants), rate(self.swarm));
+        (m / (m + s)).clamp(Self::LEAST, Self::MOST)
     }
 
-    /// Whether the next run is a mutant.
+    /// Whether the next extra is a mutant.
     fn take(&mut self) -> bool {
         self.credit += self.now();
         if self.credit >= 1.0 {
@@ -420,7 +457,7 @@ impl Share {
         let s = if mutant {
             &mut self.mutants
         } else {
-            &mut self.fresh
+            &mut self.swarm
         };
         s.0 += 1;
         s.1 += paid as u64;
