@@ -2,6 +2,11 @@
 //! prints why it skips when the binary is missing; CI installs redis-server and nftables and
 //! sets `LOCKSIM_REAL_REQUIRED`, which turns a skip into a failure. The tests run one at a
 //! time (real runs share the 127.0.0.N addresses).
+//!
+//! The seven `shipped_*_agree_with_the_simulator` tests run every file of `sims/real/` on real
+//! servers (about eleven minutes, nearly all of it waiting on them) and are `#[ignore]`d, so
+//! that `cargo test --workspace` stays minutes long: `cargo test -p locksim-cli --test real --
+//! --include-ignored` runs them, and CI does (in the background, beside its CPU-bound steps).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -184,6 +189,7 @@ fn what_real_mode_cannot_run_is_one_line_and_exit_2() {
 
 /// The shipped scenarios: real runs and simulated seeds violate the same properties.
 #[test]
+#[ignore = "runs real servers for minutes: `cargo test -p locksim-cli --test real -- --include-ignored`"]
 fn shipped_redis_scenarios_agree_with_the_simulator() {
     let _g = serial();
     if !have("redis-server", "real Redis scenarios") || !have("nft", "nftables network faults") {
@@ -398,6 +404,7 @@ fn have_postgres() -> bool {
 /// clock, and none across a database crash and restart (the committed row survives; the
 /// service's records are read back from the restarted server).
 #[test]
+#[ignore = "runs real servers for minutes: `cargo test -p locksim-cli --test real -- --include-ignored`"]
 fn shipped_postgres_scenarios_agree_with_the_simulator() {
     let _g = serial();
     if !have_postgres() {
@@ -436,6 +443,7 @@ fn shipped_postgres_scenarios_agree_with_the_simulator() {
 /// reentrancy on a shared backend); a pooler restart ends the holder's session under it, and
 /// a fencing token from a `lock_tokens` row refuses its late writes.
 #[test]
+#[ignore = "runs real servers for minutes: `cargo test -p locksim-cli --test real -- --include-ignored`"]
 fn shipped_pgbouncer_scenarios_agree_with_the_simulator() {
     let _g = serial();
     if !have_postgres() || !have("pgbouncer", "pg-advisory behind PgBouncer") {
@@ -499,6 +507,7 @@ fn have_zookeeper() -> bool {
 /// by its node's sequence number (and lands without fencing), and the real leader's isolation
 /// breaks nothing.
 #[test]
+#[ignore = "runs real servers for minutes: `cargo test -p locksim-cli --test real -- --include-ignored`"]
 fn shipped_zookeeper_scenarios_agree_with_the_simulator() {
     let _g = serial();
     if !have_zookeeper() || !have("nft", "nftables network faults") {
@@ -537,6 +546,7 @@ fn interrupting_a_zookeeper_run_leaves_no_member_behind() {
 /// `redis-failover` on real Redis replicas and a real Sentinel: the cut-off primary's holder
 /// overlaps the holder the promoted replica grants, and `WAIT 1` prevents it.
 #[test]
+#[ignore = "runs real servers for minutes: `cargo test -p locksim-cli --test real -- --include-ignored`"]
 fn shipped_sentinel_scenarios_agree_with_the_simulator() {
     let _g = serial();
     if !have("redis-server", "Redis with Sentinel") || !have("nft", "nftables network faults") {
@@ -633,6 +643,7 @@ fn keep_logs_lists_every_servers_log() {
 
 /// The etcd scenarios (`raft-lease`), in a locksim built with `--features etcd`.
 #[test]
+#[ignore = "runs real servers for minutes: `cargo test -p locksim-cli --test real -- --include-ignored`"]
 fn shipped_etcd_scenarios_agree_with_the_simulator() {
     if !cfg!(feature = "etcd") {
         eprintln!(
@@ -1222,6 +1233,7 @@ fn have_adapter_libs() -> bool {
 /// Real lock libraries behind the shipped adapters: the same properties violated as by the
 /// built-in model of their algorithm in the simulator.
 #[test]
+#[ignore = "runs real servers for minutes: `cargo test -p locksim-cli --test real -- --include-ignored`"]
 fn shipped_adapters_agree_with_the_simulator() {
     let _g = serial();
     if !have("redis-server", "real Redis scenarios") || !have_adapter_libs() {
