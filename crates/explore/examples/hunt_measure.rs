@@ -255,8 +255,18 @@ fn summarize(args: &[String]) {
             cells.join(" | "),
             ratio_cells.join(" · ")
         );
+        // A campaign file by its stem, so that the name fits the chart's margin.
+        let short = match name.split_once(' ') {
+            Some((file, rest)) if file.ends_with(".toml") => {
+                let stem = std::path::Path::new(file)
+                    .file_stem()
+                    .map_or(file.into(), |s| s.to_string_lossy());
+                format!("{stem} {rest}")
+            }
+            _ => name.clone(),
+        };
         chart_targets.push(Target {
-            name: name.clone(),
+            name: short,
             budget: *budget,
             series: names
                 .iter()
@@ -287,6 +297,7 @@ fn summarize(args: &[String]) {
             worst[i]
         );
     }
+    println!();
     if let Some(out) = svg_out {
         let s = chart::svg(
             "Runs to the first violation, per target and search (bar: median)",

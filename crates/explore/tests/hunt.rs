@@ -82,6 +82,10 @@ fn a_budget_without_a_violation_says_so() {
     assert_eq!(out.runs, 24);
     assert!(out.corpus > 0 && out.features > 0);
     assert_eq!(out.runs_without_grants, 0);
+    // The overhead report: every run made, time in the runs and in the search.
+    assert_eq!(out.time.ran, 24);
+    assert!(out.time.runs > 0.0 && out.time.search > 0.0);
+    assert!((0.0..1.0).contains(&out.time.share()));
 }
 
 #[test]

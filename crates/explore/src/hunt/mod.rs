@@ -99,10 +99,10 @@ pub struct Hunt {
 /// Where a candidate came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Origin {
-    /// A fresh seed, its plan drawn from the kinds (the swarm search's: its swarm plan).
+    /// A fresh seed, its plan drawn from the kinds.
     Fresh,
-    /// The guided search's extra: a swarm run (see [`swarm`]) of the next seed of its own
-    /// order from `first_seed`.
+    /// A swarm run (see [`swarm`]): the swarm search's next seed, or the guided search's
+    /// extra, the next seed of its own order from `first_seed`.
     Swarm,
     /// A mutant of the corpus entry made at run `parent` (1-based), by these mutations.
     Mutant {
@@ -167,6 +167,9 @@ pub struct Overhead {
     pub runs: f64,
     /// Seconds in the search.
     pub search: f64,
+    /// Runs made (a find's last batch runs whole: up to [`BATCH`] - 1 more than the find's
+    /// run number), for figures per run.
+    pub ran: u64,
 }
 
 impl Overhead {
@@ -282,10 +285,11 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
                 .flatten();
             let (c, text) = mutant.unwrap_or_else(|| {
                 let (s, origin) = match (h.search, source) {
-                    (Search::Swarm, _) => (
-                        swarm::scenario(&h.setup, &h.kinds, next_fresh),
-                        Origin::Fresh,
-                    ),
+                    (Search::Swarm, _) => {
+                        let s = swarm::scenario(&h.setup, &h.kinds, next_fresh);
+                        next_fresh = next_fresh.wrapping_add(1);
+                        (s, Origin::Swarm)
+                    }
                     (Search::Guided, Source::Swarm) => {
                         let s = swarm::scenario(&h.setup, &h.kinds, next_swarm);
                         next_swarm = next_swarm.wrapping_add(1);
@@ -312,6 +316,7 @@ pub fn hunt(h: &Hunt, progress: &(dyn Fn(u64, usize, usize) + Sync)) -> HuntOutc
         let batch_started = Instant::now();
         let results = run_batch(&batch, h);
         batch_wall += batch_started.elapsed().as_secs_f64();
+        time.ran += results.len() as u64;
         for r in &results {
             time.runs += r.secs.0;
             time.search += r.secs.1;
