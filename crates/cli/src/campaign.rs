@@ -160,31 +160,23 @@ fn open_out(a: &CampaignArgs, jobs: &mut [Job], shard: Shard) -> Result<Option<W
 }
 
 /// Runs the seeds of `job` not yet recorded (see [`campaign_run::run_job`]), its progress
-/// shown as `shown` says; returns the seeds run now.
-fn run(job: &mut Job, shard: Shard, out: Option<&Writer>, shown: Shown) -> Result<u64, String> {
+/// hidden (`quiet`), or shown as the matrix's, or as file `i` of `n` (`file`); returns the
+/// seeds run now.
+fn run(
+    job: &mut Job,
+    (shard, out): (Shard, Option<&Writer>),
+    quiet: bool,
+    file: Option<(usize, usize)>,
+) -> Result<u64, String> {
     let total = campaign_run::seeds_to_run(job, shard);
-    let progress = match shown {
-        Shown::Quiet => Progress::hidden("seeds", total),
-        Shown::Matrix => Progress::new("seeds", total),
-        Shown::File { index, of } => {
-            Progress::for_file(&format!("[{index}/{of}] {}", job.label), "seeds", total)
-        }
+    let progress = match file {
+        _ if quiet => Progress::hidden("seeds", total),
+        None => Progress::new("seeds", total),
+        Some((i, n)) => Progress::for_file(&format!("[{i}/{n}] {}", job.label), "seeds", total),
     };
     let ran = campaign_run::run_job(job, shard, out, &|n| progress.set(n));
     progress.finish();
     ran
-}
-
-/// How a campaign's progress shows: as the matrix's, as one file of several, or not at all.
-#[derive(Clone, Copy)]
-enum Shown {
-    Quiet,
-    Matrix,
-    /// File `index` (from 1) of `of`.
-    File {
-        index: usize,
-        of: usize,
-    },
 }
 
 pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
@@ -222,8 +214,7 @@ pub fn main(a: CampaignArgs) -> Result<ExitCode, String> {
     let out_file = open_out(&a, &mut job, shard)?;
     let [mut job] = job;
     let resumed = job.done.len() as u64;
-    let shown = if a.quiet { Shown::Quiet } else { Shown::Matrix };
-    let ran = run(&mut job, shard, out_file.as_ref(), shown)?;
+    let ran = run(&mut job, (shard, out_file.as_ref()), a.quiet, None)?;
     let cells = job.summary.cells();
     if let Some(path) = &a.report {
         let section = report::Section {
@@ -349,55 +340,43 @@ fn files(
             eprintln!("{note}");
         }
     }
-    let mut every_cell = Vec::new();
-    let (mut json, mut failed, mut total) = (Vec::new(), 0, 0u64);
-    let mut any_liveness = false;
-    let mut sections = Vec::new();
+    let mut all = campaign_run::FilesRun::default();
     let count = files.len();
     for (i, (f, mut job)) in files.iter().zip(campaign_jobs).enumerate() {
-        let shown = if a.quiet {
-            Shown::Quiet
-        } else {
-            Shown::File {
-                index: i + 1,
-                of: count,
-            }
-        };
-        run(&mut job, shard, out_file.as_ref(), shown)?;
+        run(
+            &mut job,
+            (shard, out_file.as_ref()),
+            a.quiet,
+            Some((i + 1, count)),
+        )?;
+        let (liveness, report) = (a.check == Some(Check::Liveness), a.report.is_some());
         let cells = job.summary.cells();
-        every_cell.extend(cells.iter().cloned());
-        total += cells.iter().map(|c| c.seeds).sum::<u64>();
-        let liveness = a.check == Some(Check::Liveness);
-        let done = campaign_run::file_done(
-            f,
-            job.spec,
-            cells,
-            (shard, own[i]),
-            liveness,
-            a.report.is_some(),
-        );
-        failed += usize::from(done.failed);
-        sections.extend(done.section);
-        any_liveness |= done.liveness;
+        let done = campaign_run::file_done(f, job.spec, cells, (shard, own[i]), liveness, report);
+        let table = all.add(done);
         if text {
-            out(&done.text);
+            out(&table);
         }
-        json.push(done.result);
     }
+    let failed = all.failed;
     if let Some(path) = &a.report {
-        let notes = words::files_notes(&a.paths, flags, (files.len(), failed), program());
-        write_report(path, &sections, jobs, notes, a.force)?;
+        let notes = words::files_notes(&a.paths, flags, (count, failed), program());
+        write_report(path, &all.sections, jobs, notes, a.force)?;
     }
     if a.json {
-        out(&format!("{}\n", to_json(&Campaigns { campaigns: &json })));
+        out(&format!(
+            "{}\n",
+            to_json(&Campaigns {
+                campaigns: &all.results
+            })
+        ));
     } else {
         if !a.quiet {
-            out(legend(any_liveness).trim_start_matches('\n'));
+            out(legend(all.liveness).trim_start_matches('\n'));
         }
         eprintln!(
             "{}, {} in {:.1}s; {}",
-            plural(files.len() as u64, "campaign file"),
-            plural(total, "seed"),
+            plural(count as u64, "campaign file"),
+            plural(all.seeds, "seed"),
             started.elapsed().as_secs_f64(),
             campaign_run::expectations(failed, shard),
         );
@@ -407,7 +386,7 @@ fn files(
     } else {
         Exit::CLEAN
     };
-    Ok(said(campaign_exit(&every_cell, &fail_on, code)))
+    Ok(said(campaign_exit(&all.cells, &fail_on, code)))
 }
 
 pub fn merge(a: MergeArgs) -> Result<ExitCode, String> {

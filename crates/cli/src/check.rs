@@ -13,6 +13,7 @@ use locksim_explore::history_check::{
 use locksim_explore::page::write_page;
 use locksim_render::linear::linear_page;
 
+use crate::exit::check_code;
 use crate::out;
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -117,35 +118,5 @@ pub fn main(a: CheckArgs) -> Result<ExitCode, String> {
             eprintln!("wrote {}", h.display());
         }
     }
-    Ok(ExitCode::from(exit_code(bad_input, failing, unknown)))
-}
-
-/// The exit-code table every command keeps (issue #24, item 8): a history that is not
-/// linearizable is a violation (1, as Jepsen's checker fails an invalid result), one whose
-/// search gave up is undecided (3), an unreadable file is bad input (2); 2 wins over 1, 1
-/// over 3.
-fn exit_code(bad_input: bool, failing: bool, unknown: bool) -> u8 {
-    if bad_input {
-        crate::exit::BAD_INPUT
-    } else if failing {
-        crate::exit::VIOLATION
-    } else if unknown {
-        crate::exit::UNDECIDED
-    } else {
-        crate::exit::CLEAN
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// Issue #24, item 8: "not linearizable" exited 0 and "unknown" 1.
-    #[test]
-    fn not_linearizable_is_a_violation_and_unknown_is_undecided() {
-        use super::exit_code;
-        assert_eq!(exit_code(false, false, false), 0);
-        assert_eq!(exit_code(false, true, false), 1);
-        assert_eq!(exit_code(false, false, true), 3);
-        assert_eq!(exit_code(false, true, true), 1);
-        assert_eq!(exit_code(true, true, true), 2);
-    }
+    Ok(ExitCode::from(check_code(bad_input, failing, unknown)))
 }

@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use locksim_core::{History, Scenario, Trace, Verdict};
+use locksim_core::{History, Scenario, Verdict};
 use locksim_explore::campaign_file::CampaignFile;
-use locksim_explore::real_compare::{self as cmp, Finding, SideTally};
+use locksim_explore::real_compare::{self as cmp, Finding, RealSide};
 use locksim_real::{RealError, RealOptions, RealRun};
 
-use crate::run::verdict_code;
+use crate::exit::verdict_code;
 use crate::scenario_args::{choose, Chosen};
 use crate::{error_line, exit, out};
 
@@ -200,11 +200,7 @@ fn options(a: &RealArgs, file: &CampaignFile) -> Result<RealOptions, String> {
 }
 
 fn verdict(chosen: &Chosen, s: &Scenario, h: &History, liveness: bool) -> Verdict {
-    let mut opts = locksim_explore::outcome::check_options_for(s, &*chosen.setup.algo);
-    if !liveness {
-        opts.liveness = None;
-    }
-    locksim_check::check_all(h, &opts)
+    cmp::verdict(s, &*chosen.setup.algo, h, liveness)
 }
 
 /// A real run, with the error mapped to an exit code and a message.
@@ -217,18 +213,6 @@ fn real_run(s: &Scenario, o: &RealOptions) -> Result<RealRun, (u8, String)> {
         };
         (code, e.to_string())
     })
-}
-
-/// A `redis-failover` run whose plan cuts the primary off for longer than `down_after` and in
-/// which Sentinel promoted nobody (no `leads` event): it did not exercise the failover it is
-/// about.
-fn missed_failover(s: &Scenario, h: &History) -> bool {
-    let promoted = h
-        .events
-        .iter()
-        .any(|e| matches!(e.kind, locksim_core::history::EventKind::Leader { .. }));
-    locksim_real::support::backend(s).is_ok_and(|b| locksim_real::support::expects_failover(s, &b))
-        && !promoted
 }
 
 pub fn main(a: RealArgs) -> Result<ExitCode, String> {
@@ -271,7 +255,6 @@ fn refuse_unrunnable(
             .and_then(|i| file.fault_names.get(i).cloned())
             .unwrap_or_else(|| locksim_real::support::fault_at(tf))
     };
-    let shim = opts.clockshim.is_some();
     for k in 0..seeds {
         let s = chosen.scenario(seed + k);
         let s = if a.compare { real_side(s) } else { s };
@@ -280,14 +263,7 @@ fn refuse_unrunnable(
         } else {
             String::new()
         };
-        locksim_real::support::backend(&s)
-            .and_then(|b| {
-                locksim_real::support::check_plan(&s, &b, shim, &name)?;
-                match &opts.adapter {
-                    Some(c) => locksim_real::adapter::check_scenario(&s, c, shim),
-                    None => Ok(()),
-                }
-            })
+        opts.refuse(&s, &name)
             .map_err(|e| format!("{}{run}: real mode: {e}", a.file.display()))?;
     }
     Ok(())
@@ -334,26 +310,22 @@ fn single(
         write_trace(path, &scenario, &run, &v)?;
     }
     print_run(a, &scenario, &run, &v);
-    print_logs(&run, a.keep_logs);
-    Ok(ExitCode::from(single_code(a, &scenario, &run.history, &v)))
+    for line in run.logs_note(a.keep_logs) {
+        eprintln!("{line}");
+    }
+    Ok(ExitCode::from(single_code(a, &scenario, &run, &v)))
 }
 
-/// `--trace`: the run's record, a trace marked as real with its events embedded.
+/// `--trace`: the run's record (see [`RealRun::trace`]).
 fn write_trace(
     path: &std::path::Path,
     s: &Scenario,
     run: &RealRun,
     v: &Verdict,
 ) -> Result<(), String> {
-    let h = &run.history;
-    let mut t = Trace::new(s.clone(), h.digest(), v.clone(), Some(h.events.clone()));
-    t.real = Some(run.service.clone());
-    locksim_core::file::write_whole(
-        path,
-        t.to_json().as_bytes(),
-        locksim_core::file::Place::Replace,
-    )
-    .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let bytes = run.trace(s, v).to_json();
+    locksim_core::file::write_whole(path, bytes.as_bytes(), locksim_core::file::Place::Replace)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     eprintln!(
         "wrote {} (a real run's record: `locksim render` draws it)",
         path.display()
@@ -389,27 +361,11 @@ fn print_run(a: &RealArgs, scenario: &Scenario, run: &RealRun, v: &Verdict) {
     }
 }
 
-/// Where the run's logs are kept (on stderr), if they are.
-fn print_logs(run: &RealRun, keep_logs: bool) {
-    if let Some(d) = &run.logs {
-        eprintln!("the run's logs are kept in {}", d.display());
-        let servers = locksim_real::harness::kept_server_logs(d);
-        if servers.is_empty() {
-            eprintln!("  (no server wrote a log)");
-        }
-        for f in servers {
-            eprintln!("  server log: {}", d.join(f).display());
-        }
-    } else if keep_logs {
-        eprintln!("warning: --keep-logs: the run's logs could not be copied");
-    }
-}
-
 /// The exit code of one real run with verdict `v`: a safe run that granted nothing, or that
 /// did not exercise the failover its plan is about, proves nothing (3, said last on stderr,
 /// where it is seen).
-fn single_code(a: &RealArgs, scenario: &Scenario, h: &History, v: &Verdict) -> u8 {
-    if locksim_explore::outcome::grants(h) == 0 {
+fn single_code(a: &RealArgs, scenario: &Scenario, run: &RealRun, v: &Verdict) -> u8 {
+    if locksim_explore::outcome::grants(&run.history) == 0 {
         error_line(&format!(
             "{}: WARNING: no client was granted the lock in this real run: its verdict proves nothing (exit 3)",
             a.file.display()
@@ -418,7 +374,7 @@ fn single_code(a: &RealArgs, scenario: &Scenario, h: &History, v: &Verdict) -> u
             return exit::UNDECIDED;
         }
     }
-    if missed_failover(scenario, h) {
+    if run.missed_failover(scenario) {
         error_line(&format!(
             "{}: WARNING: Sentinel promoted no replica in this real run, though the plan cut the primary off for longer than down_after: it did not exercise failover, and its verdict proves nothing about it (exit 3)",
             a.file.display()
@@ -456,7 +412,10 @@ fn compare(
         Ok(r) => r,
         Err(code) => return Ok(ExitCode::from(code)),
     };
-    let Some(sim) = sim_seeds(a, chosen, first, &props, &mut each)? else {
+    let seeds = (first, a.runs);
+    let stop = &locksim_real::interrupted;
+    let sim = cmp::sim_side(chosen, seeds, (&props, a.liveness), &mut each, stop)?;
+    let Some(sim) = sim else {
         return Ok(ExitCode::from(exit::INTERRUPTED));
     };
     let judged = cmp::judge(&props, &real.tally, &sim, real.missed);
@@ -474,15 +433,6 @@ fn compare(
     }))
 }
 
-/// The real side of a comparison, run by run.
-struct RealSide {
-    tally: SideTally,
-    /// Runs that did not exercise the failover their plan is about.
-    missed: u64,
-    /// What ran (servers, and an adapter's library and version), as run 1 said.
-    service: String,
-}
-
 /// `--runs` real runs from seed `first`, each said on stderr as it ends and added to `each`.
 /// Errors: the exit code of a run that failed (said on stderr) or of an interruption.
 fn real_runs(
@@ -493,72 +443,29 @@ fn real_runs(
     props: &[locksim_core::Property],
     each: &mut Vec<serde_json::Value>,
 ) -> Result<RealSide, u8> {
-    let mut side = RealSide {
-        tally: SideTally::new(props.len()),
-        missed: 0,
-        service: String::new(),
-    };
+    let mut side = RealSide::new(props.len());
     for i in 0..a.runs {
         let s = chosen.scenario(first + i);
         let run = real_run(&real_side(s.clone()), opts).map_err(|(code, msg)| {
             error_line(&format!("{}: run {}: {msg}", a.file.display(), i + 1));
             code
         })?;
-        if side.service.is_empty() {
-            side.service = run.service.clone();
-        }
         let v = verdict(chosen, &s, &run.history, a.liveness);
-        let (got, granted) = side.tally.add(props, &v, &run.history);
-        let mut this = cmp::one("real", first + i, &got, granted);
-        if let Some(d) = &run.logs {
-            eprintln!("run {}: logs kept in {}", i + 1, d.display());
-            this["logs"] = serde_json::json!(d);
-        }
-        each.push(this);
-        let none = if granted == 0 {
-            " (NO GRANT: proves nothing)"
-        } else if missed_failover(&s, &run.history) {
-            side.missed += 1;
-            " (NO FAILOVER: Sentinel promoted nobody; proves nothing about failover)"
-        } else {
-            ""
+        let done = cmp::RealRunDone {
+            index: (i, a.runs),
+            seed: first + i,
+            service: &run.service,
+            verdict: &v,
+            history: &run.history,
+            missed_failover: run.missed_failover(&s),
+            logs: run.logs.as_deref(),
         };
-        eprintln!(
-            "real run {} of {} (seed {}): {}{none}",
-            i + 1,
-            a.runs,
-            first + i,
-            cmp::props_text(&got)
-        );
+        for line in side.add(props, done, each) {
+            eprintln!("{line}");
+        }
         if locksim_real::interrupted() {
             return Err(exit::INTERRUPTED);
         }
     }
     Ok(side)
-}
-
-/// `--runs` simulated seeds from `first`, each added to `each`; `None` when interrupted.
-fn sim_seeds(
-    a: &RealArgs,
-    chosen: &Chosen,
-    first: u64,
-    props: &[locksim_core::Property],
-    each: &mut Vec<serde_json::Value>,
-) -> Result<Option<SideTally>, String> {
-    let mut sim = SideTally::new(props.len());
-    for i in 0..a.runs {
-        if locksim_real::interrupted() {
-            return Ok(None);
-        }
-        let s = chosen.scenario(first + i);
-        let o = locksim_explore::check_scenario(&s, chosen.setup.algo.clone());
-        if let Some(e) = o.error {
-            return Err(format!("the simulation of seed {} failed: {e}", first + i));
-        }
-        let h = o.history.expect("a history");
-        let v = verdict(chosen, &s, &h, a.liveness);
-        let (got, granted) = sim.add(props, &v, &h);
-        each.push(cmp::one("sim", first + i, &got, granted));
-    }
-    Ok(Some(sim))
 }

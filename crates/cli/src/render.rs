@@ -7,14 +7,13 @@ use clap::Args;
 use locksim_core::Trace;
 use locksim_explore::page::draw;
 pub use locksim_explore::page::{check_page_target, write_page};
-use locksim_explore::replay::verdict_kinds;
 
 use crate::exit::Exit;
 use crate::out;
 
 #[derive(Args)]
 pub struct RenderArgs {
-    /// The trace to draw, e.g. traces/k5-redlock-s1-f4f49b23.json (written by `locksim shrink`).
+    /// The trace to draw, e.g. traces/k5-redlock-s1-b51f2c63.json (written by `locksim shrink`).
     #[arg(value_name = "TRACE")]
     trace: PathBuf,
     /// Where to write the page [default: the trace's name with .html, in the current folder].
@@ -35,19 +34,7 @@ pub struct RenderArgs {
 
 pub fn main(a: RenderArgs) -> Result<ExitCode, String> {
     let trace = Trace::read(&a.trace).map_err(|e| e.to_string())?;
-    let out_path = a.out.clone().unwrap_or_else(|| {
-        let stem = a
-            .trace
-            .file_stem()
-            .map_or("trace".into(), |s| s.to_string_lossy().into_owned());
-        PathBuf::from(format!("{stem}.html"))
-    });
-    if out_path == a.trace {
-        return Err(format!(
-            "{}: the page would replace the trace itself; give another -o",
-            out_path.display()
-        ));
-    }
+    let out_path = locksim_explore::page::page_path(&a.trace, a.out.as_deref())?;
     check_page_target(&out_path, a.force)?;
     if !a.no_rerun {
         a.memory.check(&trace.scenario)?;
@@ -55,34 +42,13 @@ pub fn main(a: RenderArgs) -> Result<ExitCode, String> {
     let drawn = draw(&trace, &a.trace, None, a.no_rerun)?;
     write_page(&out_path, &drawn.html, a.force)?;
     if a.json {
-        out(&format!(
-            "{}\n",
-            serde_json::json!({
-                "trace": a.trace.display().to_string(),
-                "out": out_path.display().to_string(),
-                "bytes": drawn.html.len(),
-                "events": drawn.events,
-                "messages": drawn.messages,
-                "rerun": drawn.rerun,
-                "matches_trace": !drawn.mismatch,
-                "verdict": verdict_kinds(&trace.verdict),
-                "notes": drawn.notes,
-                "rerun_error": drawn.rerun_error,
-            })
-        ));
+        out(&format!("{}\n", drawn.json(&trace, &a.trace, &out_path)));
     } else {
         // The banner's note is said once, by the error line below.
         for n in drawn.notes.iter().filter(|_| drawn.rerun_error.is_none()) {
             eprintln!("{n}");
         }
-        out(&format!(
-            "{}: {} events, {} messages, verdict {} ({} KiB)\n",
-            out_path.display(),
-            drawn.events,
-            drawn.messages,
-            verdict_kinds(&trace.verdict),
-            drawn.html.len().div_ceil(1024)
-        ));
+        out(&drawn.text(&trace, &out_path));
     }
     // A trace that could not be re-run is not checked: exit as `replay` does for it, the
     // page drawn from what it records (under a banner that says so).
@@ -94,9 +60,9 @@ pub fn main(a: RenderArgs) -> Result<ExitCode, String> {
         ));
         return Ok(ExitCode::from(Exit::BAD_INPUT));
     }
-    Ok(if drawn.mismatch {
-        ExitCode::from(Exit::VIOLATION)
+    Ok(ExitCode::from(if drawn.mismatch {
+        Exit::VIOLATION
     } else {
-        ExitCode::from(Exit::CLEAN)
-    })
+        Exit::CLEAN
+    }))
 }

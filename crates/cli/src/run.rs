@@ -53,26 +53,7 @@ pub struct RunArgs {
     memory: crate::args::MemoryArgs,
 }
 
-/// The exit code of a run's verdict: 0 safe, 1 a property violated, 3 undecided (a check ran
-/// out of budget and nothing was violated: the run is not safe, but not shown unsafe either).
-pub fn verdict_code(v: &locksim_core::Verdict) -> u8 {
-    if !v.is_safe() {
-        crate::exit::VIOLATION
-    } else if !v.inconclusive.is_empty() {
-        crate::exit::UNDECIDED
-    } else {
-        crate::exit::CLEAN
-    }
-}
-
-/// The exit code of a simulated run: [`verdict_code`], and 3 for a clean run in which no
-/// client was granted the lock (`grants` = 0): it exercised nothing, so it proves nothing.
-pub fn run_code(v: &locksim_core::Verdict, grants: u64) -> u8 {
-    match verdict_code(v) {
-        crate::exit::CLEAN if grants == 0 => crate::exit::UNDECIDED,
-        code => code,
-    }
-}
+use crate::exit::run_code;
 
 pub fn main(a: RunArgs) -> Result<ExitCode, String> {
     let chosen = choose(
@@ -134,7 +115,7 @@ pub fn main(a: RunArgs) -> Result<ExitCode, String> {
 mod tests {
     use locksim_core::{Property, Verdict, Violation};
 
-    use super::verdict_code;
+    use crate::exit::verdict_code;
 
     /// Issue #12: a run whose S3 check ran out of budget printed `SAFE` beside "undecided: S3"
     /// and exited 0. It is UNDECIDED, exit 3; a violation still wins (exit 1).

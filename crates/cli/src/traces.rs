@@ -129,14 +129,7 @@ fn shrink_scenario(a: &ShrinkArgs) -> Result<locksim_core::Scenario, String> {
                     "a trace carries its own settings: --set applies to --algo/--seed runs".into(),
                 );
             }
-            let trace = Trace::read(t).map_err(|e| e.to_string())?;
-            if let Some(what) = &trace.real {
-                return Err(format!(
-                "{}: it records a real run ({what}): there is no seed to shrink; shrink the scenario in the simulator with `locksim shrink FILE.toml --seed N`",
-                t.display()
-            ));
-            }
-            trace.scenario
+            locksim_explore::shrink::scenario_of_trace(t)?
         }
         (_, Some(seed)) => choose(
             campaign_file.map(|p| p.as_path()),

@@ -411,3 +411,34 @@ pub fn file_done(
         },
     }
 }
+
+/// What the campaign files of one invocation came to so far ([`FilesRun::add`] each as it
+/// finishes).
+#[derive(Default)]
+pub struct FilesRun {
+    /// Every file's cells, in order (what `--fail-on` judges).
+    pub cells: Vec<CellSummary>,
+    /// Each file's `--json` object.
+    pub results: Vec<FileResult>,
+    /// Each file's `--report` section, when asked for.
+    pub sections: Vec<report::Section>,
+    /// Files whose expectations failed.
+    pub failed: usize,
+    /// Seeds judged.
+    pub seeds: u64,
+    /// Some file's table shows L1–L3 (the legend says so).
+    pub liveness: bool,
+}
+
+impl FilesRun {
+    /// Adds one file's outcome; returns its text (see [`FileDone::text`]).
+    pub fn add(&mut self, done: FileDone) -> String {
+        self.cells.extend(done.result.cells.iter().cloned());
+        self.seeds += done.result.cells.iter().map(|c| c.seeds).sum::<u64>();
+        self.failed += usize::from(done.failed);
+        self.sections.extend(done.section);
+        self.liveness |= done.liveness;
+        self.results.push(done.result);
+        done.text
+    }
+}

@@ -114,6 +114,45 @@ pub fn campaign_exit(
     (code, why)
 }
 
+/// The exit code of a run's verdict: [`VIOLATION`] when a property is violated,
+/// [`UNDECIDED`] when a check ran out of budget and nothing was violated (the run is not
+/// safe, but not shown unsafe either), else [`CLEAN`].
+pub fn verdict_code(v: &locksim_core::Verdict) -> u8 {
+    if !v.is_safe() {
+        VIOLATION
+    } else if !v.inconclusive.is_empty() {
+        UNDECIDED
+    } else {
+        CLEAN
+    }
+}
+
+/// The exit code of a simulated run: [`verdict_code`], and [`UNDECIDED`] for a clean run in
+/// which no client was granted the lock (`grants` = 0): it exercised nothing, so it proves
+/// nothing.
+pub fn run_code(v: &locksim_core::Verdict, grants: u64) -> u8 {
+    match verdict_code(v) {
+        CLEAN if grants == 0 => UNDECIDED,
+        code => code,
+    }
+}
+
+/// The exit code of `locksim check` (issue #24, item 8): a history that is not linearizable
+/// (`failing`) is a violation (as Jepsen's checker fails an invalid result), one whose search
+/// gave up (`unknown`) is undecided, an unreadable file (`bad_input`) is bad input; bad input
+/// wins over a violation, a violation over undecided.
+pub fn check_code(bad_input: bool, failing: bool, unknown: bool) -> u8 {
+    if bad_input {
+        BAD_INPUT
+    } else if failing {
+        VIOLATION
+    } else if unknown {
+        UNDECIDED
+    } else {
+        CLEAN
+    }
+}
+
 impl From<Exit> for std::process::ExitCode {
     fn from(e: Exit) -> Self {
         std::process::ExitCode::from(e.0)
@@ -194,6 +233,16 @@ pub const TABLE: [Code; 6] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #24, item 8: "not linearizable" exited 0 and "unknown" 1.
+    #[test]
+    fn not_linearizable_is_a_violation_and_unknown_is_undecided() {
+        assert_eq!(check_code(false, false, false), 0);
+        assert_eq!(check_code(false, true, false), 1);
+        assert_eq!(check_code(false, false, true), 3);
+        assert_eq!(check_code(false, true, true), 1);
+        assert_eq!(check_code(true, true, true), 2);
+    }
 
     /// The table names each constant once, in increasing order, by its own name.
     #[test]

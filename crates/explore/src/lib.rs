@@ -8,6 +8,12 @@
 //! trace and compares (your own algorithm's too), [`page`] draws it; [`tla`] exports a trace for validation against the TLA+ specifications;
 //! [`budget`] refuses scenarios whose estimated memory is over a limit; [`compare`] sets two
 //! sets of runs side by side per property (rates, intervals, Fisher's exact test).
+//!
+//! What each `locksim` command computes lives here too, with plain parameters and return
+//! values, so that tests and other programs reuse it: [`campaign_run`] and [`merge`]
+//! (campaign files, shard records), [`sweep_run`], [`history_check`], [`real_compare`],
+//! [`choose`] (a scenario from `--algo`/`--set` or a file), [`exit`] (the exit codes) and
+//! [`timeline`] (the text account of one run). The command line parses, calls and prints.
 
 pub mod applied;
 pub mod budget;

@@ -341,3 +341,57 @@ pub fn run_page(
         session: algo.lock_is_session(),
     })
 }
+
+/// Where `locksim render` writes the page of the trace at `trace`: `out`, or the trace's
+/// name with `.html` in the current folder.
+///
+/// # Errors
+/// The page would replace the trace itself.
+pub fn page_path(trace: &Path, out: Option<&Path>) -> Result<std::path::PathBuf, String> {
+    let path = out.map(Path::to_path_buf).unwrap_or_else(|| {
+        let stem = trace
+            .file_stem()
+            .map_or("trace".into(), |s| s.to_string_lossy().into_owned());
+        std::path::PathBuf::from(format!("{stem}.html"))
+    });
+    if path == trace {
+        return Err(format!(
+            "{}: the page would replace the trace itself; give another -o",
+            path.display()
+        ));
+    }
+    Ok(path)
+}
+
+impl Drawn {
+    /// `render --json`'s object for the page of `trace` (read from `from`) written to `to`:
+    /// `trace`, `out`, `bytes`, `events`, `messages`, `rerun`, `matches_trace`, `verdict`,
+    /// `notes`, `rerun_error`.
+    pub fn json(&self, trace: &Trace, from: &Path, to: &Path) -> serde_json::Value {
+        serde_json::json!({
+            "trace": from.display().to_string(),
+            "out": to.display().to_string(),
+            "bytes": self.html.len(),
+            "events": self.events,
+            "messages": self.messages,
+            "rerun": self.rerun,
+            "matches_trace": !self.mismatch,
+            "verdict": verdict_kinds(&trace.verdict),
+            "notes": self.notes,
+            "rerun_error": self.rerun_error,
+        })
+    }
+
+    /// `render`'s line for the page of `trace` written to `to`: `PAGE: N events, M messages,
+    /// verdict …, (K KiB)`, with a newline.
+    pub fn text(&self, trace: &Trace, to: &Path) -> String {
+        format!(
+            "{}: {} events, {} messages, verdict {} ({} KiB)\n",
+            to.display(),
+            self.events,
+            self.messages,
+            verdict_kinds(&trace.verdict),
+            self.html.len().div_ceil(1024)
+        )
+    }
+}

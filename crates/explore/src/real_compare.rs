@@ -296,3 +296,123 @@ impl Judged {
             "agree": self.differs.is_empty() && self.optimistic.is_empty(), "each": each})
     }
 }
+
+/// The verdict of `s`'s run `h` by the checks `algo`'s campaigns use, L1–L3 only with
+/// `liveness`.
+pub fn verdict(
+    s: &locksim_core::Scenario,
+    algo: &dyn locksim_sim::LockAlgorithm,
+    h: &History,
+    liveness: bool,
+) -> Verdict {
+    let mut opts = crate::outcome::check_options_for(s, algo);
+    if !liveness {
+        opts.liveness = None;
+    }
+    locksim_check::check_all(h, &opts)
+}
+
+/// The simulated side of a comparison: `runs` seeds of `chosen` from `first`, tallied over
+/// `props` (L1–L3 checked with `liveness`), each seed's own result added to `each` ([`one`]);
+/// `None` when `interrupted` says so before a seed.
+///
+/// # Errors
+/// A seed's simulation failed (panicked).
+pub fn sim_side(
+    chosen: &crate::choose::Chosen,
+    (first, runs): (u64, u64),
+    (props, liveness): (&[Property], bool),
+    each: &mut Vec<Value>,
+    interrupted: &dyn Fn() -> bool,
+) -> Result<Option<SideTally>, String> {
+    let mut sim = SideTally::new(props.len());
+    for i in 0..runs {
+        if interrupted() {
+            return Ok(None);
+        }
+        let s = chosen.scenario(first + i);
+        let o = crate::check_scenario(&s, chosen.setup.algo.clone());
+        if let Some(e) = o.error {
+            return Err(format!("the simulation of seed {} failed: {e}", first + i));
+        }
+        let h = o.history.expect("a history");
+        let v = verdict(&s, &*chosen.setup.algo, &h, liveness);
+        let (got, granted) = sim.add(props, &v, &h);
+        each.push(one("sim", first + i, &got, granted));
+    }
+    Ok(Some(sim))
+}
+
+/// The real side of a comparison, run by run ([`RealSide::add`]).
+pub struct RealSide {
+    pub tally: SideTally,
+    /// Runs that did not exercise the failover their plan is about.
+    pub missed: u64,
+    /// What ran (servers, and an adapter's library and version), as run 1 said.
+    pub service: String,
+}
+
+/// One real run as [`RealSide::add`] counts it.
+pub struct RealRunDone<'a> {
+    /// Its index (from 0), of how many.
+    pub index: (u64, u64),
+    /// Its seed.
+    pub seed: u64,
+    /// What ran.
+    pub service: &'a str,
+    pub verdict: &'a Verdict,
+    pub history: &'a History,
+    /// It did not exercise the failover its plan is about.
+    pub missed_failover: bool,
+    /// Where its logs are kept.
+    pub logs: Option<&'a std::path::Path>,
+}
+
+impl RealSide {
+    /// An empty side for `n` properties.
+    pub fn new(n: usize) -> RealSide {
+        RealSide {
+            tally: SideTally::new(n),
+            missed: 0,
+            service: String::new(),
+        }
+    }
+
+    /// Counts real run `r` over `props` and adds its own result to `each` ([`one`], with
+    /// `logs`); returns the lines for stderr (where its logs are, and `real run I of N (seed
+    /// S): S1, S2` with what proves nothing).
+    pub fn add(
+        &mut self,
+        props: &[Property],
+        r: RealRunDone,
+        each: &mut Vec<Value>,
+    ) -> Vec<String> {
+        if self.service.is_empty() {
+            self.service = r.service.to_string();
+        }
+        let (got, granted) = self.tally.add(props, r.verdict, r.history);
+        let mut this = one("real", r.seed, &got, granted);
+        let mut lines = Vec::new();
+        let (i, runs) = r.index;
+        if let Some(d) = r.logs {
+            lines.push(format!("run {}: logs kept in {}", i + 1, d.display()));
+            this["logs"] = json!(d);
+        }
+        each.push(this);
+        let none = if granted == 0 {
+            " (NO GRANT: proves nothing)"
+        } else if r.missed_failover {
+            self.missed += 1;
+            " (NO FAILOVER: Sentinel promoted nobody; proves nothing about failover)"
+        } else {
+            ""
+        };
+        lines.push(format!(
+            "real run {} of {runs} (seed {}): {}{none}",
+            i + 1,
+            r.seed,
+            props_text(&got)
+        ));
+        lines
+    }
+}

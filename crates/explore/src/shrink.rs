@@ -488,3 +488,18 @@ pub fn json(
     "verdict": crate::replay::verdict_kinds(&shrunk.verdict),
     })
 }
+
+/// The scenario of the trace at `path`, to shrink.
+///
+/// # Errors
+/// The trace cannot be read, or records a real run (which has no seed to shrink).
+pub fn scenario_of_trace(path: &std::path::Path) -> Result<Scenario, String> {
+    let trace = locksim_core::Trace::read(path).map_err(|e| e.to_string())?;
+    if let Some(what) = &trace.real {
+        return Err(format!(
+            "{}: it records a real run ({what}): there is no seed to shrink; shrink the scenario in the simulator with `locksim shrink FILE.toml --seed N`",
+            path.display()
+        ));
+    }
+    Ok(trace.scenario)
+}

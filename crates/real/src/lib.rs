@@ -108,6 +108,77 @@ pub struct RealRun {
     pub logs: Option<PathBuf>,
 }
 
+impl RealOptions {
+    /// Refuses what real mode cannot run of `s` with these options, before anything starts:
+    /// its algorithm and knobs ([`support::backend`]), its plan's faults
+    /// ([`support::check_plan`], each named by `name`), and an adapter's limits.
+    ///
+    /// # Errors
+    /// One line saying what cannot run and why.
+    pub fn refuse(
+        &self,
+        s: &locksim_core::Scenario,
+        name: &dyn Fn(&locksim_core::fault::TimedFault) -> String,
+    ) -> Result<(), String> {
+        let shim = self.clockshim.is_some();
+        let b = support::backend(s)?;
+        support::check_plan(s, &b, shim, name)?;
+        match &self.adapter {
+            Some(c) => adapter::check_scenario(s, c, shim),
+            None => Ok(()),
+        }
+    }
+}
+
+impl RealRun {
+    /// A `redis-failover` run of `s` whose plan cuts the primary off for longer than
+    /// `down_after` and in which Sentinel promoted nobody (no `leads` event): it did not
+    /// exercise the failover it is about.
+    pub fn missed_failover(&self, s: &locksim_core::Scenario) -> bool {
+        let promoted = self
+            .history
+            .events
+            .iter()
+            .any(|e| matches!(e.kind, locksim_core::history::EventKind::Leader { .. }));
+        support::backend(s).is_ok_and(|b| support::expects_failover(s, &b)) && !promoted
+    }
+
+    /// The run's record for `--trace`: a trace of `s` judged `v`, marked as real (by
+    /// [`Self::service`]), its events embedded.
+    pub fn trace(
+        &self,
+        s: &locksim_core::Scenario,
+        v: &locksim_core::Verdict,
+    ) -> locksim_core::Trace {
+        let h = &self.history;
+        let mut t =
+            locksim_core::Trace::new(s.clone(), h.digest(), v.clone(), Some(h.events.clone()));
+        t.real = Some(self.service.clone());
+        t
+    }
+
+    /// Where the run's logs are kept, for stderr: the folder and each server log in it, or
+    /// (`keep_logs` asked and nothing kept) a warning; nothing otherwise.
+    pub fn logs_note(&self, keep_logs: bool) -> Vec<String> {
+        let Some(d) = &self.logs else {
+            return if keep_logs {
+                vec!["warning: --keep-logs: the run's logs could not be copied".into()]
+            } else {
+                vec![]
+            };
+        };
+        let mut lines = vec![format!("the run's logs are kept in {}", d.display())];
+        let servers = harness::kept_server_logs(d);
+        if servers.is_empty() {
+            lines.push("  (no server wrote a log)".into());
+        }
+        for f in servers {
+            lines.push(format!("  server log: {}", d.join(f).display()));
+        }
+        lines
+    }
+}
+
 /// Why a real run did not give a history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RealError {
