@@ -23,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-TRACE=${1:-traces/k5-pause-redlock-s1-c29d6548.json}
+TRACE=${1:-traces/k5-pause-redlock-s1-732b5201.json}
 OUT=target/browser-check
 SHOT=${2:-$OUT/page.png}
 mkdir -p "$OUT"

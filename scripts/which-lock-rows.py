@@ -34,7 +34,7 @@ WITNESSES = [
     ("redis-failover", "leader-change", 737, "sims/redis-failover-primary-returns-at-down-after.toml"),
     ("db-lease", "clock-drift", 277, "sims/drift-beyond-allowance-client.toml"),
     ("zookeeper", "clock-drift", 1000019, "drift beyond the allowance (#46)"),
-    ("zookeeper", "crash-restart", 925, "sims/zookeeper-crash-restart-curator-498.toml"),
+    ("zookeeper", "crash-restart", 575, "sims/zookeeper-crash-restart-curator-498.toml"),
 ]
 SAFETY = ("S1", "S2", "S3", "S4")
 

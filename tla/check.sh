@@ -158,9 +158,9 @@ check_traces() {
   # changed, and a renewing client's deadline changed must be rejected.
   local corrupt="$WORK/corrupt"
   mkdir -p "$corrupt"
-  python3 - "$ROOT/traces/k5-redlock-s1-f4f49b23.json" "$corrupt/redlock-grant-removed.json" \
-      "$ROOT/traces/central-fencing-s1-4e8b8ec4.json" "$corrupt/central-fencing-token-changed.json" \
-      "$ROOT/traces/k1-central-s2-4a7852d2.json" "$corrupt/k1-central-deadline-changed.json" <<'PY'
+  python3 - "$ROOT/traces/k5-redlock-s1-b51f2c63.json" "$corrupt/redlock-grant-removed.json" \
+      "$ROOT/traces/central-fencing-s1-0e35cc15.json" "$corrupt/central-fencing-token-changed.json" \
+      "$ROOT/traces/k1-central-s2-2b8a1383.json" "$corrupt/k1-central-deadline-changed.json" <<'PY'
 import json, sys
 src, dst, src2, dst2, src3, dst3 = sys.argv[1:7]
 t = json.load(open(src))

@@ -79,16 +79,16 @@ Examples:
   locksim campaign --shard 0/4 --out part0.jsonl    one of four machines; then: locksim merge part*.jsonl
   locksim run --algo redlock --seed 42 --faults pause
   locksim run --algo central --seed 7 --faults clock-jump --set clock=mono --set ttl=2s
-  locksim shrink --algo redlock --seed 5 --faults pause    a minimal trace in traces/
+  locksim shrink --algo redlock --seed 6 --faults pause    a minimal trace in traces/
   locksim hunt --algo redlock --faults crash-restart --property S1 --budget 500
                                                     the first violating run, shrunk
   locksim replay traces/*.json
-  locksim render traces/k5-redlock-s1-f4f49b23.json -o k5.html    open k5.html in a browser
+  locksim render traces/k5-redlock-s1-b51f2c63.json -o k5.html    open k5.html in a browser
   locksim campaign --report report.html             the matrix as a page, violations linked
   locksim sweep --algo redlock --faults pause --vary pause_max=100ms..3s:10 --report f.html
                                                     violation rates over a grid, plotted
   locksim check --model lock run.json              a history (run --json --events > run.json) against a lease lock
-  locksim export-tla traces/k5-redlock-s1-f4f49b23.json    a TLA+ behaviour for TLC (trace validation)
+  locksim export-tla traces/k5-redlock-s1-b51f2c63.json    a TLA+ behaviour for TLC (trace validation)
   locksim list                                      algorithms, their settings, fault kinds";
 
 const RENDER_HELP: &str = "\
@@ -108,7 +108,7 @@ Exit code: 0 when the page was written, 1 when it was written but the re-run did
 reproduce a trace that embeds no events, 2 on bad input (the error names the file and field).
 
 Examples:
-  locksim render traces/k5-redlock-s1-f4f49b23.json -o k5.html
+  locksim render traces/k5-redlock-s1-b51f2c63.json -o k5.html
   locksim render trace.json --no-rerun -o trace.html   only the embedded events";
 
 #[derive(Parser)]

@@ -40,9 +40,9 @@ task of a client, several keys, clock drift, pauses of servers, Redlock's delaye
 
 pub const EXPORT_AFTER_HELP_TEXT: &str = "\
 Examples:
-  locksim export-tla traces/k5-redlock-s1-f4f49b23.json
-      writes Trace_k5_redlock_s1_f4f49b23.tla and .cfg in the current directory
-  locksim export-tla traces/central-s2-0f3b8de2.json -o /tmp/tv/CentralS2.tla
+  locksim export-tla traces/k5-redlock-s1-b51f2c63.json
+      writes Trace_k5_redlock_s1_b51f2c63.tla and .cfg in the current directory
+  locksim export-tla traces/central-s2-5f7972d4.json -o /tmp/tv/CentralS2.tla
   tla/check.sh traces                       export and validate every trace in traces/";
 
 #[derive(Args)]

@@ -137,7 +137,7 @@ fn merge_whose_campaign_file_cannot_be_read_exits_non_zero() {
 fn render_of_a_trace_it_cannot_rerun_exits_as_replay_does() {
     let d = scratch("edges", "render-unknown");
     let mut t: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(corpus("central-s2-0f3b8de2.json")).unwrap())
+        serde_json::from_str(&std::fs::read_to_string(corpus("central-s2-5f7972d4.json")).unwrap())
             .unwrap();
     t["scenario"]["algorithm"] = "no-such-lock".into();
     let trace = d.join("unknown.json");
@@ -199,7 +199,7 @@ fn export_with(dir: &Path, name: &str, i: usize, kind: serde_json::Value) -> std
 #[test]
 fn export_tla_refuses_events_it_cannot_express() {
     let d = scratch("edges", "export-tla");
-    let name = "central-s2-0f3b8de2.json";
+    let name = "central-s2-5f7972d4.json";
     // Unedited, it exports.
     let o = locksim(&["export-tla", &corpus(name), "-o", s(&d.join("Plain.tla"))]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));

@@ -14,7 +14,7 @@ fn write(path: &Path, text: &str) {
 #[test]
 fn an_unknown_field_inside_an_event_is_refused_like_a_top_level_one() {
     let d = scratch("inputs", "nested");
-    let text = std::fs::read_to_string(corpus("central-s3-833bbd03.json")).unwrap();
+    let text = std::fs::read_to_string(corpus("central-s3-7c028ac9.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let events = v["events"].as_array().unwrap();
     let i = events

@@ -65,7 +65,7 @@ fn out_files_get_their_folders_and_are_never_replaced_without_force() {
     // export-tla -o into a new folder (its --help shows `-o /tmp/tv/CentralS2.tla`).
     let trace = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../traces/central-s3-833bbd03.json"
+        "/../../traces/central-s3-7c028ac9.json"
     );
     let module = dir.join("tv/Central3.tla");
     let o = locksim(&["export-tla", trace, "-o", s(&module)]);
@@ -558,7 +558,7 @@ fn a_run_says_which_operations_were_still_waiting_at_its_end() {
     let text = run("none", false);
     assert!(
         text.contains("operations were still waiting for an answer when the run ended")
-            && text.contains("(the first: c1's acquire invoked at 1.064s)"),
+            && text.contains("(the first: c1's acquire invoked at 1.063s)"),
         "{text}"
     );
     let v: serde_json::Value = serde_json::from_str(&run("none", true)).unwrap();

@@ -109,8 +109,8 @@ pub fn valid_module_name(name: &str) -> bool {
         && name.chars().any(|c| c.is_ascii_alphabetic())
 }
 
-/// A module name made from a trace file name: `k5-redlock-s1-f4f49b23.json` gives
-/// `Trace_k5_redlock_s1_f4f49b23`.
+/// A module name made from a trace file name: `k5-redlock-s1-b51f2c63.json` gives
+/// `Trace_k5_redlock_s1_b51f2c63`.
 pub fn module_name_for(trace_file: &Path) -> String {
     let stem = trace_file
         .file_stem()

@@ -129,10 +129,10 @@ fn write_corpus() {
     hand_written(&dir, "k5", Property::S1, common::cases::k5(&[]));
     hand_written(&dir, "k5-pause", Property::S1, common::cases::k5_pause());
     // The default campaign's first failing seeds (`locksim campaign`), shrunk.
-    shrunk(&dir, "redlock", 5, FaultKind::Pause, Property::S1);
-    shrunk(&dir, "redlock", 0, FaultKind::ClockJump, Property::S1);
-    shrunk(&dir, "central", 5, FaultKind::Pause, Property::S2);
-    shrunk(&dir, "central-fencing", 5, FaultKind::Pause, Property::S1);
+    shrunk(&dir, "redlock", 6, FaultKind::Pause, Property::S1);
+    shrunk(&dir, "redlock", 6, FaultKind::ClockJump, Property::S1);
+    shrunk(&dir, "central", 1, FaultKind::Pause, Property::S2);
+    shrunk(&dir, "central-fencing", 1, FaultKind::Pause, Property::S1);
     shrunk(&dir, "central", 0, FaultKind::ClockJump, Property::S3);
     shrunk(&dir, "central", 3, FaultKind::CrashRestart, Property::S3);
     // raft-lease: the inherent pause double grant, and its two bug toggles (CASES.md K2, K3);
@@ -144,7 +144,7 @@ fn write_corpus() {
         "k2-",
         "raft-lease",
         &k2,
-        0,
+        3,
         FaultKind::DropReplies,
         Property::S1,
     );
@@ -154,7 +154,7 @@ fn write_corpus() {
         "k3-",
         "raft-lease",
         &k3,
-        193,
+        70,
         FaultKind::Delay,
         Property::S4,
     );
@@ -163,15 +163,15 @@ fn write_corpus() {
         "k6-",
         "ap-lock",
         &[],
-        1,
+        0,
         FaultKind::Partition,
         Property::S1,
     );
     // Liveness: the first failing seed of each L file of sims/, shrunk.
     let l1 = "l1-central-watchdog-hung-holder.toml";
-    shrunk_file(&dir, "l1-", l1, 6, Property::L1);
+    shrunk_file(&dir, "l1-", l1, 5, Property::L1);
     let l2 = "l2-raft-lease-renewal-gives-up.toml";
     shrunk_file(&dir, "l2-", l2, 0, Property::L2);
     let l3 = "l3-raft-lease-orphaned-unlock.toml";
-    shrunk_file(&dir, "l3-", l3, 8, Property::L3);
+    shrunk_file(&dir, "l3-", l3, 6, Property::L3);
 }

@@ -33,13 +33,13 @@ fn records(module: &str) -> usize {
 
 #[test]
 fn a_redlock_trace_becomes_one_step_per_observable_event() {
-    let t = read("k5-redlock-s1-f4f49b23.json");
+    let t = read("k5-redlock-s1-b51f2c63.json");
     let ex = export(&t, "k5.json", "K5").expect("exports");
     assert_eq!(ex.spec, Spec::Redlock);
-    assert_eq!(ex.events, 79);
+    assert_eq!(ex.events, 83);
     // Every event but the partition (a network fault: its lost messages are silent steps).
-    assert_eq!(ex.steps, 78);
-    assert_eq!(records(&ex.module), 78);
+    assert_eq!(ex.steps, 82);
+    assert_eq!(records(&ex.module), 82);
     assert!(ex.module.starts_with("-------------------- MODULE K5 "));
     assert!(ex.module.contains("EXTENDS RedlockTrace"));
     assert!(ex
@@ -62,7 +62,7 @@ fn a_redlock_trace_becomes_one_step_per_observable_event() {
 
 #[test]
 fn a_central_fencing_trace_carries_its_tokens() {
-    let t = read("central-fencing-s1-4e8b8ec4.json");
+    let t = read("central-fencing-s1-0e35cc15.json");
     let ex = export(&t, "cf.json", "CF").expect("exports");
     assert_eq!(ex.spec, Spec::Central);
     assert_eq!(ex.steps, t.events.as_ref().unwrap().len());
@@ -70,7 +70,7 @@ fn a_central_fencing_trace_carries_its_tokens() {
         .module
         .contains("k |-> \"Grant\", n |-> \"n1\", c |-> \"c1\""));
     assert!(ex.cfg.contains("Fencing = TRUE"));
-    assert!(ex.module.contains("tok |-> 26]"), "the 26th grant's token");
+    assert!(ex.module.contains("tok |-> 15]"), "the 15th grant's token");
 }
 
 /// The `k` and `v` fields of every record of kind `k` in an exported module, e.g. `"ExtOk"`.
@@ -97,7 +97,7 @@ fn values_of(module: &str, k: &str) -> Vec<i64> {
 /// about 24 s, passes only because a renewal moved its deadline (the acquire's was 29.7 s).
 /// The run is cut at 40 s.
 fn renewing_run() -> Trace {
-    let mut s = read("k1-central-fencing-s1-a986c5c2.json").scenario;
+    let mut s = read("k1-central-fencing-s1-ff2c6f74.json").scenario;
     assert!(matches!(
         s.faults.faults[0].fault,
         Fault::Pause { node: 2, .. }
@@ -115,7 +115,7 @@ fn renewing_run() -> Trace {
 fn a_renewing_clients_records_carry_its_deadlines() {
     // K1 (regenerated with real renewal): the acquire ok carries the grant's deadline,
     // start + TTL − drift = 1.000193 ms + 30 s − 302 ms, in µs.
-    let k1 = read("k1-central-s2-4a7852d2.json");
+    let k1 = read("k1-central-s2-2b8a1383.json");
     let ex = export(&k1, "k1", "K1").expect("K1 exports");
     assert!(ex.cfg.contains("Renew = TRUE"));
     assert!(ex.module.contains("k |-> \"ExtInv\""));
@@ -196,18 +196,18 @@ fn a_renewing_clients_records_carry_its_deadlines() {
 #[test]
 fn what_the_specs_do_not_model_is_refused_by_field() {
     // Renewal is modelled for central (case K1), not yet for Redlock.
-    let mut t = read("k5-redlock-s1-f4f49b23.json");
+    let mut t = read("k5-redlock-s1-b51f2c63.json");
     t.scenario.workload.renew_every = Some(1_000_000_000);
     let e = export(&t, "k5", "K5").unwrap_err();
     assert_eq!(e.field, "scenario.workload.renew_every");
-    let mut t = read("k5-redlock-s1-f4f49b23.json");
+    let mut t = read("k5-redlock-s1-b51f2c63.json");
     t.scenario.workload.keys = 2;
     assert_eq!(
         export(&t, "k5", "K5").unwrap_err().field,
         "scenario.workload.keys"
     );
     // The holder's other renewal behaviours are not in Central either.
-    let k1 = read("k1-central-s2-4a7852d2.json");
+    let k1 = read("k1-central-s2-2b8a1383.json");
     let mut t = k1.clone();
     t.scenario.workload.renew_deadline = Some(20_000_000_000);
     assert_eq!(
@@ -232,36 +232,36 @@ fn what_the_specs_do_not_model_is_refused_by_field() {
         export(&t, "k1", "K1").unwrap_err().field,
         "scenario.workload.per_client.c2"
     );
-    // A pause of c1's renewal task only (event 30 is c1's pause).
+    // A pause of c1's renewal task only (event 31 is c1's pause).
     let mut t = k1.clone();
     let ev = t.events.as_mut().unwrap();
     let EventKind::Fault {
         fault: Fault::Pause { task, .. },
-    } = &mut ev[30].kind
+    } = &mut ev[31].kind
     else {
-        panic!("event 30 is c1's pause: {:?}", ev[30]);
+        panic!("event 31 is c1's pause: {:?}", ev[31]);
     };
     *task = PauseTask::Renewal;
     let e = export(&t, "k1", "K1").unwrap_err();
-    assert_eq!(e.field, "events[30].fault.task");
-    // A renewal without an answer (the client would retry it): c1's extend (event 214) timed out.
+    assert_eq!(e.field, "events[31].fault.task");
+    // A renewal without an answer (the client would retry it): c1's extend (event 217) timed out.
     let mut t = k1.clone();
     let ev = t.events.as_mut().unwrap();
-    let mut info = ev[214].clone();
+    let mut info = ev[217].clone();
     let EventKind::Op { phase, .. } = &mut info.kind else {
-        panic!("event 214 is c1's extend: {:?}", ev[214]);
+        panic!("event 217 is c1's extend: {:?}", ev[217]);
     };
     *phase = Phase::Info;
     info.time += 100_000;
-    ev.insert(215, info);
+    ev.insert(218, info);
     for (i, e) in ev.iter_mut().enumerate() {
         e.id = i as u64;
     }
     let e = export(&t, "k1", "K1").unwrap_err();
-    assert_eq!(e.field, "events[215].phase");
+    assert_eq!(e.field, "events[218].phase");
     assert!(e.problem.contains("unknown outcome"), "{e}");
 
-    let mut t = read("central-s3-833bbd03.json");
+    let mut t = read("central-s3-7c028ac9.json");
     t.scenario.algorithm = "paxos".into();
     let e = export(&t, "x", "X").unwrap_err();
     assert_eq!(e.field, "scenario.algorithm");
@@ -270,7 +270,7 @@ fn what_the_specs_do_not_model_is_refused_by_field() {
 
 #[test]
 fn a_malformed_trace_names_the_event_and_field() {
-    let mut t = read("central-s3-833bbd03.json");
+    let mut t = read("central-s3-7c028ac9.json");
     let ev = t.events.as_mut().unwrap();
     let i = ev
         .iter()
@@ -283,17 +283,17 @@ fn a_malformed_trace_names_the_event_and_field() {
     assert_eq!(e.field, format!("events[{i}].handle"));
     assert!(e.problem.contains("handle 99"), "{e}");
 
-    let mut t = read("central-s3-833bbd03.json");
+    let mut t = read("central-s3-7c028ac9.json");
     t.events.as_mut().unwrap()[3].node = 77;
     let e = export(&t, "x", "X").unwrap_err();
     assert_eq!(e.field, "events[3].node");
     assert!(e.problem.contains("not in the cluster"), "{e}");
 
-    let mut t = read("central-s3-833bbd03.json");
+    let mut t = read("central-s3-7c028ac9.json");
     t.events.as_mut().unwrap()[5].time = 1;
     assert_eq!(export(&t, "x", "X").unwrap_err().field, "events[5].time");
 
-    let mut t = read("central-s3-833bbd03.json");
+    let mut t = read("central-s3-7c028ac9.json");
     t.events = None;
     assert_eq!(export(&t, "x", "X").unwrap_err().field, "events");
 }
@@ -301,8 +301,8 @@ fn a_malformed_trace_names_the_event_and_field() {
 #[test]
 fn module_names_are_tla_identifiers() {
     assert_eq!(
-        module_name_for(Path::new("traces/k5-redlock-s1-f4f49b23.json")),
-        "Trace_k5_redlock_s1_f4f49b23"
+        module_name_for(Path::new("traces/k5-redlock-s1-b51f2c63.json")),
+        "Trace_k5_redlock_s1_b51f2c63"
     );
     assert!(valid_module_name("Trace_k5"));
     assert!(!valid_module_name("k5-redlock"));
@@ -362,7 +362,7 @@ fn tlc_accepts_a_corpus_trace_and_rejects_corrupted_copies() {
         );
         return;
     };
-    let good = read("central-s3-833bbd03.json");
+    let good = read("central-s3-7c028ac9.json");
     assert!(
         tlc_accepts(&jar, &good, "Good"),
         "the recorded run is a behaviour of Central"
@@ -437,7 +437,7 @@ fn tlc_accepts_renewed_deadlines_and_rejects_wrong_ones() {
     );
 
     // K1's acquire ok with a deadline 50 ms off: a renewing client's deadline is checked too.
-    let mut k1 = read("k1-central-s2-4a7852d2.json");
+    let mut k1 = read("k1-central-s2-2b8a1383.json");
     let ev = k1.events.as_mut().unwrap();
     let EventKind::Op {
         deadline: Some(d), ..

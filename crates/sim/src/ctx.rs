@@ -40,8 +40,6 @@ struct Envelope {
     from: NodeId,
     /// Tag the reply must carry; 0 for one-way messages.
     reply_tag: u64,
-    /// True time before which the receiver must not see it (extra delay of a fault).
-    not_before: Nanos,
     /// Its id in the network's message log.
     msg: u64,
     body: Box<dyn Any + Send + Sync>,
@@ -178,47 +176,14 @@ impl NodeCtx {
                 incarnation,
             }),
         };
-        if ctx.role() != Role::Client {
+        if ctx.role() != Role::Client && ctx.tcp() {
+            // The kernel ([`crate::tcp`]) puts what arrives straight into the queue; under
+            // datagram, `recv` reads the endpoint itself.
             let (tx, rx) = mpsc::unbounded();
             *ctx.inner.inbox.borrow_mut() = Some(rx);
-            if ctx.tcp() {
-                // The kernel ([`crate::tcp`]) puts what arrives straight into the queue.
-                ctx.inner.world.tcp().set_inbox(id, tx);
-            } else {
-                let me = ctx.clone();
-                madsim::task::spawn_local(async move { me.dispatch(tx).await });
-            }
+            ctx.inner.world.tcp().set_inbox(id, tx);
         }
         ctx
-    }
-
-    async fn dispatch(self, tx: mpsc::UnboundedSender<Incoming>) {
-        loop {
-            let Ok((payload, _)) = self.inner.ep.recv_from_raw(TAG_REQUEST).await else {
-                return;
-            };
-            let Ok(env) = payload.downcast::<Envelope>() else {
-                continue;
-            };
-            let not_before = env.not_before;
-            let now = self.world().now();
-            self.world().links().delivered(env.msg, not_before.max(now));
-            let msg = Incoming {
-                from: env.from,
-                reply_tag: env.reply_tag,
-                body: env.body,
-                conn: 0,
-            };
-            if not_before > self.world().now() {
-                let (tx, world) = (tx.clone(), self.inner.world.clone());
-                madsim::task::spawn_local(async move {
-                    madsim::time::sleep_until(world.instant(not_before)).await;
-                    let _ = tx.unbounded_send(msg);
-                });
-            } else if tx.unbounded_send(msg).is_err() {
-                return;
-            }
-        }
     }
 
     fn tcp(&self) -> bool {
@@ -327,8 +292,9 @@ impl NodeCtx {
     }
 
     /// The true-time length of a local duration at this node's current rate.
-    fn true_len(&self, d: Nanos) -> Duration {
-        Duration::from_nanos(self.inner.world.clock(self.inner.id).true_duration(d))
+    /// `d` ns of this node's local time, in true ns (its clock's rate).
+    fn true_nanos(&self, d: Nanos) -> Nanos {
+        self.inner.world.clock(self.inner.id).true_duration(d)
     }
 
     /// This node's deterministic random stream (per node and incarnation).
@@ -371,7 +337,6 @@ impl NodeCtx {
             let env = Envelope {
                 from: self.inner.id,
                 reply_tag: 0,
-                not_before: 0,
                 msg,
                 body: Box::new(ResetMarker),
             };
@@ -392,17 +357,29 @@ impl NodeCtx {
             let env = Envelope {
                 from: self.inner.id,
                 reply_tag,
-                not_before: if extra == 0 { 0 } else { now + extra },
                 msg,
                 body: Box::new(b),
             };
             // A send on a simulated datagram socket only fails when the socket is gone, in
-            // which case the message is lost like any other.
-            let _ = self
-                .inner
-                .ep
-                .send_to_raw(node_addr(to), tag, Box::new(env))
-                .await;
+            // which case the message is lost like any other. A copy with extra delay (a
+            // fault's) leaves that much later, from a task of its own.
+            if extra == 0 {
+                let _ = self
+                    .inner
+                    .ep
+                    .send_to_raw(node_addr(to), tag, Box::new(env))
+                    .await;
+            } else {
+                let me = self.clone();
+                madsim::task::spawn_local(async move {
+                    madsim::time::sleep(Duration::from_nanos(extra)).await;
+                    let _ = me
+                        .inner
+                        .ep
+                        .send_to_raw(node_addr(to), tag, Box::new(env))
+                        .await;
+                });
+            }
         }
         fate.reset
     }
@@ -455,9 +432,6 @@ impl NodeCtx {
             if env.body.is::<ResetMarker>() {
                 return Err(CallError::Reset);
             }
-            if env.not_before > 0 {
-                madsim::time::sleep_until(self.inner.world.instant(env.not_before)).await;
-            }
             let w = &self.inner.world;
             w.links().delivered(env.msg, w.now());
             env.body
@@ -465,7 +439,7 @@ impl NodeCtx {
                 .map(|b| *b)
                 .map_err(|_| CallError::BadReply)
         };
-        match madsim::time::timeout(self.true_len(timeout), wait).await {
+        match crate::deadline::within(&self.inner.world, self.true_nanos(timeout), wait).await {
             Ok(r) => r,
             Err(_) => Err(CallError::Timeout),
         }
@@ -496,7 +470,7 @@ impl NodeCtx {
         let answer = if timeout == NO_TIMEOUT {
             Ok(rx.await)
         } else {
-            madsim::time::timeout(self.true_len(timeout), rx).await
+            crate::deadline::within(w, self.true_nanos(timeout), rx).await
         };
         match answer {
             Ok(Ok(Ok(body))) => body
@@ -528,6 +502,28 @@ impl NodeCtx {
     /// # Panics
     /// On a client node, which has no inbox.
     pub async fn recv(&self) -> Incoming {
+        if !self.tcp() {
+            assert!(
+                self.role() != Role::Client,
+                "recv is for servers and the resource, one receiver at a time"
+            );
+            loop {
+                let Ok((payload, _)) = self.inner.ep.recv_from_raw(TAG_REQUEST).await else {
+                    return std::future::pending().await;
+                };
+                let Ok(env) = payload.downcast::<Envelope>() else {
+                    continue;
+                };
+                let w = &self.inner.world;
+                w.links().delivered(env.msg, w.now());
+                return Incoming {
+                    from: env.from,
+                    reply_tag: env.reply_tag,
+                    body: env.body,
+                    conn: 0,
+                };
+            }
+        }
         let mut rx = self
             .inner
             .inbox

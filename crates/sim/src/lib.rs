@@ -8,13 +8,14 @@
 //!
 //! One module per concern, as madsim and TigerBeetle's `testing/` lay them out:
 //! [`clock`] (per-node clocks), [`links`] (network faults), [`tcp`] (the connection-level network model), [`disk`] (fsync and crashes),
-//! [`nemesis`] (fault injection), [`ctx`] (what a node may touch), [`protocol`] (the plug-in
+//! [`nemesis`] (fault injection), [`ctx`] (what a node may touch), [`deadline`] (call timeouts), [`protocol`] (the plug-in
 //! trait), [`resource`] (the fenced resource), [`workload`] (clients), [`holder`] (what a holder does: work, renewal, renew deadline, step-down), [`world`] (shared state
 //! and the recorder), [`run`] (one scenario, start to end).
 
 /// Per-node clocks: the model lives in `locksim-core` (real mode's virtual clocks use it too).
 pub use locksim_core::clock;
 pub mod ctx;
+pub mod deadline;
 pub mod disk;
 pub mod holder;
 pub mod links;

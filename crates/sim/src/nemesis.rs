@@ -372,7 +372,8 @@ fn inject(world: &Arc<World>, nodes: &NodeMap, state: &States, fault: Fault, spa
             };
             h.kill(nodes[node as usize]);
             if world.workload.network == Network::Tcp {
-                world.tcp().crash(now, node);
+                let mut links = world.links();
+                world.tcp().crash(world, &mut links, node);
             }
             world.disk(node).crash();
             world.set_leader(node, None);

@@ -80,9 +80,12 @@ pub fn run(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> History {
         );
         let end = scenario.end();
         let until_end = Box::pin(madsim::time::sleep_until(world.instant(end)));
+        // The call deadlines' service and the tcp kernel run inside the supervisor's own
+        // future, so they end (and are dropped) with the run instead of outliving it as
+        // pending tasks.
+        let deadlines = Box::pin(crate::deadline::service(Arc::downgrade(&world)));
+        let until_end = futures_util::future::select(until_end, deadlines);
         if scenario.workload.network == Network::Tcp {
-            // The tcp kernel runs inside the supervisor's own future, so it ends (and is
-            // dropped) with the run instead of outliving it as a pending task.
             let kernel = Box::pin(crate::tcp::kernel(Arc::downgrade(&world)));
             futures_util::future::select(until_end, kernel).await;
         } else {
@@ -95,6 +98,7 @@ pub fn run(scenario: &Scenario, algo: Arc<dyn LockAlgorithm>) -> History {
             h.kill(*id);
         }
         world.tcp().shutdown();
+        world.deadlines().shutdown();
         world.release_clock();
         history
     })

@@ -80,6 +80,7 @@
 use std::any::Any;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
+use std::future::Future;
 use std::task::{Poll, Waker};
 
 use futures_channel::{mpsc, oneshot};
@@ -163,6 +164,9 @@ struct Seg {
     payload: Option<Payload>,
     /// Retransmissions so far.
     retries: u32,
+    /// The time of the earliest ACK of it on its way back: it is acknowledged then (an ACK
+    /// always removes its segment), so a retransmission timer due later is dead already.
+    ack_due: Option<Nanos>,
 }
 
 /// What holds one end of a connection.
@@ -318,11 +322,21 @@ pub struct Tcp {
     /// choose (FIN, RST or `ETIMEDOUT`): see [`Tcp::ended`].
     ended: BTreeMap<(NodeId, NodeId), u64>,
     next_conn: u64,
+    /// Pending events that may change what a process sees (a segment arriving, a connect
+    /// refused, a retransmission): the kernel task wakes at the first one.
     events: BinaryHeap<Due>,
+    /// Pending ACKs. An ACK changes only its sender's kernel state (what is unacknowledged,
+    /// the RTO), which nothing reads before the kernel's next step, so it wakes nothing: each
+    /// step runs the ACKs due by then in their order among the other events.
+    quiet: BinaryHeap<Due>,
+    /// Numbers the events of both heaps in the order they were scheduled.
     next_event: u64,
-    /// Set when an application scheduled something; wakes the kernel task.
-    dirty: bool,
+    /// The kernel task's waker while it waits (`None` before its first poll and while it
+    /// runs): the timers armed for the next event wake it.
     waker: Option<Waker>,
+    /// The madsim timer deadlines the kernel task armed that have not yet passed: a timer
+    /// cannot be cancelled, and the task wakes at each of them anyway.
+    armed: std::collections::BTreeSet<madsim::time::Instant>,
     inboxes: Vec<Option<mpsc::UnboundedSender<Incoming>>>,
     waiting: BTreeMap<(NodeId, u64), oneshot::Sender<Answer>>,
     down: Vec<Option<CrashKind>>,
@@ -348,9 +362,10 @@ impl Tcp {
             ended: BTreeMap::new(),
             next_conn: 1,
             events: BinaryHeap::new(),
+            quiet: BinaryHeap::new(),
             next_event: 0,
-            dirty: false,
             waker: None,
+            armed: Default::default(),
             inboxes: (0..nodes).map(|_| None).collect(),
             waiting: BTreeMap::new(),
             down: vec![None; nodes],
@@ -358,15 +373,16 @@ impl Tcp {
     }
 
     fn at(&mut self, t: Nanos, ev: Ev) {
-        self.events.push(Due {
+        let due = Due {
             t,
             n: self.next_event,
             ev,
-        });
+        };
         self.next_event += 1;
-        self.dirty = true;
-        if let Some(w) = self.waker.take() {
-            w.wake();
+        if matches!(due.ev, Ev::Ack { .. }) {
+            self.quiet.push(due);
+        } else {
+            self.events.push(due);
         }
     }
 
@@ -379,6 +395,7 @@ impl Tcp {
     pub(crate) fn shutdown(&mut self) {
         self.waker = None;
         self.events.clear();
+        self.quiet.clear();
         self.conns.0.clear();
         self.waiting.clear();
         self.inboxes.iter_mut().for_each(|i| *i = None);
@@ -457,6 +474,7 @@ impl Tcp {
         } else {
             self.enqueue(now, c, 0, msg, Payload::Request { reply_tag, body });
         }
+        self.settle(world, links);
         c
     }
 
@@ -479,6 +497,7 @@ impl Tcp {
             .is_some_and(|c| c.state == State::Open)
         {
             self.enqueue(now, conn, 1, msg, Payload::Reply { tag, body });
+            self.settle(world, links);
         }
     }
 
@@ -493,6 +512,7 @@ impl Tcp {
                 msg,
                 payload: Some(payload),
                 retries: 0,
+                ack_due: None,
             },
         );
         self.at(now, Ev::Send { conn, dir, seq });
@@ -529,7 +549,8 @@ impl Tcp {
     }
 
     /// Node `id` crashed ([`CrashKind`] of the workload).
-    pub(crate) fn crash(&mut self, now: Nanos, id: NodeId) {
+    pub(crate) fn crash(&mut self, world: &World, links: &mut Links, id: NodeId) {
+        let now = world.now();
         self.down[id as usize] = Some(self.crash);
         self.inboxes[id as usize] = None;
         self.waiting.retain(|(caller, _), _| *caller != id);
@@ -563,6 +584,7 @@ impl Tcp {
                 }
             }
         }
+        self.settle(world, links);
     }
 
     /// The process of the peer end of `conn` read one request it had been handed.
@@ -645,22 +667,101 @@ impl Tcp {
         d.rto = rto(s, d.rttvar, rto_min);
     }
 
-    /// Runs every event due at true time `now`, those it schedules for `now` included;
-    /// returns the time of the next one. What it schedules itself does not mark the kernel
-    /// dirty: it is in the returned time (a kernel that saw its own mark ran a second, empty
-    /// step in the same poll).
-    fn step(&mut self, world: &World, links: &mut Links, now: Nanos) -> Option<Nanos> {
-        let mut next = None;
-        while let Some(due) = self.events.peek() {
-            if due.t > now {
-                next = Some(due.t);
-                break;
-            }
-            let Due { t, ev, .. } = self.events.pop().expect("just peeked");
+    /// Runs every event due at true time `now`, those it schedules for `now` included, in the
+    /// order of their times and, at one time, of their scheduling (both heaps merged).
+    fn run_due(&mut self, world: &World, links: &mut Links, now: Nanos) {
+        loop {
+            let key = |d: Option<&Due>| d.filter(|d| d.t <= now).map(|d| (d.t, d.n));
+            let (e, q) = (key(self.events.peek()), key(self.quiet.peek()));
+            let heap = match (e, q) {
+                (None, None) => break,
+                (Some(_), None) => &mut self.events,
+                (None, Some(_)) => &mut self.quiet,
+                (Some(e), Some(q)) if e < q => &mut self.events,
+                _ => &mut self.quiet,
+            };
+            let Due { t, ev, .. } = heap.pop().expect("just peeked");
             self.handle(world, links, t, ev);
         }
-        self.dirty = false;
-        next
+    }
+
+    /// What an application's call into the kernel scheduled for now (a segment to send, a
+    /// connect, an RST) runs at once, in the application's own step, and the kernel task gets
+    /// a timer for the next event if that is earlier than every timer it has: the kernel task
+    /// is woken only at the times of events, never to run what was just scheduled.
+    fn settle(&mut self, world: &World, links: &mut Links) {
+        self.run_due(world, links, world.now());
+        self.arm(world);
+    }
+
+    /// Arms a madsim timer that wakes the waiting kernel task at the next live event
+    /// ([`Tcp::live_next`]), unless one it has is due no later (a timer cannot be cancelled,
+    /// and the task wakes at each armed deadline anyway: woken at an earlier one, it arms the
+    /// next then). Before the kernel task's first poll there is no waker, and its first step
+    /// arms.
+    fn arm(&mut self, world: &World) {
+        let Some(waker) = self.waker.clone() else {
+            return;
+        };
+        let Some(next) = self.live_next() else {
+            return;
+        };
+        let deadline = world.instant(next);
+        // Forget the deadlines that passed (their timers fired).
+        let now = world.instant(world.now());
+        while self.armed.first().is_some_and(|&a| a < now) {
+            self.armed.pop_first();
+        }
+        if self.armed.first().is_some_and(|&a| a <= deadline) {
+            return;
+        }
+        self.armed.insert(deadline);
+        // madsim's `sleep_until` waits at least 1 ms; `reset` sets the exact deadline, so each
+        // packet arrives at its drawn latency. Polled once with the kernel's waker, the sleep
+        // adds a timer that wakes the kernel task; dropping the sleep leaves the timer armed.
+        let mut sleep = std::pin::pin!(madsim::time::sleep_until(deadline));
+        sleep.as_mut().reset(deadline);
+        let _ = sleep
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(&waker));
+    }
+
+    /// Whether an event that needs the kernel is due at true time `now` or before.
+    fn due(&self, now: Nanos) -> bool {
+        self.events.peek().is_some_and(|d| d.t <= now)
+    }
+
+    /// The time of the first pending event that can still do something, dropping from the top
+    /// of the heap those that cannot: a retransmission timer of a segment since acknowledged
+    /// or sent again, and a SYN retry of a connection that opened or was given up. Both are
+    /// dead for good (sequence numbers, retry counts and connection states only move forward),
+    /// and waking for them was most of the kernel's timer work.
+    fn live_next(&mut self) -> Option<Nanos> {
+        while let Some(due) = self.events.peek() {
+            let dead = match due.ev {
+                Ev::Rto {
+                    conn,
+                    dir,
+                    seq,
+                    retries,
+                } => self.conns.get(&conn).is_none_or(|c| {
+                    c.state == State::Gone
+                        || c.dirs[dir].unacked.get(&seq).is_none_or(|s| {
+                            s.retries != retries || s.ack_due.is_some_and(|a| a < due.t)
+                        })
+                }),
+                Ev::Syn { conn, .. } => self
+                    .conns
+                    .get(&conn)
+                    .is_none_or(|c| !matches!(c.state, State::Connecting(_))),
+                _ => false,
+            };
+            if !dead {
+                return Some(due.t);
+            }
+            self.events.pop();
+        }
+        None
     }
 
     fn handle(&mut self, world: &World, links: &mut Links, t: Nanos, ev: Ev) {
@@ -957,8 +1058,16 @@ impl Tcp {
             self.at(t + lat + extra, Ev::Reset { conn });
             return;
         }
+        let ack = t + lat + extra;
+        if let Some(seg) = self
+            .conns
+            .get_mut(&conn)
+            .and_then(|c| c.dirs[dir].unacked.get_mut(&seq))
+        {
+            seg.ack_due = Some(seg.ack_due.map_or(ack, |a| a.min(ack)));
+        }
         self.at(
-            t + lat + extra,
+            ack,
             Ev::Ack {
                 conn,
                 dir,
@@ -1049,48 +1158,27 @@ impl Tcp {
 /// run, inside the supervisor's future (on madsim's main node). It holds the world only weakly (never across a wait), so a run
 /// that ends with the task pending frees everything.
 pub(crate) async fn kernel(world: std::sync::Weak<World>) {
-    // Deadlines of madsim timers this task has armed (a fired one is harmless: a sleep with a
-    // deadline that has passed is ready without consulting the set). madsim's
-    // `Sleep` arms a new timer each time it is polled while pending, and a timer cannot be
-    // cancelled; the kernel used to `select` on a fresh sleep, so every wake armed one more
-    // timer at the same deadline. Timers with one deadline wake this task once, at that
-    // instant, however many there are: arming each deadline once is the same schedule for a
-    // fraction of the timer heap's work (issue #31).
-    let mut armed: std::collections::BTreeSet<madsim::time::Instant> = Default::default();
     loop {
-        let next = {
+        {
             let Some(w) = world.upgrade() else { return };
             let now = w.now();
             let mut links = w.links();
-            let next = w.tcp().step(&w, &mut links, now);
-            next.map(|at| w.instant(at))
-        };
-        // Its deadline is fixed here (madsim makes it at least 1 ms from now).
-        let mut sleep = next.map(madsim::time::sleep_until);
+            let mut t = w.tcp();
+            // Running: a wake now would only poll it again for nothing.
+            t.waker = None;
+            t.run_due(&w, &mut links, now);
+        }
         futures_util::future::poll_fn(|cx| {
-            // The sleep first, then the notification, as the `select` of the two did.
-            if let Some(sleep) = sleep.as_mut() {
-                if sleep.is_elapsed() {
-                    return Poll::Ready(());
-                }
-                // Forget earlier deadlines (pending or not): at worst one is armed twice.
-                armed = armed.split_off(&sleep.deadline());
-                if armed.insert(sleep.deadline()) {
-                    // Arms the timer (it is not elapsed, so this is `Pending`).
-                    let _ = std::future::Future::poll(std::pin::Pin::new(sleep), cx);
-                }
-            }
             let Some(w) = world.upgrade() else {
                 return Poll::Ready(());
             };
             let mut t = w.tcp();
-            if t.dirty {
-                t.dirty = false;
-                Poll::Ready(())
-            } else {
-                t.waker = Some(cx.waker().clone());
-                Poll::Pending
+            if t.due(w.now()) {
+                return Poll::Ready(());
             }
+            t.waker = Some(cx.waker().clone());
+            t.arm(&w);
+            Poll::Pending
         })
         .await;
     }

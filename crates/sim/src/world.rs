@@ -61,6 +61,7 @@ pub struct World {
     clocks: Vec<Mutex<Clock>>,
     links: Mutex<Links>,
     tcp: Mutex<Tcp>,
+    deadlines: Mutex<crate::deadline::Deadlines>,
     disks: Vec<Mutex<Disk>>,
     events: Mutex<Vec<Event>>,
     incarnations: Vec<AtomicU32>,
@@ -116,6 +117,7 @@ impl World {
             clocks: (0..n as u32).map(|id| Mutex::new(clock(id))).collect(),
             links: Mutex::new(Links::new(stream(seed, Stream::Net, 0))),
             tcp: Mutex::new(Tcp::new(n, &workload, stream(seed, Stream::Tcp, 0))),
+            deadlines: Mutex::new(Default::default()),
             disks: (0..n).map(|_| Mutex::new(Disk::default())).collect(),
             events: Mutex::new(Vec::with_capacity(1024)),
             incarnations: (0..n).map(|_| AtomicU32::new(0)).collect(),
@@ -182,6 +184,11 @@ impl World {
     /// [`World::links`] first when both are needed.
     pub fn tcp(&self) -> MutexGuard<'_, Tcp> {
         self.tcp.lock().expect("single-threaded")
+    }
+
+    /// The deadlines of the calls waiting for replies ([`crate::deadline`]).
+    pub(crate) fn deadlines(&self) -> MutexGuard<'_, crate::deadline::Deadlines> {
+        self.deadlines.lock().expect("single-threaded")
     }
 
     /// How many times node `id` has been (re)started, counting from 0 for the first start.
