@@ -59,22 +59,7 @@ impl Deadlines {
         else {
             return;
         };
-        let deadline = world.instant(at);
-        // Forget the deadlines that passed (their timers fired).
-        let now = world.instant(world.now());
-        while self.armed.first().is_some_and(|&a| a < now) {
-            self.armed.pop_first();
-        }
-        if self.armed.first().is_some_and(|&a| a <= deadline) {
-            return;
-        }
-        self.armed.insert(deadline);
-        // `sleep_until` waits at least 1 ms; `reset` sets the exact deadline. Polled once with
-        // the service's waker, the sleep adds a timer that wakes the service; dropping the
-        // sleep leaves the timer armed.
-        let mut sleep = std::pin::pin!(madsim::time::sleep_until(deadline));
-        sleep.as_mut().reset(deadline);
-        let _ = sleep.as_mut().poll(&mut Context::from_waker(&waker));
+        arm_timer(&mut self.armed, world, &waker, world.instant(at));
     }
 
     /// Drops every waker at the end of a run (they hold tasks that hold the world).
@@ -82,6 +67,33 @@ impl Deadlines {
         self.waiting.clear();
         self.service = None;
     }
+}
+
+/// Arms a madsim timer that wakes `waker` at `deadline`, unless one of `armed` (the deadlines of
+/// the timers this waker already has) comes no later: a madsim timer cannot be cancelled, and
+/// the task wakes at each of them anyway, so woken at an earlier one it arms the next then.
+/// The deadline is exact (madsim's `sleep_until` waits at least 1 ms; `reset` lifts that).
+/// Shared by [`service`] and the tcp kernel ([`crate::tcp`]).
+pub(crate) fn arm_timer(
+    armed: &mut BTreeSet<madsim::time::Instant>,
+    world: &World,
+    waker: &Waker,
+    deadline: madsim::time::Instant,
+) {
+    // Forget the deadlines that passed (their timers fired).
+    let now = world.instant(world.now());
+    while armed.first().is_some_and(|&a| a < now) {
+        armed.pop_first();
+    }
+    if armed.first().is_some_and(|&a| a <= deadline) {
+        return;
+    }
+    armed.insert(deadline);
+    // Polled once with `waker`, the sleep adds a timer that wakes it; dropping the sleep leaves
+    // the timer armed.
+    let mut sleep = std::pin::pin!(madsim::time::sleep_until(deadline));
+    sleep.as_mut().reset(deadline);
+    let _ = sleep.as_mut().poll(&mut Context::from_waker(waker));
 }
 
 /// The deadline expired before the future finished.

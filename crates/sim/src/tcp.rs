@@ -80,7 +80,6 @@
 use std::any::Any;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
-use std::future::Future;
 use std::task::{Poll, Waker};
 
 use futures_channel::{mpsc, oneshot};
@@ -706,24 +705,7 @@ impl Tcp {
         let Some(next) = self.live_next() else {
             return;
         };
-        let deadline = world.instant(next);
-        // Forget the deadlines that passed (their timers fired).
-        let now = world.instant(world.now());
-        while self.armed.first().is_some_and(|&a| a < now) {
-            self.armed.pop_first();
-        }
-        if self.armed.first().is_some_and(|&a| a <= deadline) {
-            return;
-        }
-        self.armed.insert(deadline);
-        // madsim's `sleep_until` waits at least 1 ms; `reset` sets the exact deadline, so each
-        // packet arrives at its drawn latency. Polled once with the kernel's waker, the sleep
-        // adds a timer that wakes the kernel task; dropping the sleep leaves the timer armed.
-        let mut sleep = std::pin::pin!(madsim::time::sleep_until(deadline));
-        sleep.as_mut().reset(deadline);
-        let _ = sleep
-            .as_mut()
-            .poll(&mut std::task::Context::from_waker(&waker));
+        crate::deadline::arm_timer(&mut self.armed, world, &waker, world.instant(next));
     }
 
     /// Whether an event that needs the kernel is due at true time `now` or before.
