@@ -291,8 +291,8 @@ impl NodeCtx {
             .unwrap_or(default)
     }
 
-    /// The true-time length of a local duration at this node's current rate.
-    /// `d` ns of this node's local time, in true ns (its clock's rate).
+    /// The true-time length, in ns, of `d` ns of this node's local time at its clock's
+    /// current rate.
     fn true_nanos(&self, d: Nanos) -> Nanos {
         self.inner.world.clock(self.inner.id).true_duration(d)
     }
