@@ -341,8 +341,10 @@ fn print_text(
                 );
             }
         }
+        // "no S1 in 20 runs", "no violation in 50 runs" (not "no any violation").
         None => println!(
-            "no {what} in {} ({:.1}s; {} search from seed {})",
+            "no {} in {} ({:.1}s; {} search from seed {})",
+            what.strip_prefix("any ").unwrap_or(what),
             plural(out.runs, "run"),
             secs,
             search.name(),
