@@ -23,12 +23,13 @@ use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use locksim_core::history::LocalClock;
-use locksim_core::{Nanos, NodeId};
+use locksim_core::history::{Event, LocalClock};
+use locksim_core::{Cluster, Nanos, NodeId};
 
-use crate::backend::{Grant, Host, Outcome};
-use crate::postgres::{first, PgConn};
+use crate::backend::{server_version, Grant, Host, Outcome, ServerHost, ServerSide};
+use crate::postgres::{first, wait_postgres, PgConn, PgServers};
 use crate::support::Backend;
+use crate::{RealError, RealOptions};
 
 /// The pooler's configuration file for a server at `server`, listening on `listen`.
 pub fn pgbouncer_ini(
@@ -217,6 +218,73 @@ impl crate::backend::Lock for AdvisoryLock {
     }
     fn check_held(&mut self, _host: &dyn Host, key: u32) -> Option<Result<(), String>> {
         AdvisoryLock::check_held(self, key)
+    }
+}
+
+/// The servers of `pg-advisory`: PostgreSQL (`n1`, as `db-lease`'s) and PgBouncer in front of
+/// it (`n2`), both as the server's user.
+#[derive(Debug, Clone)]
+pub struct AdvisoryServers(pub PgServers);
+
+impl ServerSide for AdvisoryServers {
+    /// PostgreSQL's version `behind` PgBouncer's.
+    fn version(&self, opts: &RealOptions) -> Result<String, String> {
+        crate::postgres::version(&self.0.bin).and_then(|v| {
+            server_version(
+                &opts.pgbouncer,
+                "pg-advisory in real mode needs PgBouncer (Debian: apt-get install pgbouncer)",
+            )
+            .map(|p| format!("{v} behind {p}"))
+        })
+    }
+
+    /// PgBouncer dials the server from 127.0.0.1 (it has no source-address setting): its
+    /// connections get n2's address. It and the server run as one user, but the server
+    /// opens no connections, so only the pooler's are rewritten.
+    fn snat(&self, _cluster: &Cluster) -> Vec<(u32, Ipv4Addr)> {
+        match self.0.user {
+            Some((uid, _)) => vec![(uid, crate::addr::ip(1))],
+            None => Vec::new(),
+        }
+    }
+
+    fn log_files(&self) -> &'static [&'static str] {
+        &["postgres.log", "pgbouncer.log"]
+    }
+
+    fn prepare(&self, h: &dyn ServerHost) -> Result<(), RealError> {
+        self.0.prepare(h)
+    }
+
+    /// PgBouncer (`n2`) in front of the server `n1`; the server as `db-lease`'s.
+    fn command(&self, h: &dyn ServerHost, n: NodeId) -> Result<Command, RealError> {
+        if n != 1 {
+            return self.0.command(h, n);
+        }
+        let dir = h.dir().join(h.name(n));
+        pgbouncer_cmd(
+            &h.opts().pgbouncer,
+            &dir,
+            h.servers()[n as usize],
+            h.servers()[0],
+            &h.backend(),
+            self.0.user,
+        )
+        .map_err(RealError::Setup)
+    }
+
+    /// The server with its tables and [`SCHEMA`], then the pooler.
+    fn wait_ready(&self, h: &mut dyn ServerHost) -> Result<(), RealError> {
+        PgServers::ready_with_schema(h, Some(SCHEMA))?;
+        wait_postgres(h, 1)
+    }
+
+    fn records_events(&self) -> bool {
+        true
+    }
+
+    fn events(&self, h: &mut dyn ServerHost) -> Result<Vec<Event>, RealError> {
+        self.0.events(h)
     }
 }
 

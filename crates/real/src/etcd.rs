@@ -24,9 +24,14 @@
 //! Requests go to the member the client last got an answer from (asking for a leader, etcd's
 //! `WithRequireLeader`), and move to the next member on a refused connection or a member
 //! without a leader; a timeout moves on and reports the request as unknown.
+//!
+//! The members ([`EtcdServers`]): each with its own folder, client and peer ports on its own
+//! address, the scenario's Raft tick and election timeout.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use etcd_client::{
@@ -35,10 +40,14 @@ use etcd_client::{
 };
 use locksim_core::history::LocalClock;
 use locksim_core::time::fmt_nanos;
-use locksim_core::Nanos;
+use locksim_core::time::MS;
+use locksim_core::{Nanos, NodeId};
 
-use crate::backend::{Grant, Host, Outcome};
+use crate::backend::{
+    member_uid, server_dir, server_version, Grant, Host, Outcome, ServerHost, ServerSide,
+};
 use crate::support::Backend;
+use crate::{RealError, RealOptions};
 
 /// Why a request got no usable answer.
 #[derive(Debug)]
@@ -540,5 +549,131 @@ impl crate::backend::Lock for EtcdLock {
     }
     fn release(&mut self, host: &dyn Host, key: u32, grant: &Grant) -> Outcome<()> {
         EtcdLock::release(self, host, key, grant)
+    }
+}
+
+/// The servers of `raft-lease`: etcd members.
+#[derive(Default)]
+pub struct EtcdServers {
+    /// Each member's id, by node (learnt at start-up, by [`ServerSide::wait_ready`]).
+    member_ids: RefCell<Vec<u64>>,
+}
+
+/// Member `m`'s peer (Raft) address: its extra port on its own address.
+fn peer(h: &dyn ServerHost, m: NodeId) -> SocketAddrV4 {
+    SocketAddrV4::new(crate::addr::ip(m), h.ports(m)[0])
+}
+
+impl ServerSide for EtcdServers {
+    fn version(&self, opts: &RealOptions) -> Result<String, String> {
+        server_version(
+            &opts.etcd,
+            "real mode of raft-lease needs etcd 3.4 (Debian: apt-get install etcd-server)",
+        )
+    }
+
+    /// The peer (Raft) port.
+    fn extra_ports(&self) -> usize {
+        1
+    }
+
+    fn member_uids(&self) -> bool {
+        true
+    }
+
+    fn log_files(&self) -> &'static [&'static str] {
+        &["etcd.log"]
+    }
+
+    /// One etcd member: its own data directory, client and peer URLs on its own address, the
+    /// scenario's Raft tick and election timeout. A restart after a crash reuses the data
+    /// directory (etcd then ignores the initial-cluster flags).
+    fn command(&self, h: &dyn ServerHost, n: NodeId) -> Result<Command, RealError> {
+        let data = server_dir(h, n)?;
+        let url = |a: SocketAddrV4| format!("http://{a}");
+        let cluster: Vec<String> = h
+            .scenario()
+            .cluster
+            .server_ids()
+            .map(|m| format!("{}={}", h.name(m), url(peer(h, m))))
+            .collect();
+        if h.member_uids() {
+            // Its own user id (for the source NAT): it must own its directory and be able to
+            // pass through the run's.
+            use std::os::unix::fs::PermissionsExt;
+            let uid = member_uid(n);
+            std::os::unix::fs::chown(&data, Some(uid), Some(uid))
+                .and_then(|_| {
+                    std::fs::set_permissions(h.dir(), std::fs::Permissions::from_mode(0o711))
+                })
+                .map_err(|e| RealError::Setup(format!("{}: {e}", data.display())))?;
+        }
+        let (client, peer) = (url(h.servers()[n as usize]), url(peer(h, n)));
+        let backend = h.backend();
+        let tick_ms = backend.tick / MS;
+        let mut c = Command::new(&h.opts().etcd);
+        if h.member_uids() {
+            use std::os::unix::process::CommandExt;
+            c.uid(member_uid(n)).gid(member_uid(n));
+        }
+        c.arg("--name")
+            .arg(h.name(n))
+            .arg("--data-dir")
+            .arg(data.join("member-data"))
+            .args(["--listen-client-urls", &client])
+            .args(["--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer])
+            .args(["--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &cluster.join(",")])
+            .args(["--initial-cluster-state", "new"])
+            .arg("--initial-cluster-token")
+            .arg(format!("locksim-{}", std::process::id()))
+            .arg("--heartbeat-interval")
+            .arg(tick_ms.to_string())
+            .arg("--election-timeout")
+            .arg((tick_ms * backend.election_ticks as u64).to_string())
+            .args(["--logger", "zap", "--log-outputs", "stderr"]);
+        c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(
+            std::fs::File::create(data.join("etcd.log"))
+                .map(Stdio::from)
+                .unwrap_or_else(|_| Stdio::null()),
+        );
+        Ok(c)
+    }
+
+    /// Waits until every etcd member answers and one of them leads (10 s at most), and learns
+    /// their ids.
+    fn wait_ready(&self, h: &mut dyn ServerHost) -> Result<(), RealError> {
+        for _ in 0..200 {
+            if h.interrupted() {
+                return Err(RealError::Interrupted);
+            }
+            for n in h.scenario().cluster.server_ids() {
+                h.exited_early(n)?;
+            }
+            let st = statuses(h.servers(), Duration::from_millis(300));
+            if st
+                .iter()
+                .all(|s| s.is_some_and(|(_, leader, _)| leader != 0))
+            {
+                *self.member_ids.borrow_mut() = st.iter().flatten().map(|s| s.0).collect();
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(RealError::Failed(format!(
+            "the etcd members did not elect a leader within 10 s{}",
+            h.log_tail(0)
+        )))
+    }
+
+    /// The etcd member that leads now ([`leader`]).
+    fn leader(&self, h: &dyn ServerHost) -> Option<NodeId> {
+        leader(
+            h.servers(),
+            Duration::from_millis(100),
+            &self.member_ids.borrow(),
+        )
+        .map(|m| m as NodeId)
     }
 }

@@ -21,7 +21,7 @@
 //! database's `clock_timestamp()`: they exist exactly when the lock statement committed,
 //! whether or not its client was still there to read the answer (a statement retransmitted by
 //! TCP after its client gave up commits and is recorded like any other). The harness reads
-//! them after the run ([`service_events`]).
+//! them after the run ([`service_events`]; [`PgServers`] starts the server and reads them).
 //!
 //! The client speaks PostgreSQL's protocol through `tokio-postgres`, over a socket bound to the
 //! node's own loopback address (so nftables cuts it), one simple-query round trip per
@@ -36,12 +36,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use locksim_core::history::{EventKind, LocalClock};
+use locksim_core::history::{Event, EventKind, LocalClock};
 use locksim_core::{Nanos, NodeId};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
-use crate::backend::{Grant, Host, Outcome};
+use crate::backend::{Grant, Host, Outcome, ServerHost, ServerSide};
 use crate::support::{Backend, NO_TIMEOUT};
+use crate::{RealError, RealOptions};
 
 /// The database role and database the harness creates and every client uses.
 const USER: &str = "locksim";
@@ -682,6 +683,137 @@ impl crate::backend::Lock for PgLock {
     fn check_held(&mut self, host: &dyn Host, key: u32) -> Option<Result<(), String>> {
         PgLock::check_held(self, host, key)
     }
+}
+
+/// The server of `db-lease` (and `pg-advisory`'s `n1`): one PostgreSQL server, as `user`.
+#[derive(Debug, Clone)]
+pub struct PgServers {
+    /// PostgreSQL's programs.
+    pub bin: PgBin,
+    /// The user the server runs as ([`server_user`]).
+    pub user: Option<(u32, u32)>,
+}
+
+impl PgServers {
+    /// Finds PostgreSQL ([`find`], `opts.postgres` if given) and the user it will run as.
+    ///
+    /// # Errors
+    /// [`find`]'s: where it looked and how to install it.
+    pub fn new(opts: &RealOptions) -> Result<PgServers, String> {
+        let bin = find(opts.postgres.as_deref())?;
+        Ok(PgServers {
+            bin,
+            user: server_user(),
+        })
+    }
+
+    /// Waits until the server `n1` answers, then creates the run's tables and `also`
+    /// ([`create_schema`]).
+    ///
+    /// # Errors
+    /// [`wait_postgres`]'s, and [`RealError::Failed`] when the tables cannot be made.
+    pub fn ready_with_schema(h: &mut dyn ServerHost, also: Option<&str>) -> Result<(), RealError> {
+        wait_postgres(h, 0)?;
+        create_schema(h.servers()[0], also)
+            .map_err(|e| RealError::Failed(format!("{}: creating the lock table: {e}", h.name(0))))
+    }
+}
+
+impl ServerSide for PgServers {
+    fn version(&self, _opts: &RealOptions) -> Result<String, String> {
+        version(&self.bin)
+    }
+
+    fn log_files(&self) -> &'static [&'static str] {
+        &["postgres.log"]
+    }
+
+    /// A new database cluster for the server `n1`, once per run (a restart reuses it), and
+    /// the other servers' folders (the pooler's).
+    fn prepare(&self, h: &dyn ServerHost) -> Result<(), RealError> {
+        for n in h.scenario().cluster.server_ids() {
+            let data = h.dir().join(h.name(n));
+            prepare_dir(h.dir(), &data, self.user).map_err(RealError::Setup)?;
+            if n == 0 {
+                initdb(&self.bin, &data, self.user).map_err(RealError::Setup)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A PostgreSQL server on its own data directory (made by [`ServerSide::prepare`]).
+    fn command(&self, h: &dyn ServerHost, n: NodeId) -> Result<Command, RealError> {
+        let data = h.dir().join(h.name(n));
+        Ok(server_cmd(
+            &self.bin,
+            &data,
+            h.servers()[n as usize],
+            self.user,
+            h.scenario().cluster.clients + h.backend().pg.pool_size + 20,
+        ))
+    }
+
+    fn wait_ready(&self, h: &mut dyn ServerHost) -> Result<(), RealError> {
+        PgServers::ready_with_schema(h, None)
+    }
+
+    fn records_events(&self) -> bool {
+        true
+    }
+
+    /// The database's own grant and release records, dated in true time (its
+    /// `clock_timestamp()` is the host's `CLOCK_REALTIME`). A server the plan left crashed is
+    /// started again to read them: its committed rows survived.
+    fn events(&self, h: &mut dyn ServerHost) -> Result<Vec<Event>, RealError> {
+        let n = 0;
+        h.restart_if_down(n)?;
+        wait_postgres(h, n)?;
+        let read = service_events(h.servers()[n as usize], h.backend().fencing())
+            .map_err(|e| RealError::Failed(format!("reading the database's records: {e}")))?;
+        let offset = crate::clockfile::host_realtime() - crate::node::host_mono() as i64;
+        let clock = h.clock(n).cloned();
+        let t0 = h.t0();
+        Ok(read
+            .into_iter()
+            .map(|e| {
+                let t = (e.at - offset - t0 as i64).max(0) as Nanos;
+                let (wall, mono) = clock
+                    .as_ref()
+                    .map_or((t as i64, t), |c| (c.wall(t), c.mono(t)));
+                Event {
+                    id: 0,
+                    time: t,
+                    node: n,
+                    wall,
+                    mono,
+                    kind: e.kind,
+                }
+            })
+            .collect())
+    }
+}
+
+/// Waits until PostgreSQL server `n` (or the pooler) answers a query, 10 s at most.
+///
+/// # Errors
+/// [`RealError::Failed`] when it exits or does not answer in time (quoting its log),
+/// [`RealError::Interrupted`].
+pub fn wait_postgres(h: &mut dyn ServerHost, n: NodeId) -> Result<(), RealError> {
+    for _ in 0..200 {
+        if h.interrupted() {
+            return Err(RealError::Interrupted);
+        }
+        h.exited_early(n)?;
+        if ready(h.servers()[n as usize]) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    Err(RealError::Failed(format!(
+        "{} (PostgreSQL) did not answer within 10 s{}",
+        h.name(n),
+        h.log_tail(n)
+    )))
 }
 
 #[cfg(test)]

@@ -17,16 +17,25 @@
 //!
 //! The value stored under a key is `OWNER@NODE`: the random owner value and the client's
 //! node, which names the holder of a lock a `GETDEL` frees.
+//!
+//! The servers ([`RedisServers`]): one `redis-server` per server node, on its own address and
+//! folder, persistence from the scenario's `fsync`, and its clock shim when the plan faults its
+//! clock ([`prove_shim`] checks it is in force).
 
+use std::net::Ipv4Addr;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use locksim_core::history::LocalClock;
 use locksim_core::{Nanos, NodeId};
 
-use crate::backend::{Grant, Host, Lock, Outcome};
+use crate::backend::{
+    server_dir, server_version, Grant, Host, Lock, Outcome, ServerHost, ServerSide,
+};
 use crate::conn::{CallError, Conn};
 use crate::resp::{read_reply, request, Reply};
 use crate::support::{Backend, NO_TIMEOUT};
+use crate::{RealError, RealOptions};
 
 /// Grant and fencing token in one step: 0 = held by another owner, -1 = granted without a
 /// token, otherwise the token.
@@ -286,6 +295,115 @@ impl Lock for RedisLock {
     fn release(&mut self, host: &dyn Host, key: u32, grant: &Grant) -> Outcome<()> {
         RedisLock::release(self, host, key, grant)
     }
+}
+
+/// The servers of `central`, `central-fencing` and `redlock`: `redis-server` processes.
+pub struct RedisServers;
+
+/// The install hint of `redis-server`, for Redis and Sentinel.
+pub const REDIS_NEEDS: &str = "real mode needs redis-server (Debian: apt-get install redis-server)";
+
+impl ServerSide for RedisServers {
+    fn version(&self, opts: &RealOptions) -> Result<String, String> {
+        server_version(&opts.redis, REDIS_NEEDS)
+    }
+
+    fn log_files(&self) -> &'static [&'static str] {
+        &["redis.log"]
+    }
+
+    fn command(&self, h: &dyn ServerHost, n: NodeId) -> Result<Command, RealError> {
+        let data = server_dir(h, n)?;
+        let a = h.servers()[n as usize];
+        let mut c = Command::new(&h.opts().redis);
+        c.arg("--bind")
+            .arg(a.ip().to_string())
+            .arg("--port")
+            .arg(a.port().to_string())
+            .arg("--dir")
+            .arg(&data)
+            .args(["--save", "", "--protected-mode", "no", "--daemonize", "no"])
+            .arg("--logfile")
+            .arg(data.join("redis.log"));
+        if h.backend().fsync_always {
+            c.args(["--appendonly", "yes", "--appendfsync", "always"]);
+        } else {
+            c.args(["--appendonly", "no"]);
+        }
+        redis_io(h, n, &mut c);
+        Ok(c)
+    }
+
+    /// Each server answers `PING` and its clock shim is in force ([`prove_shim`]).
+    fn wait_ready(&self, h: &mut dyn ServerHost) -> Result<(), RealError> {
+        for n in h.scenario().cluster.server_ids() {
+            let a = h.servers()[n as usize];
+            h.wait_up(n, a, true)?;
+            prove_shim(h, n)?;
+        }
+        Ok(())
+    }
+}
+
+/// A Redis server's clock shim (when the plan faults its clock) and no terminal I/O.
+pub fn redis_io(h: &dyn ServerHost, n: NodeId, c: &mut Command) {
+    if let (Some(file), Some(shim)) = (h.clock_file(n), &h.opts().clockshim) {
+        c.env("LD_PRELOAD", shim)
+            .env("LOCKSIM_CLOCK_FILE", &file.path);
+    }
+    c.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+}
+
+/// Proves that server `n`'s clock shim is in force before the run starts: shifts its clock
+/// file by [`crate::clockfile::PROBE`], reads the server's `TIME`, shifts it back. A shim
+/// that did not load (a wrong file, a loader that ignored `LD_PRELOAD`) would otherwise
+/// leave the clock faults without effect and the run SAFE for no reason.
+///
+/// # Errors
+/// [`RealError::Failed`] when the server does not answer `TIME`, [`RealError::Setup`] when
+/// the shim is not in force.
+pub fn prove_shim(h: &dyn ServerHost, n: NodeId) -> Result<(), RealError> {
+    use crate::clockfile::{host_realtime, judge_probe, PROBE};
+    let Some(file) = h.clock_file(n) else {
+        return Ok(());
+    };
+    let shim = h
+        .opts()
+        .clockshim
+        .as_ref()
+        .map_or(String::new(), |p| p.display().to_string());
+    file.step(PROBE);
+    let before = host_realtime();
+    let mut conn = Conn::new(Ipv4Addr::LOCALHOST, h.servers()[n as usize]);
+    let reply = conn.call(&request(&[b"TIME"]), Duration::from_secs(2), |r| {
+        read_reply(r)
+    });
+    let after = host_realtime();
+    file.step(-PROBE);
+    let seconds = |r: &Reply| match r {
+        Reply::Bulk(b) => std::str::from_utf8(b).ok()?.parse::<i64>().ok(),
+        _ => None,
+    };
+    let server = match &reply {
+        Ok(Reply::Array(v)) if v.len() == 2 => seconds(&v[0])
+            .zip(seconds(&v[1]))
+            .map(|(s, us)| s * 1_000_000_000 + us * 1_000),
+        _ => None,
+    };
+    let Some(server) = server else {
+        return Err(RealError::Failed(format!(
+            "{} did not answer TIME ({reply:?})",
+            h.name(n)
+        )));
+    };
+    judge_probe(server, before, after, PROBE).map_err(|e| {
+        RealError::Setup(format!(
+            "the clock shim {shim} is not in force in {} ({e}): its clock faults would do nothing; build it with `cargo build -p locksim-clockshim` or point LOCKSIM_CLOCKSHIM at liblocksim_clockshim.so",
+            h.name(n)
+        ))
+    })
 }
 
 #[cfg(test)]

@@ -23,15 +23,20 @@
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
-use locksim_core::Nanos;
+use locksim_core::{Nanos, NodeId};
 
-use crate::backend::{Grant, Host, Outcome};
+use crate::backend::{server_dir, server_version, Grant, Host, Outcome, ServerHost, ServerSide};
 use crate::conn::{CallError, Conn};
-use crate::redis::RELEASE;
+use crate::redis::{redis_io, RedisServers, REDIS_NEEDS, RELEASE};
 use crate::resp::{read_reply, request, Reply};
 use crate::support::Backend;
+use crate::{RealError, RealOptions};
 
 /// The name Sentinel monitors the primary under.
 pub const MASTER: &str = "locksim";
@@ -412,6 +417,123 @@ impl crate::backend::Lock for SentinelLock {
     fn release(&mut self, _host: &dyn Host, key: u32, grant: &Grant) -> Outcome<()> {
         SentinelLock::release(self, key, grant)
     }
+}
+
+/// The servers of `redis-failover`: `redis-server`s from configuration files of ours, the last
+/// one a Sentinel.
+pub struct SentinelServers;
+
+impl ServerSide for SentinelServers {
+    fn version(&self, opts: &RealOptions) -> Result<String, String> {
+        server_version(&opts.redis, REDIS_NEEDS)
+    }
+
+    fn log_files(&self) -> &'static [&'static str] {
+        &["redis.log"]
+    }
+
+    /// A node from its configuration file, written at its first start only: a restart reads
+    /// what Sentinel's `CONFIG REWRITE` left there (its role), as the model keeps roles on
+    /// disk. The last server is the Sentinel.
+    fn command(&self, h: &dyn ServerHost, n: NodeId) -> Result<Command, RealError> {
+        let data = server_dir(h, n)?;
+        let sentinel = n + 1 == h.scenario().cluster.servers;
+        let conf = data.join(if sentinel {
+            "sentinel.conf"
+        } else {
+            "redis.conf"
+        });
+        if !conf.exists() {
+            let me = h.servers()[n as usize];
+            let text = if sentinel {
+                // The run's own down-after is set once every replica is known
+                // (`wait_sentinel`); a restart reads it from the file Sentinel rewrote.
+                sentinel_conf(&data, me, h.servers()[0], SETUP_DOWN_AFTER)
+            } else {
+                let primary = (n > 0).then_some(h.servers()[0]);
+                node_conf(&data, me, primary, h.backend().fsync_always)
+            };
+            std::fs::write(&conf, text)
+                .map_err(|e| RealError::Setup(format!("{}: {e}", conf.display())))?;
+        }
+        let mut c = Command::new(&h.opts().redis);
+        c.arg(&conf);
+        if sentinel {
+            c.arg("--sentinel");
+        }
+        redis_io(h, n, &mut c);
+        Ok(c)
+    }
+
+    /// As Redis's ([`RedisServers`]), then [`wait_sentinel`].
+    fn wait_ready(&self, h: &mut dyn ServerHost) -> Result<(), RealError> {
+        RedisServers.wait_ready(h)?;
+        wait_sentinel(h)
+    }
+
+    /// The primary Sentinel names.
+    fn leader(&self, h: &dyn ServerHost) -> Option<NodeId> {
+        let m = *h.servers().last()?;
+        let p = ask_primary(Ipv4Addr::LOCALHOST, m, Duration::from_millis(200))?;
+        h.servers()
+            .iter()
+            .position(|&s| s == p)
+            .map(|i| i as NodeId)
+    }
+
+    /// Sentinel's own word on each promotion ([`watch_switches`]).
+    fn watch_leaders(
+        &self,
+        h: &dyn ServerHost,
+        stop: Arc<AtomicBool>,
+    ) -> Option<JoinHandle<Vec<(Nanos, SocketAddrV4)>>> {
+        let servers = h.servers();
+        let m = servers[servers.len() - 1];
+        Some(watch_switches(m, h.t0(), stop))
+    }
+}
+
+/// Waits until every replica is in sync with the primary and Sentinel knows every one (it
+/// learns them from the primary's `INFO`), then sets the run's `down_after`.
+///
+/// # Errors
+/// [`RealError::Failed`] (quoting the Sentinel's log) when that takes over 10 s or the
+/// Sentinel refuses the setting, [`RealError::Interrupted`].
+pub fn wait_sentinel(h: &mut dyn ServerHost) -> Result<(), RealError> {
+    let m = h.scenario().cluster.servers - 1;
+    let want = h.backend().failover.replicas as usize;
+    for _ in 0..400 {
+        if h.interrupted() {
+            return Err(RealError::Interrupted);
+        }
+        h.exited_early(m)?;
+        let t = Duration::from_millis(200);
+        let known = known_replicas(h.servers()[m as usize], t);
+        let online = online_replicas(h.servers()[0], t);
+        if known == Some(want) && online == Some(want) {
+            let m_addr = h.servers()[m as usize];
+            let down_after = h.backend().failover.down_after;
+            return match ready_with_down_after(m_addr, down_after, t) {
+                Some(Ok(())) => Ok(()),
+                Some(Err(e)) => Err(RealError::Failed(format!(
+                    "the Sentinel ({}) is not ready for the run: {e}{}",
+                    h.name(m),
+                    h.log_tail(m)
+                ))),
+                None => Err(RealError::Failed(format!(
+                    "the Sentinel ({}) did not answer SENTINEL SET{}",
+                    h.name(m),
+                    h.log_tail(m)
+                ))),
+            };
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    Err(RealError::Failed(format!(
+        "the {want} replicas were not in sync, or the Sentinel ({}) did not know them, within 10 s{}",
+        h.name(m),
+        h.log_tail(m)
+    )))
 }
 
 #[cfg(test)]

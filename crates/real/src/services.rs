@@ -1,15 +1,17 @@
 //! The one registration point of the real lock services: which module's lock client a
-//! client process runs for each [`Service`]. A new backend is a module that implements
-//! [`Lock`] (see [`crate::backend`]) and one arm here (and its server start in
-//! [`crate::harness`]; docs/contributing.md has the checklist).
+//! client process runs ([`lock_client`]) and which module's servers the harness starts
+//! ([`server_side`]) for each [`Service`]. A new backend is a module that implements [`Lock`]
+//! and [`ServerSide`] (see [`crate::backend`]) and one arm in each function here
+//! (docs/contributing.md has the checklist).
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 
 use locksim_core::clock::Clock;
 use locksim_core::NodeId;
 
-use crate::backend::Lock;
+use crate::backend::{Lock, ServerSide};
 use crate::support::{Backend, Service};
+use crate::{RealError, RealOptions};
 
 /// The lock client of `backend` for client `node`, whose connections to `servers` leave from
 /// `me`; `seed` (the scenario's) seeds the library's own random choices (ZooKeeper's first
@@ -74,4 +76,39 @@ fn etcd_client(
     Ok(Box::new(crate::redis::RedisLock::new(
         backend, node, me, servers,
     )))
+}
+
+/// The server half of `backend`'s service: what the harness starts, waits for, asks and reads
+/// ([`ServerSide`]). PostgreSQL's programs are found here, with `opts.postgres`.
+///
+/// # Errors
+/// [`RealError::Setup`] when PostgreSQL is not found (saying how to install it);
+/// [`RealError::Unsupported`] for `raft-lease` in a build without the `etcd` feature.
+pub fn server_side(backend: Backend, opts: &RealOptions) -> Result<Box<dyn ServerSide>, RealError> {
+    let pg = || crate::postgres::PgServers::new(opts).map_err(RealError::Setup);
+    Ok(match backend.service {
+        Service::Central | Service::CentralFencing | Service::Redlock => {
+            Box::new(crate::redis::RedisServers)
+        }
+        Service::RedisFailover => Box::new(crate::sentinel::SentinelServers),
+        Service::RaftLease => etcd_servers()?,
+        Service::DbLease => Box::new(pg()?),
+        Service::PgAdvisory => Box::new(crate::advisory::AdvisoryServers(pg()?)),
+        Service::Zookeeper => Box::new(crate::zookeeper::ZkServers),
+    })
+}
+
+/// `raft-lease`'s servers: etcd members, with the crate's `etcd` feature.
+#[cfg(feature = "etcd")]
+fn etcd_servers() -> Result<Box<dyn ServerSide>, RealError> {
+    Ok(Box::<crate::etcd::EtcdServers>::default())
+}
+
+/// Without the `etcd` feature `raft-lease` is refused before anything starts
+/// ([`crate::support::backend`]); a spec that names it anyway is refused here.
+#[cfg(not(feature = "etcd"))]
+fn etcd_servers() -> Result<Box<dyn ServerSide>, RealError> {
+    Err(RealError::Unsupported(
+        "this locksim was built without --features etcd".into(),
+    ))
 }

@@ -41,15 +41,17 @@
 
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use locksim_core::history::LocalClock;
 use locksim_core::{Nanos, NodeId};
 use rand::{Rng, SeedableRng};
 
-use crate::backend::{Grant, Host, Outcome};
+use crate::backend::{member_uid, Grant, Host, Outcome, ServerHost, ServerSide};
 use crate::support::Backend;
 use crate::zkwire::{code, op, In, Out, Session, ZkConn, ZkError};
+use crate::{RealError, RealOptions};
 
 /// The persistent parent of every lock key's node.
 pub const ROOT: &str = "/locksim";
@@ -583,6 +585,155 @@ impl crate::backend::Lock for ZkLock {
     }
     fn release(&mut self, host: &dyn Host, key: u32, grant: &Grant) -> Outcome<()> {
         ZkLock::release(self, host, key, grant)
+    }
+}
+
+/// `Apache ZooKeeper, version 3.8.0 …` from ZooKeeper's own version class on `classpath`.
+///
+/// # Errors
+/// When `java` cannot be run or `classpath` has no ZooKeeper: how to install it.
+pub fn version(classpath: &str) -> Result<String, String> {
+    let needs = "zookeeper in real mode needs ZooKeeper and Java (Debian: apt-get install zookeeper; or --zookeeper CLASSPATH)";
+    let out = Command::new("java")
+        .args([
+            "-cp",
+            classpath,
+            "org.apache.zookeeper.version.VersionInfoMain",
+        ])
+        .output()
+        .map_err(|e| format!("cannot run java ({e}): {needs}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().next().unwrap_or("").trim().to_string();
+    if !out.status.success() || !line.contains("ZooKeeper") {
+        return Err(format!("{classpath} has no ZooKeeper server: {needs}"));
+    }
+    Ok(line)
+}
+
+/// The servers of `zookeeper`: ZooKeeper members run by `java`.
+pub struct ZkServers;
+
+impl ServerSide for ZkServers {
+    fn version(&self, opts: &RealOptions) -> Result<String, String> {
+        version(&opts.zookeeper)
+    }
+
+    /// The quorum and election ports.
+    fn extra_ports(&self) -> usize {
+        2
+    }
+
+    fn member_uids(&self) -> bool {
+        true
+    }
+
+    fn log_files(&self) -> &'static [&'static str] {
+        &["zookeeper.log"]
+    }
+
+    /// One ZooKeeper member: its own data directory, `myid` and `zoo.cfg` ([`member_conf`]),
+    /// its log as `zookeeper.log`. A restart after a crash reuses the data directory (its
+    /// transaction log and snapshots).
+    fn command(&self, h: &dyn ServerHost, n: NodeId) -> Result<Command, RealError> {
+        let data = h.dir().join(h.name(n));
+        let setup = |e: std::io::Error| RealError::Setup(format!("{}: {e}", data.display()));
+        std::fs::create_dir_all(&data).map_err(setup)?;
+        let peers: Vec<(SocketAddrV4, u16, u16)> = h
+            .scenario()
+            .cluster
+            .server_ids()
+            .map(|m| {
+                let ports = h.ports(m);
+                (h.servers()[m as usize], ports[0], ports[1])
+            })
+            .collect();
+        let conf = data.join("zoo.cfg");
+        std::fs::write(data.join("myid"), format!("{}\n", n + 1)).map_err(setup)?;
+        std::fs::write(
+            &conf,
+            member_conf(&data, n as usize, &peers, h.backend().tick),
+        )
+        .map_err(setup)?;
+        let mut c = Command::new("java");
+        if h.member_uids() {
+            use std::os::unix::fs::PermissionsExt;
+            use std::os::unix::process::CommandExt;
+            let uid = member_uid(n);
+            for p in [data.clone(), data.join("myid"), conf.clone()] {
+                std::os::unix::fs::chown(&p, Some(uid), Some(uid)).map_err(setup)?;
+            }
+            if let Ok(rd) = std::fs::read_dir(&data) {
+                for e in rd.flatten() {
+                    let _ = std::os::unix::fs::chown(e.path(), Some(uid), Some(uid));
+                }
+            }
+            std::fs::set_permissions(h.dir(), std::fs::Permissions::from_mode(0o711))
+                .map_err(setup)?;
+            c.uid(uid).gid(uid);
+        }
+        // A small heap and no perf-data file in /tmp; the simple logger writes to stderr.
+        c.args(["-Xmx256m", "-XX:+UseSerialGC", "-XX:-UsePerfData"])
+            .arg("-Dorg.slf4j.simpleLogger.showDateTime=true")
+            .arg("-Dzookeeper.jmx.log4j.disable=true")
+            .arg("-cp")
+            .arg(&h.opts().zookeeper)
+            .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
+            .arg(&conf);
+        c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(data.join("zookeeper.log"))
+                .map(Stdio::from)
+                .unwrap_or_else(|_| Stdio::null()),
+        );
+        Ok(c)
+    }
+
+    /// Waits until every ZooKeeper member serves (one leader, the others following; 15 s at
+    /// most), then makes the lock keys' parent nodes.
+    fn wait_ready(&self, h: &mut dyn ServerHost) -> Result<(), RealError> {
+        for _ in 0..300 {
+            if h.interrupted() {
+                return Err(RealError::Interrupted);
+            }
+            for n in h.scenario().cluster.server_ids() {
+                h.exited_early(n)?;
+            }
+            let t = Duration::from_millis(300);
+            let modes: Vec<Option<String>> = h
+                .servers()
+                .iter()
+                .map(|&a| mode(Ipv4Addr::LOCALHOST, a, t))
+                .collect();
+            let leaders = modes
+                .iter()
+                .filter(|m| matches!(m.as_deref(), Some("leader" | "standalone")))
+                .count();
+            if leaders == 1 && modes.iter().all(Option::is_some) {
+                let keys = h.scenario().workload.keys;
+                return create_parents(h.servers()[0], keys).map_err(|e| {
+                    RealError::Failed(format!(
+                        "{}: making the lock nodes' parents: {e}",
+                        h.name(0)
+                    ))
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(RealError::Failed(format!(
+            "the ZooKeeper members did not elect a leader within 15 s{}",
+            h.log_tail(0)
+        )))
+    }
+
+    /// The member whose `srvr` says `leader`.
+    fn leader(&self, h: &dyn ServerHost) -> Option<NodeId> {
+        let t = Duration::from_millis(200);
+        h.servers()
+            .iter()
+            .position(|&a| mode(Ipv4Addr::LOCALHOST, a, t).as_deref() == Some("leader"))
+            .map(|i| i as NodeId)
     }
 }
 
