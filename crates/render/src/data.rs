@@ -3,11 +3,11 @@
 
 use std::collections::BTreeMap;
 
-use locksim_check::holds::{derive_holds_in, HoldEnd};
+use locksim_check::holds::{derive_holds_in, Hold, HoldEnd};
 use locksim_check::metrics::{quantile, Metrics};
-use locksim_core::history::{EventKind, OpF, Phase};
+use locksim_core::history::{EventKind, History, Message, OpF, Phase};
 use locksim_core::time::fmt_nanos;
-use locksim_core::{Event, Fault, Nanos, NodeId, Role};
+use locksim_core::{Cluster, Event, Fault, Nanos, NodeId, Role, Violation};
 use serde::Serialize;
 
 use crate::describe;
@@ -316,27 +316,8 @@ pub fn event_problem(s: &locksim_core::Scenario, e: &Event) -> Option<String> {
 /// [`event_problem`]) are left out.
 pub fn page_data(run: &Run) -> PageData {
     let s = run.scenario;
-    let clean;
-    let h = if run
-        .history
-        .events
-        .iter()
-        .any(|e| event_problem(s, e).is_some())
-    {
-        clean = locksim_core::History {
-            events: run
-                .history
-                .events
-                .iter()
-                .filter(|e| event_problem(s, e).is_none())
-                .cloned()
-                .collect(),
-            ..run.history.clone()
-        };
-        &clean
-    } else {
-        run.history
-    };
+    let clean = fitting_history(run);
+    let h = clean.as_ref().unwrap_or(run.history);
     let run = &Run {
         scenario: s,
         history: h,
@@ -346,11 +327,72 @@ pub fn page_data(run: &Run) -> PageData {
         record: run.record,
         session: run.session,
     };
-    let v = run.verdict;
     let c = &s.cluster;
     let end = h.end.max(h.events.last().map_or(0, |e| e.time));
-    let lanes: Vec<Lane> = c
-        .client_ids()
+    let holds_v = derive_holds_in(h, Some(c));
+    let scan = Scan::of(h, c, &holds_v, end);
+    let faults = h
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, EventKind::Fault { .. }))
+        .map(|e| fault_row(e, &scan.heals, &scan.drifts, end, run))
+        .collect();
+    let clocks = scan
+        .offsets
+        .into_iter()
+        .filter(|(_, v)| v.iter().any(|s| s.1 != 0))
+        .map(|(n, v)| (n, thin(v)))
+        .collect();
+    PageData {
+        subtitle: subtitle(run),
+        end,
+        ttl: s.workload.ttl,
+        events: h.events.len(),
+        lanes: lanes(c),
+        holds: holds_v.iter().map(hold_row).collect(),
+        attempts: scan.attempts,
+        marks: scan.marks,
+        faults,
+        clocks,
+        msgs: h.messages.iter().map(msg_row).collect(),
+        violations: run
+            .verdict
+            .violations
+            .iter()
+            .map(|x| violation_row(run, &holds_v, end, x))
+            .collect(),
+        metrics: metrics(run),
+        linear: Vec::new(),
+    }
+}
+
+/// The run's history without the events that do not fit its scenario ([`event_problem`]), or
+/// `None` when every event fits (the history is drawn as it is).
+fn fitting_history(run: &Run) -> Option<History> {
+    let s = run.scenario;
+    if !run
+        .history
+        .events
+        .iter()
+        .any(|e| event_problem(s, e).is_some())
+    {
+        return None;
+    }
+    Some(History {
+        events: run
+            .history
+            .events
+            .iter()
+            .filter(|e| event_problem(s, e).is_none())
+            .cloned()
+            .collect(),
+        ..run.history.clone()
+    })
+}
+
+/// The lanes, top to bottom: the clients, the servers, the resource.
+fn lanes(c: &Cluster) -> Vec<Lane> {
+    c.client_ids()
         .chain(c.server_ids())
         .chain(std::iter::once(c.resource_id()))
         .map(|n| Lane {
@@ -358,300 +400,295 @@ pub fn page_data(run: &Run) -> PageData {
             name: c.name(n),
             role: role(c.role(n)),
         })
-        .collect();
-    let holds_v = derive_holds_in(h, Some(c));
-    let holds = holds_v
-        .iter()
-        .map(|x| {
-            (
-                x.client,
-                x.key,
-                x.start,
-                x.end,
-                x.handle,
-                x.token,
-                ended(x.ended_by),
-                x.deadline,
-                x.acquired,
-            )
-        })
-        .collect();
-    let handle_client: BTreeMap<u64, NodeId> =
-        holds_v.iter().map(|x| (x.handle, x.client)).collect();
-    let mut attempts = Vec::new();
-    let mut open: BTreeMap<u64, (NodeId, u32, Nanos)> = BTreeMap::new();
-    let mut marks = Vec::new();
-    let mut heals = Vec::new();
-    let mut drifts: BTreeMap<NodeId, Vec<Nanos>> = BTreeMap::new();
-    let mut offsets: BTreeMap<NodeId, Vec<(Nanos, i64)>> = BTreeMap::new();
-    for e in &h.events {
-        offsets
-            .entry(e.node)
-            .or_default()
-            .push((e.time, e.wall.saturating_sub(e.time as i64)));
-        let hk = |handle: &Option<u64>, token: &Option<u64>| {
-            let mut l = String::new();
-            if let Some(x) = handle {
-                l += &format!(" h{x}");
-            }
-            if let Some(t) = token {
-                l += &format!(" t{t}");
-            }
-            l
-        };
-        match &e.kind {
-            EventKind::Op {
-                op,
-                phase,
-                f,
-                key,
-                handle,
-                token,
-                ..
-            } => match (f, phase) {
-                (OpF::Acquire, Phase::Invoke) => {
-                    open.insert(*op, (e.node, *key, e.time));
-                }
-                (OpF::Acquire, p) => {
-                    if let Some((n, k, t)) = open.remove(op) {
-                        let o = match p {
-                            Phase::Ok => "ok",
-                            Phase::Fail => "fail",
-                            _ => "info",
-                        };
-                        attempts.push((n, k, t, e.time, o));
+        .collect()
+}
+
+fn hold_row(x: &Hold) -> HoldRow {
+    (
+        x.client,
+        x.key,
+        x.start,
+        x.end,
+        x.handle,
+        x.token,
+        ended(x.ended_by),
+        x.deadline,
+        x.acquired,
+    )
+}
+
+/// A message as `[from, to, sent, delivered|null, flags]` (flags 1 = reply, 2 = dropped).
+fn msg_row(m: &Message) -> (NodeId, NodeId, Nanos, Option<Nanos>, u8) {
+    (
+        m.from,
+        m.to,
+        m.sent,
+        m.delivered,
+        m.reply as u8 | (m.dropped as u8) << 1,
+    )
+}
+
+/// What one pass over the events gathers.
+struct Scan {
+    /// Acquire attempts, in invoke order (then client).
+    attempts: Vec<(NodeId, u32, Nanos, Nanos, &'static str)>,
+    /// Point events, in event order.
+    marks: Vec<MarkRow>,
+    /// Times of `heal` faults, ns.
+    heals: Vec<Nanos>,
+    /// Times of clock drift changes, per node, ns.
+    drifts: BTreeMap<NodeId, Vec<Nanos>>,
+    /// Clock offsets (wall minus true time, ns) at each node's events.
+    offsets: BTreeMap<NodeId, Vec<(Nanos, i64)>>,
+}
+
+impl Scan {
+    /// Scans `h`'s events; `end` (ns) ends the attempts that never completed.
+    fn of(h: &History, c: &Cluster, holds: &[Hold], end: Nanos) -> Scan {
+        let handle_client: BTreeMap<u64, NodeId> =
+            holds.iter().map(|x| (x.handle, x.client)).collect();
+        let mut attempts = Vec::new();
+        let mut open: BTreeMap<u64, (NodeId, u32, Nanos)> = BTreeMap::new();
+        let mut marks = Vec::new();
+        let mut heals = Vec::new();
+        let mut drifts: BTreeMap<NodeId, Vec<Nanos>> = BTreeMap::new();
+        let mut offsets: BTreeMap<NodeId, Vec<(Nanos, i64)>> = BTreeMap::new();
+        for e in &h.events {
+            offsets
+                .entry(e.node)
+                .or_default()
+                .push((e.time, e.wall.saturating_sub(e.time as i64)));
+            match &e.kind {
+                EventKind::Op {
+                    op,
+                    phase,
+                    f: OpF::Acquire,
+                    key,
+                    ..
+                } => match phase {
+                    Phase::Invoke => {
+                        open.insert(*op, (e.node, *key, e.time));
                     }
-                }
-                (OpF::Write, Phase::Invoke) => marks.push((
-                    e.node,
-                    e.time,
-                    "write",
-                    format!("write k{key}{}", hk(handle, token)),
-                    e.id,
-                    None,
-                )),
-                (OpF::Release, Phase::Invoke) => marks.push((
-                    e.node,
-                    e.time,
-                    "release",
-                    format!("release k{key}{}", hk(handle, token)),
-                    e.id,
-                    None,
-                )),
-                (OpF::Extend, Phase::Ok) => marks.push((
-                    e.node,
-                    e.time,
-                    "extend",
-                    format!("renewed k{key}{}", hk(handle, token)),
-                    e.id,
-                    None,
-                )),
-                _ => {}
-            },
-            EventKind::Lost {
-                key,
-                handle,
-                reason,
-            } => marks.push((
-                e.node,
-                e.time,
-                "lost",
-                format!("gives up k{key} h{handle}: {reason}"),
-                e.id,
-                None,
-            )),
-            EventKind::Grant { key, client, token } => marks.push((
-                e.node,
-                e.time,
-                "grant",
-                format!(
-                    "grants k{key} to {}{}",
-                    c.name(*client),
-                    token.map_or(String::new(), |t| format!(" (token {t})"))
-                ),
-                e.id,
-                Some(*client),
-            )),
-            EventKind::Freed {
-                key,
-                client,
-                holder: Some(h),
-                freed,
-                released,
-            } => marks.push((
-                e.node,
-                e.time,
-                if freed == released { "freed" } else { "freed_other" },
-                if freed == released {
-                    format!("frees k{key} for {}", c.name(*client))
-                } else {
-                    format!(
-                        "frees k{key}, granted to {}, for {}'s release of another grant (S4)",
-                        c.name(*h),
-                        c.name(*client)
-                    )
+                    p => {
+                        if let Some((n, k, t)) = open.remove(op) {
+                            let o = match p {
+                                Phase::Ok => "ok",
+                                Phase::Fail => "fail",
+                                _ => "info",
+                            };
+                            attempts.push((n, k, t, e.time, o));
+                        }
+                    }
                 },
-                e.id,
-                Some(*client),
-            )),
-            EventKind::Freed {
-                key,
-                client,
-                freed,
-                released,
-                holder: None,
-            } => marks.push((
-                e.node,
-                e.time,
-                if freed == released { "freed" } else { "freed_other" },
-                if freed == released {
-                    format!("frees k{key} token {freed} for {}", c.name(*client))
-                } else {
-                    format!(
-                        "frees k{key} token {freed} for {}, whose release named token {released} (S4)",
-                        c.name(*client)
-                    )
+                EventKind::Fault { fault } => match fault {
+                    Fault::Heal => heals.push(e.time),
+                    Fault::ClockDrift { node, .. } => drifts.entry(*node).or_default().push(e.time),
+                    _ => {}
                 },
-                e.id,
-                Some(*client),
-            )),
-            EventKind::WriteAccepted { key, handle, token } => marks.push((
-                e.node,
-                e.time,
-                "accepted",
-                format!(
-                    "accepts {}'s write to k{key}{}",
-                    handle_client
-                        .get(handle)
-                        .map_or("?".to_string(), |&n| c.name(n)),
-                    hk(&Some(*handle), token)
-                ),
-                e.id,
-                handle_client.get(handle).copied(),
-            )),
-            EventKind::WriteRejected {
-                key,
-                handle,
-                token,
-                highest,
-            } => marks.push((
-                e.node,
-                e.time,
-                "rejected",
-                format!(
-                    "rejects {}'s write to k{key} h{handle}: token {token} < {highest}",
-                    handle_client
-                        .get(handle)
-                        .map_or("?".to_string(), |&n| c.name(n))
-                ),
-                e.id,
-                handle_client.get(handle).copied(),
-            )),
-            EventKind::Fault { fault } => match fault {
-                Fault::Heal => heals.push(e.time),
-                Fault::ClockDrift { node, .. } => drifts.entry(*node).or_default().push(e.time),
                 _ => {}
-            },
-            EventKind::FaultEnd { .. }
-            | EventKind::Leader { .. }
-            | EventKind::Replicated { .. }
-            | EventKind::Touched { .. } => {}
+            }
+            if let Some((kind, label, client)) = mark(e, c, &handle_client) {
+                marks.push((e.node, e.time, kind, label, e.id, client));
+            }
+        }
+        for (_, (n, k, t)) in open {
+            attempts.push((n, k, t, end, "info"));
+        }
+        attempts.sort_by_key(|a| (a.2, a.0));
+        Scan {
+            attempts,
+            marks,
+            heals,
+            drifts,
+            offsets,
         }
     }
-    for (_, (n, k, t)) in open {
-        attempts.push((n, k, t, end, "info"));
+}
+
+/// ` h<handle> t<token>`, each part when known.
+fn handle_token(handle: &Option<u64>, token: &Option<u64>) -> String {
+    let mut l = String::new();
+    if let Some(x) = handle {
+        l += &format!(" h{x}");
     }
-    attempts.sort_by_key(|a| (a.2, a.0));
-    let faults = h
+    if let Some(t) = token {
+        l += &format!(" t{t}");
+    }
+    l
+}
+
+/// The point mark of an event, if it has one: `(kind, label, client)` (see
+/// [`PageData::marks`]); `handle_client` gives the client of each handle.
+fn mark(
+    e: &Event,
+    c: &Cluster,
+    handle_client: &BTreeMap<u64, NodeId>,
+) -> Option<(&'static str, String, Option<NodeId>)> {
+    let writer = |handle: &u64| {
+        handle_client
+            .get(handle)
+            .map_or("?".to_string(), |&n| c.name(n))
+    };
+    Some(match &e.kind {
+        EventKind::Op {
+            phase,
+            f,
+            key,
+            handle,
+            token,
+            ..
+        } => {
+            let (kind, what) = match (f, phase) {
+                (OpF::Write, Phase::Invoke) => ("write", "write"),
+                (OpF::Release, Phase::Invoke) => ("release", "release"),
+                (OpF::Extend, Phase::Ok) => ("extend", "renewed"),
+                _ => return None,
+            };
+            let label = format!("{what} k{key}{}", handle_token(handle, token));
+            (kind, label, None)
+        }
+        EventKind::Lost {
+            key,
+            handle,
+            reason,
+        } => ("lost", format!("gives up k{key} h{handle}: {reason}"), None),
+        EventKind::Grant { key, client, token } => (
+            "grant",
+            format!(
+                "grants k{key} to {}{}",
+                c.name(*client),
+                token.map_or(String::new(), |t| format!(" (token {t})"))
+            ),
+            Some(*client),
+        ),
+        EventKind::Freed {
+            key,
+            client,
+            holder,
+            freed,
+            released,
+        } => (
+            if freed == released {
+                "freed"
+            } else {
+                "freed_other"
+            },
+            freed_label(c, *key, *client, *holder, *freed, *released),
+            Some(*client),
+        ),
+        EventKind::WriteAccepted { key, handle, token } => (
+            "accepted",
+            format!(
+                "accepts {}'s write to k{key}{}",
+                writer(handle),
+                handle_token(&Some(*handle), token)
+            ),
+            handle_client.get(handle).copied(),
+        ),
+        EventKind::WriteRejected {
+            key,
+            handle,
+            token,
+            highest,
+        } => (
+            "rejected",
+            format!(
+                "rejects {}'s write to k{key} h{handle}: token {token} < {highest}",
+                writer(handle)
+            ),
+            handle_client.get(handle).copied(),
+        ),
+        EventKind::Fault { .. }
+        | EventKind::FaultEnd { .. }
+        | EventKind::Leader { .. }
+        | EventKind::Replicated { .. }
+        | EventKind::Touched { .. } => return None,
+    })
+}
+
+/// The label of a `freed` event: `client`'s release (naming token `released`) freed `key`'s
+/// grant with token `freed`, held by `holder` when the server knows it.
+fn freed_label(
+    c: &Cluster,
+    key: u32,
+    client: NodeId,
+    holder: Option<NodeId>,
+    freed: u64,
+    released: u64,
+) -> String {
+    match holder {
+        Some(_) if freed == released => format!("frees k{key} for {}", c.name(client)),
+        Some(h) => format!(
+            "frees k{key}, granted to {}, for {}'s release of another grant (S4)",
+            c.name(h),
+            c.name(client)
+        ),
+        None if freed == released => {
+            format!("frees k{key} token {freed} for {}", c.name(client))
+        }
+        None => format!(
+            "frees k{key} token {freed} for {}, whose release named token {released} (S4)",
+            c.name(client)
+        ),
+    }
+}
+
+/// A violation as the page shows it: its witnesses, its explanation, and the time range to
+/// zoom to (the witnesses and the window, padded by an eighth or at least 20 ms, within
+/// `0..=end`, ns).
+fn violation_row(run: &Run, holds: &[Hold], end: Nanos, x: &Violation) -> ViolationRow {
+    let (s, h) = (run.scenario, run.history);
+    let witnesses: Vec<(u64, NodeId, Nanos, String)> = x
         .events
         .iter()
-        .filter(|e| matches!(e.kind, EventKind::Fault { .. }))
-        .map(|e| fault_row(e, &heals, &drifts, end, run))
+        .filter_map(|&id| h.events.get(id as usize))
+        .map(|e| (e.id, e.node, e.time, describe::event_line(&s.cluster, e)))
         .collect();
-    let clocks = offsets
-        .into_iter()
-        .filter(|(_, v)| v.iter().any(|s| s.1 != 0))
-        .map(|(n, v)| (n, thin(v)))
-        .collect();
-    let msgs = h
-        .messages
+    let (lo, hi) = witnesses
         .iter()
-        .map(|m| {
-            (
-                m.from,
-                m.to,
-                m.sent,
-                m.delivered,
-                m.reply as u8 | (m.dropped as u8) << 1,
-            )
-        })
-        .collect();
-    let violations = v
-        .violations
-        .iter()
-        .map(|x| {
-            let witnesses: Vec<(u64, NodeId, Nanos, String)> = x
-                .events
-                .iter()
-                .filter_map(|&id| h.events.get(id as usize))
-                .map(|e| (e.id, e.node, e.time, describe::event_line(c, e)))
-                .collect();
-            let (lo, hi) = witnesses
-                .iter()
-                .fold((end, 0), |(l, hi), w| (l.min(w.2), hi.max(w.2)));
-            let (lo, hi) = match x.window {
-                Some((a, b)) => (lo.min(a), hi.max(b)),
-                None => (lo.min(hi), hi),
-            };
-            let pad = (hi.saturating_sub(lo) / 8).max(20_000_000);
-            let stale = (x.kind == locksim_core::Property::S2)
-                .then(|| x.events.first().copied())
-                .flatten();
-            ViolationRow {
-                kind: x.kind.to_string(),
-                key: x.key,
-                summary: x.summary.clone(),
-                text: explain(s, h, &holds_v, x, run.record, run.session),
-                window: x.window,
-                focus: (lo.saturating_sub(pad), (hi + pad).min(end)),
-                witnesses,
-                stale,
-            }
-        })
-        .collect();
-    let verdict = verdict_word(v, h);
+        .fold((end, 0), |(l, hi), w| (l.min(w.2), hi.max(w.2)));
+    let (lo, hi) = match x.window {
+        Some((a, b)) => (lo.min(a), hi.max(b)),
+        None => (lo.min(hi), hi),
+    };
+    let pad = (hi.saturating_sub(lo) / 8).max(20_000_000);
+    let stale = (x.kind == locksim_core::Property::S2)
+        .then(|| x.events.first().copied())
+        .flatten();
+    ViolationRow {
+        kind: x.kind.to_string(),
+        key: x.key,
+        summary: x.summary.clone(),
+        text: explain(s, h, holds, x, run.record, run.session),
+        window: x.window,
+        focus: (lo.saturating_sub(pad), (hi + pad).min(end)),
+        witnesses,
+        stale,
+    }
+}
+
+/// One line about the scenario and the run: algorithm, seed, cluster, TTL, workload duration,
+/// faults, events and verdict.
+fn subtitle(run: &Run) -> String {
+    let (s, h) = (run.scenario, run.history);
+    let c = &s.cluster;
     let faults_line = if s.faults.is_empty() {
         "no faults".to_string()
     } else {
         locksim_core::text::plural(s.faults.len() as u64, "fault")
     };
-    PageData {
-        subtitle: format!(
-            "{} seed {} — {}, {}, TTL {}, {} of workload, {}; {} events; verdict: {}",
-            s.algorithm,
-            s.seed,
-            locksim_core::text::plural(c.servers as u64, "server"),
-            locksim_core::text::plural(c.clients as u64, "client"),
-            fmt_nanos(s.workload.ttl as i128),
-            fmt_nanos(s.workload.duration as i128),
-            faults_line,
-            h.events.len(),
-            verdict
-        ),
-        end,
-        ttl: s.workload.ttl,
-        events: h.events.len(),
-        lanes,
-        holds,
-        attempts,
-        marks,
-        faults,
-        clocks,
-        msgs,
-        violations,
-        metrics: metrics(run),
-        linear: Vec::new(),
-    }
+    format!(
+        "{} seed {} — {}, {}, TTL {}, {} of workload, {}; {} events; verdict: {}",
+        s.algorithm,
+        s.seed,
+        locksim_core::text::plural(c.servers as u64, "server"),
+        locksim_core::text::plural(c.clients as u64, "client"),
+        fmt_nanos(s.workload.ttl as i128),
+        fmt_nanos(s.workload.duration as i128),
+        faults_line,
+        h.events.len(),
+        verdict_word(run.verdict, h)
+    )
 }
 
 /// The run's verdict as the page's subtitle says it: `safe` only for a decided clean run in
