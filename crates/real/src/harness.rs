@@ -20,6 +20,7 @@ use locksim_core::time::{MS, SEC};
 use locksim_core::{Nanos, NodeId, Role, Scenario};
 
 use crate::addr::{free_port, ip};
+use crate::backend::{ServerHost, ServerSide};
 use crate::conn::Conn;
 use crate::node::{host_mono, true_now, NodeSpec};
 use crate::procs::{spawn, Procs};
@@ -106,19 +107,18 @@ enum Action {
 struct Run<'a> {
     s: &'a Scenario,
     backend: Backend,
+    /// The service's servers ([`crate::services::server_side`]).
+    service: &'a dyn ServerSide,
     opts: &'a RealOptions,
     dir: PathBuf,
     t0: u64,
     servers: Vec<SocketAddrV4>,
-    /// etcd members' peer (Raft) addresses; empty for Redis.
-    peers: Vec<SocketAddrV4>,
-    /// ZooKeeper members' quorum and election ports (on their own addresses).
-    zk_ports: Vec<(u16, u16)>,
-    /// etcd members run as their own user ids ([`member_uid`]), for the table's source NAT.
+    /// Each server's extra ports on its own address ([`ServerSide::extra_ports`]: etcd's
+    /// peer port, ZooKeeper's quorum and election ports), by node.
+    ports: Vec<Vec<u16>>,
+    /// The servers run as their own user ids ([`crate::backend::member_uid`]), for the
+    /// table's source NAT.
     member_uids: bool,
-    /// Each etcd member's id, by node (learnt at start-up).
-    #[cfg_attr(not(feature = "etcd"), allow(dead_code))]
-    member_ids: Vec<u64>,
     resource: SocketAddrV4,
     procs: Procs,
     table: nft::Table,
@@ -132,8 +132,6 @@ struct Run<'a> {
     clocks: BTreeMap<NodeId, locksim_core::clock::Clock>,
     /// The clock files of servers whose clocks the plan faults.
     clock_files: BTreeMap<NodeId, crate::clockfile::ClockFile>,
-    /// PostgreSQL's programs and the user its server runs as (`db-lease`).
-    pg: Option<(crate::postgres::PgBin, Option<(u32, u32)>)>,
     /// The clients' lock library behind an adapter, resolved for this run's folder.
     adapter: Option<crate::adapter::AdapterSpec>,
     /// With an adapter and network faults: the clients whose adapter's connections have been
@@ -143,67 +141,22 @@ struct Run<'a> {
     bound_checked: Nanos,
 }
 
-/// The first line `SERVER --version` prints (`Redis server v=7.0.15 …`, `etcd Version: 3.4.23`).
-///
-/// # Errors
-/// When it cannot be run: `needs` says what needs it and how to install it.
-pub fn server_version(server: &str, needs: &str) -> Result<String, String> {
-    let out = Command::new(server)
-        .arg("--version")
-        .output()
-        .map_err(|e| format!("cannot run {server} ({e}): {needs}"))?;
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_string())
-}
-
-/// `Apache ZooKeeper, version 3.8.0 …` from ZooKeeper's own version class on `classpath`.
-fn zookeeper_version(classpath: &str) -> Result<String, String> {
-    let needs = "zookeeper in real mode needs ZooKeeper and Java (Debian: apt-get install zookeeper; or --zookeeper CLASSPATH)";
-    let out = Command::new("java")
-        .args([
-            "-cp",
-            classpath,
-            "org.apache.zookeeper.version.VersionInfoMain",
-        ])
-        .output()
-        .map_err(|e| format!("cannot run java ({e}): {needs}"))?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().next().unwrap_or("").trim().to_string();
-    if !out.status.success() || !line.contains("ZooKeeper") {
-        return Err(format!("{classpath} has no ZooKeeper server: {needs}"));
-    }
-    Ok(line)
-}
+pub use crate::backend::server_version;
 
 /// `; its log ends: LINE` with the last line of lock server `name`'s log in the run folder
-/// `dir` (quoted now: the folder goes with the run), or nothing.
-fn log_tail(dir: &Path, name: &str) -> String {
-    [
-        "redis.log",
-        "etcd.log",
-        "postgres.log",
-        "pgbouncer.log",
-        "zookeeper.log",
-    ]
-    .iter()
-    .filter_map(|f| std::fs::read_to_string(dir.join(name).join(f)).ok())
-    .find_map(|t| {
-        t.lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .map(|l| format!("; its log ends: {}", l.trim()))
-    })
-    .unwrap_or_default()
-}
-
-/// The user id etcd or ZooKeeper member `n` runs as when the plan has network faults (see
-/// [`nft::Table::with_snat`]): no process of this host should have it.
-fn member_uid(n: NodeId) -> u32 {
-    61_000 + n
+/// `dir` (quoted now: the folder goes with the run), or nothing; `files`: the log files a
+/// server of the service writes ([`ServerSide::log_files`]), looked at in this order.
+fn log_tail_of(dir: &Path, name: &str, files: &[&str]) -> String {
+    files
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(dir.join(name).join(f)).ok())
+        .find_map(|t| {
+            t.lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| format!("; its log ends: {}", l.trim()))
+        })
+        .unwrap_or_default()
 }
 
 /// nft's "Operation not permitted", said as what it means here.
@@ -240,343 +193,6 @@ impl Run<'_> {
         });
     }
 
-    fn redis_cmd(&self, n: NodeId) -> Result<Command, RealError> {
-        let data = self.dir.join(self.name(n));
-        std::fs::create_dir_all(&data)
-            .map_err(|e| RealError::Setup(format!("{}: {e}", data.display())))?;
-        let a = self.servers[n as usize];
-        if self.backend.sentinel() {
-            return self.failover_cmd(n, &data);
-        }
-        let mut c = Command::new(&self.opts.redis);
-        c.arg("--bind")
-            .arg(a.ip().to_string())
-            .arg("--port")
-            .arg(a.port().to_string())
-            .arg("--dir")
-            .arg(&data)
-            .args(["--save", "", "--protected-mode", "no", "--daemonize", "no"])
-            .arg("--logfile")
-            .arg(data.join("redis.log"));
-        if self.backend.fsync_always {
-            c.args(["--appendonly", "yes", "--appendfsync", "always"]);
-        } else {
-            c.args(["--appendonly", "no"]);
-        }
-        self.redis_io(n, &mut c);
-        Ok(c)
-    }
-
-    /// A Redis server's clock shim (when the plan faults its clock) and no terminal I/O.
-    fn redis_io(&self, n: NodeId, c: &mut Command) {
-        if let (Some(file), Some(shim)) = (self.clock_files.get(&n), &self.opts.clockshim) {
-            c.env("LD_PRELOAD", shim)
-                .env("LOCKSIM_CLOCK_FILE", &file.path);
-        }
-        c.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-    }
-
-    /// A node of `redis-failover` from its configuration file, written at its first start
-    /// only: a restart reads what Sentinel's `CONFIG REWRITE` left there (its role), as the
-    /// model keeps roles on disk. The last server is the Sentinel.
-    fn failover_cmd(&self, n: NodeId, data: &Path) -> Result<Command, RealError> {
-        let sentinel = n + 1 == self.s.cluster.servers;
-        let conf = data.join(if sentinel {
-            "sentinel.conf"
-        } else {
-            "redis.conf"
-        });
-        if !conf.exists() {
-            let me = self.servers[n as usize];
-            let text = if sentinel {
-                // The run's own down-after is set once every replica is known
-                // (`wait_sentinel`); a restart reads it from the file Sentinel rewrote.
-                crate::sentinel::sentinel_conf(
-                    data,
-                    me,
-                    self.servers[0],
-                    crate::sentinel::SETUP_DOWN_AFTER,
-                )
-            } else {
-                let primary = (n > 0).then_some(self.servers[0]);
-                crate::sentinel::node_conf(data, me, primary, self.backend.fsync_always)
-            };
-            std::fs::write(&conf, text)
-                .map_err(|e| RealError::Setup(format!("{}: {e}", conf.display())))?;
-        }
-        let mut c = Command::new(&self.opts.redis);
-        c.arg(&conf);
-        if sentinel {
-            c.arg("--sentinel");
-        }
-        self.redis_io(n, &mut c);
-        Ok(c)
-    }
-
-    /// Waits until every replica is in sync with the primary and Sentinel knows every one (it
-    /// learns them from the primary's `INFO`).
-    fn wait_sentinel(&mut self) -> Result<(), RealError> {
-        let m = self.s.cluster.servers - 1;
-        let want = self.backend.failover.replicas as usize;
-        for _ in 0..400 {
-            if interrupted() {
-                return Err(RealError::Interrupted);
-            }
-            self.exited_early(m)?;
-            let t = Duration::from_millis(200);
-            let known = crate::sentinel::known_replicas(self.servers[m as usize], t);
-            let online = crate::sentinel::online_replicas(self.servers[0], t);
-            if known == Some(want) && online == Some(want) {
-                let m_addr = self.servers[m as usize];
-                let down_after = self.backend.failover.down_after;
-                return match crate::sentinel::ready_with_down_after(m_addr, down_after, t) {
-                    Some(Ok(())) => Ok(()),
-                    Some(Err(e)) => Err(RealError::Failed(format!(
-                        "the Sentinel ({}) is not ready for the run: {e}{}",
-                        self.name(m),
-                        log_tail(&self.dir, &self.name(m))
-                    ))),
-                    None => Err(RealError::Failed(format!(
-                        "the Sentinel ({}) did not answer SENTINEL SET{}",
-                        self.name(m),
-                        log_tail(&self.dir, &self.name(m))
-                    ))),
-                };
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        Err(RealError::Failed(format!(
-            "the {want} replicas were not in sync, or the Sentinel ({}) did not know them, within 10 s{}",
-            self.name(m),
-            log_tail(&self.dir, &self.name(m))
-        )))
-    }
-
-    /// One etcd member: its own data directory, client and peer URLs on its own address, the
-    /// scenario's Raft tick and election timeout. A restart after a crash reuses the data
-    /// directory (etcd then ignores the initial-cluster flags).
-    fn etcd_cmd(&self, n: NodeId) -> Result<Command, RealError> {
-        let data = self.dir.join(self.name(n));
-        std::fs::create_dir_all(&data)
-            .map_err(|e| RealError::Setup(format!("{}: {e}", data.display())))?;
-        let url = |a: SocketAddrV4| format!("http://{a}");
-        let cluster: Vec<String> = self
-            .s
-            .cluster
-            .server_ids()
-            .map(|m| format!("{}={}", self.name(m), url(self.peers[m as usize])))
-            .collect();
-        if self.member_uids {
-            // Its own user id (for the source NAT): it must own its directory and be able to
-            // pass through the run's.
-            use std::os::unix::fs::PermissionsExt;
-            let uid = member_uid(n);
-            std::os::unix::fs::chown(&data, Some(uid), Some(uid))
-                .and_then(|_| {
-                    std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o711))
-                })
-                .map_err(|e| RealError::Setup(format!("{}: {e}", data.display())))?;
-        }
-        let (client, peer) = (url(self.servers[n as usize]), url(self.peers[n as usize]));
-        let tick_ms = self.backend.tick / MS;
-        let mut c = Command::new(&self.opts.etcd);
-        if self.member_uids {
-            use std::os::unix::process::CommandExt;
-            c.uid(member_uid(n)).gid(member_uid(n));
-        }
-        c.arg("--name")
-            .arg(self.name(n))
-            .arg("--data-dir")
-            .arg(data.join("member-data"))
-            .args(["--listen-client-urls", &client])
-            .args(["--advertise-client-urls", &client])
-            .args(["--listen-peer-urls", &peer])
-            .args(["--initial-advertise-peer-urls", &peer])
-            .args(["--initial-cluster", &cluster.join(",")])
-            .args(["--initial-cluster-state", "new"])
-            .arg("--initial-cluster-token")
-            .arg(format!("locksim-{}", std::process::id()))
-            .arg("--heartbeat-interval")
-            .arg(tick_ms.to_string())
-            .arg("--election-timeout")
-            .arg((tick_ms * self.backend.election_ticks as u64).to_string())
-            .args(["--logger", "zap", "--log-outputs", "stderr"]);
-        c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(
-            std::fs::File::create(data.join("etcd.log"))
-                .map(Stdio::from)
-                .unwrap_or_else(|_| Stdio::null()),
-        );
-        Ok(c)
-    }
-
-    /// One ZooKeeper member: its own data directory, `myid` and `zoo.cfg`
-    /// ([`crate::zookeeper::member_conf`]), its log as `zookeeper.log`. A restart after a
-    /// crash reuses the data directory (its transaction log and snapshots).
-    fn zk_cmd(&self, n: NodeId) -> Result<Command, RealError> {
-        let data = self.dir.join(self.name(n));
-        let setup = |e: std::io::Error| RealError::Setup(format!("{}: {e}", data.display()));
-        std::fs::create_dir_all(&data).map_err(setup)?;
-        let peers: Vec<(SocketAddrV4, u16, u16)> = self
-            .s
-            .cluster
-            .server_ids()
-            .map(|m| {
-                let (q, e) = self.zk_ports[m as usize];
-                (self.servers[m as usize], q, e)
-            })
-            .collect();
-        let conf = data.join("zoo.cfg");
-        std::fs::write(data.join("myid"), format!("{}\n", n + 1)).map_err(setup)?;
-        std::fs::write(
-            &conf,
-            crate::zookeeper::member_conf(&data, n as usize, &peers, self.backend.tick),
-        )
-        .map_err(setup)?;
-        let mut c = Command::new("java");
-        if self.member_uids {
-            use std::os::unix::fs::PermissionsExt;
-            use std::os::unix::process::CommandExt;
-            let uid = member_uid(n);
-            for p in [data.clone(), data.join("myid"), conf.clone()] {
-                std::os::unix::fs::chown(&p, Some(uid), Some(uid)).map_err(setup)?;
-            }
-            if let Ok(rd) = std::fs::read_dir(&data) {
-                for e in rd.flatten() {
-                    let _ = std::os::unix::fs::chown(e.path(), Some(uid), Some(uid));
-                }
-            }
-            std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o711))
-                .map_err(setup)?;
-            c.uid(uid).gid(uid);
-        }
-        // A small heap and no perf-data file in /tmp; the simple logger writes to stderr.
-        c.args(["-Xmx256m", "-XX:+UseSerialGC", "-XX:-UsePerfData"])
-            .arg("-Dorg.slf4j.simpleLogger.showDateTime=true")
-            .arg("-Dzookeeper.jmx.log4j.disable=true")
-            .arg("-cp")
-            .arg(&self.opts.zookeeper)
-            .arg("org.apache.zookeeper.server.quorum.QuorumPeerMain")
-            .arg(&conf);
-        c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(data.join("zookeeper.log"))
-                .map(Stdio::from)
-                .unwrap_or_else(|_| Stdio::null()),
-        );
-        Ok(c)
-    }
-
-    /// Waits until every ZooKeeper member serves (one leader, the others following), then
-    /// makes the lock keys' parent nodes.
-    fn wait_zookeeper(&mut self) -> Result<(), RealError> {
-        for _ in 0..300 {
-            if interrupted() {
-                return Err(RealError::Interrupted);
-            }
-            for n in self.s.cluster.server_ids() {
-                self.exited_early(n)?;
-            }
-            let t = Duration::from_millis(300);
-            let modes: Vec<Option<String>> = self
-                .servers
-                .iter()
-                .map(|&a| crate::zookeeper::mode(Ipv4Addr::LOCALHOST, a, t))
-                .collect();
-            let leaders = modes
-                .iter()
-                .filter(|m| matches!(m.as_deref(), Some("leader" | "standalone")))
-                .count();
-            if leaders == 1 && modes.iter().all(Option::is_some) {
-                let keys = self.s.workload.keys;
-                return crate::zookeeper::create_parents(self.servers[0], keys).map_err(|e| {
-                    RealError::Failed(format!(
-                        "{}: making the lock nodes' parents: {e}",
-                        self.name(0)
-                    ))
-                });
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Err(RealError::Failed(format!(
-            "the ZooKeeper members did not elect a leader within 15 s{}",
-            log_tail(&self.dir, &self.name(0))
-        )))
-    }
-
-    /// Waits until every etcd member answers and one of them leads.
-    #[cfg(feature = "etcd")]
-    fn wait_etcd(&mut self) -> Result<(), RealError> {
-        for _ in 0..200 {
-            if interrupted() {
-                return Err(RealError::Interrupted);
-            }
-            for n in self.s.cluster.server_ids() {
-                self.exited_early(n)?;
-            }
-            let st = crate::etcd::statuses(&self.servers, Duration::from_millis(300));
-            if st
-                .iter()
-                .all(|s| s.is_some_and(|(_, leader, _)| leader != 0))
-            {
-                self.member_ids = st.iter().flatten().map(|s| s.0).collect();
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Err(RealError::Failed(format!(
-            "the etcd members did not elect a leader within 10 s{}",
-            log_tail(&self.dir, &self.name(0))
-        )))
-    }
-
-    #[cfg(not(feature = "etcd"))]
-    fn wait_etcd(&mut self) -> Result<(), RealError> {
-        Err(RealError::Unsupported(
-            "this locksim was built without --features etcd".into(),
-        ))
-    }
-
-    /// The etcd member that leads now.
-    /// The node that leads now: the etcd leader, or the primary Sentinel names.
-    fn leader(&self) -> Option<NodeId> {
-        if self.backend.zookeeper() {
-            let t = Duration::from_millis(200);
-            return self
-                .servers
-                .iter()
-                .position(|&a| {
-                    crate::zookeeper::mode(Ipv4Addr::LOCALHOST, a, t).as_deref() == Some("leader")
-                })
-                .map(|i| i as NodeId);
-        }
-        if self.backend.sentinel() {
-            let m = *self.servers.last()?;
-            let p =
-                crate::sentinel::ask_primary(Ipv4Addr::LOCALHOST, m, Duration::from_millis(200))?;
-            return self
-                .servers
-                .iter()
-                .position(|&s| s == p)
-                .map(|i| i as NodeId);
-        }
-        self.etcd_leader()
-    }
-
-    #[cfg(feature = "etcd")]
-    fn etcd_leader(&self) -> Option<NodeId> {
-        crate::etcd::leader(&self.servers, Duration::from_millis(100), &self.member_ids)
-            .map(|m| m as NodeId)
-    }
-
-    #[cfg(not(feature = "etcd"))]
-    fn etcd_leader(&self) -> Option<NodeId> {
-        None
-    }
-
     fn node_cmd(&mut self, n: NodeId) -> Result<Command, RealError> {
         let inc = *self.incarnation.entry(n).or_default();
         let name = self.name(n);
@@ -606,204 +222,15 @@ impl Run<'_> {
         Ok(c)
     }
 
-    /// A PostgreSQL server on its own data directory (made by [`Run::init_postgres`]).
-    fn postgres_cmd(&self, n: NodeId) -> Result<Command, RealError> {
-        let (bin, user) = self.pg.as_ref().ok_or_else(|| {
-            RealError::Setup("PostgreSQL was not found before the run started".into())
-        })?;
-        let data = self.dir.join(self.name(n));
-        Ok(crate::postgres::server_cmd(
-            bin,
-            &data,
-            self.servers[n as usize],
-            *user,
-            self.s.cluster.clients + self.backend.pg.pool_size + 20,
-        ))
-    }
-
-    /// PgBouncer (`n2` of `pg-advisory`) in front of the server `n1`.
-    fn pgbouncer_cmd(&self, n: NodeId) -> Result<Command, RealError> {
-        let user = self.pg.as_ref().and_then(|p| p.1);
-        let dir = self.dir.join(self.name(n));
-        crate::advisory::pgbouncer_cmd(
-            &self.opts.pgbouncer,
-            &dir,
-            self.servers[n as usize],
-            self.servers[0],
-            &self.backend,
-            user,
-        )
-        .map_err(RealError::Setup)
-    }
-
-    /// A new database cluster for the server `n1`, once per run (a restart reuses it), and
-    /// the pooler's folder.
-    fn init_postgres(&self) -> Result<(), RealError> {
-        let (bin, user) = self.pg.as_ref().expect("postgres found");
-        for n in self.s.cluster.server_ids() {
-            let data = self.dir.join(self.name(n));
-            crate::postgres::prepare_dir(&self.dir, &data, *user).map_err(RealError::Setup)?;
-            if n == 0 {
-                crate::postgres::initdb(bin, &data, *user).map_err(RealError::Setup)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Waits until PostgreSQL server `n` (or the pooler) answers a query.
-    fn wait_postgres(&mut self, n: NodeId) -> Result<(), RealError> {
-        for _ in 0..200 {
-            if interrupted() {
-                return Err(RealError::Interrupted);
-            }
-            self.exited_early(n)?;
-            if crate::postgres::ready(self.servers[n as usize]) {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        Err(RealError::Failed(format!(
-            "{} (PostgreSQL) did not answer within 10 s{}",
-            self.name(n),
-            log_tail(&self.dir, &self.name(n))
-        )))
-    }
-
-    /// The database's own grant and release records, dated in true time (its
-    /// `clock_timestamp()` is the host's `CLOCK_REALTIME`). A server the plan left crashed is
-    /// started again to read them: its committed rows survived.
-    fn postgres_events(&mut self) -> Result<Vec<Event>, RealError> {
-        let n = 0;
-        if self.down.get(&n) == Some(&true) {
-            *self.incarnation.entry(n).or_default() += 1;
-            self.start(n)?;
-        }
-        self.wait_postgres(n)?;
-        let read =
-            crate::postgres::service_events(self.servers[n as usize], self.backend.fencing())
-                .map_err(|e| RealError::Failed(format!("reading the database's records: {e}")))?;
-        let offset = crate::clockfile::host_realtime() - host_mono() as i64;
-        let clock = self.clocks.get(&n).cloned();
-        Ok(read
-            .into_iter()
-            .map(|e| {
-                let t = (e.at - offset - self.t0 as i64).max(0) as Nanos;
-                let (wall, mono) = clock
-                    .as_ref()
-                    .map_or((t as i64, t), |c| (c.wall(t), c.mono(t)));
-                Event {
-                    id: 0,
-                    time: t,
-                    node: n,
-                    wall,
-                    mono,
-                    kind: e.kind,
-                }
-            })
-            .collect())
-    }
-
     fn start(&mut self, n: NodeId) -> Result<(), RealError> {
         let cmd = match self.s.cluster.role(n) {
-            Role::Server if self.backend.etcd() => self.etcd_cmd(n)?,
-            Role::Server if self.backend.zookeeper() => self.zk_cmd(n)?,
-            Role::Server if self.backend.pooler() && n == 1 => self.pgbouncer_cmd(n)?,
-            Role::Server if self.backend.postgres() => self.postgres_cmd(n)?,
-            Role::Server => self.redis_cmd(n)?,
+            Role::Server => self.service.command(self, n)?,
             _ => self.node_cmd(n)?,
         };
         let p = spawn(&self.name(n), cmd).map_err(RealError::Setup)?;
         self.procs.by_node.insert(n, p);
         self.down.insert(n, false);
         Ok(())
-    }
-
-    /// A server (or the resource) that has exited while the run starts up: the run fails now,
-    /// quoting its log.
-    fn exited_early(&mut self, n: NodeId) -> Result<(), RealError> {
-        if let Some(status) = self.procs.by_node.get_mut(&n).and_then(|p| p.exited()) {
-            return Err(RealError::Failed(format!(
-                "{} exited as it started ({status}){}",
-                self.name(n),
-                log_tail(&self.dir, &self.name(n))
-            )));
-        }
-        Ok(())
-    }
-
-    /// Waits until `addr` answers (a PING for Redis, a connect for the resource).
-    fn wait_up(&mut self, n: NodeId, addr: SocketAddrV4, redis: bool) -> Result<(), RealError> {
-        let mut conn = Conn::new(Ipv4Addr::LOCALHOST, addr);
-        for _ in 0..500 {
-            if interrupted() {
-                return Err(RealError::Interrupted);
-            }
-            self.exited_early(n)?;
-            let ok = if redis {
-                conn.call(&request(&[b"PING"]), Duration::from_millis(200), |r| {
-                    read_reply(r)
-                })
-                .is_ok_and(|r| r == Reply::Status("PONG".into()))
-            } else {
-                std::net::TcpStream::connect_timeout(&addr.into(), Duration::from_millis(200))
-                    .is_ok()
-            };
-            if ok {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Err(RealError::Failed(format!(
-            "{} did not come up on {addr} within 5 s{}",
-            self.name(n),
-            log_tail(&self.dir, &self.name(n))
-        )))
-    }
-
-    /// Proves that server `n`'s clock shim is in force before the run starts: shifts its clock
-    /// file by [`crate::clockfile::PROBE`], reads the server's `TIME`, shifts it back. A shim
-    /// that did not load (a wrong file, a loader that ignored `LD_PRELOAD`) would otherwise
-    /// leave the clock faults without effect and the run SAFE for no reason.
-    fn prove_shim(&mut self, n: NodeId) -> Result<(), RealError> {
-        use crate::clockfile::{host_realtime, judge_probe, PROBE};
-        let Some(file) = self.clock_files.get(&n) else {
-            return Ok(());
-        };
-        let shim = self
-            .opts
-            .clockshim
-            .as_ref()
-            .map_or(String::new(), |p| p.display().to_string());
-        file.step(PROBE);
-        let before = host_realtime();
-        let mut conn = Conn::new(Ipv4Addr::LOCALHOST, self.servers[n as usize]);
-        let reply = conn.call(&request(&[b"TIME"]), Duration::from_secs(2), |r| {
-            read_reply(r)
-        });
-        let after = host_realtime();
-        file.step(-PROBE);
-        let seconds = |r: &Reply| match r {
-            Reply::Bulk(b) => std::str::from_utf8(b).ok()?.parse::<i64>().ok(),
-            _ => None,
-        };
-        let server = match &reply {
-            Ok(Reply::Array(v)) if v.len() == 2 => seconds(&v[0])
-                .zip(seconds(&v[1]))
-                .map(|(s, us)| s * 1_000_000_000 + us * 1_000),
-            _ => None,
-        };
-        let Some(server) = server else {
-            return Err(RealError::Failed(format!(
-                "{} did not answer TIME ({reply:?})",
-                self.name(n)
-            )));
-        };
-        judge_probe(server, before, after, PROBE).map_err(|e| {
-            RealError::Setup(format!(
-                "the clock shim {shim} is not in force in {} ({e}): its clock faults would do nothing; build it with `cargo build -p locksim-clockshim` or point LOCKSIM_CLOCKSHIM at liblocksim_clockshim.so",
-                self.name(n)
-            ))
-        })
     }
 
     fn apply_net(&mut self) -> Result<(), RealError> {
@@ -820,7 +247,7 @@ impl Run<'_> {
                 // The leader is known only now (as in the simulator): isolate that member, and
                 // record the isolation of that node.
                 if let Fault::IsolateLeader { duration, mode } = fault {
-                    match self.leader() {
+                    match self.service.leader(self) {
                         Some(node) => {
                             self.resolved.insert(i, node);
                             fault = Fault::Isolate {
@@ -967,7 +394,11 @@ impl Run<'_> {
                 return Err(RealError::Failed(format!(
                     "{} exited unexpectedly ({status}){what}{}",
                     p.name,
-                    log_tail(&self.dir, &self.s.cluster.name(*n))
+                    log_tail_of(
+                        &self.dir,
+                        &self.s.cluster.name(*n),
+                        self.service.log_files()
+                    )
                 )));
             }
         }
@@ -1234,13 +665,8 @@ fn first_error_lines(dir: &Path) -> String {
 /// [`RealError`]: unsupported input (exit 2), missing tools, a failed or interrupted run.
 pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError> {
     let backend = check_input(scenario, opts)?;
-    let pg = if backend.postgres() {
-        let bin = crate::postgres::find(opts.postgres.as_deref()).map_err(RealError::Setup)?;
-        Some((bin, crate::postgres::server_user()))
-    } else {
-        None
-    };
-    let version = service_version(&backend, opts, pg.as_ref().map(|p| &p.0))?;
+    let service = crate::services::server_side(backend, opts)?;
+    let version = service.version(opts).map_err(RealError::Setup)?;
     let network_faults = crate::support::has_network_faults(scenario);
     if network_faults {
         Command::new("nft")
@@ -1261,7 +687,14 @@ pub fn run(scenario: &Scenario, opts: &RealOptions) -> Result<RealRun, RealError
         .prefix(&format!("locksim-real-{}-", std::process::id()))
         .tempdir()
         .map_err(|e| RealError::Setup(format!("cannot make a temporary folder: {e}")))?;
-    let mut run = Run::new(scenario, opts, backend, dir.path(), pg, network_faults)?;
+    let mut run = Run::new(
+        scenario,
+        opts,
+        backend,
+        &*service,
+        dir.path(),
+        network_faults,
+    )?;
     run.prepare_clocks()?;
     let stop_watch = Arc::new(AtomicBool::new(false));
     let result = run.drive(&stop_watch);
@@ -1324,44 +757,6 @@ fn check_input(scenario: &Scenario, opts: &RealOptions) -> Result<Backend, RealE
     Ok(backend)
 }
 
-/// What the service's servers say they are (`Redis server v=7.0.15 …`), for the run's notes;
-/// `pg`: PostgreSQL's programs, for its backends.
-///
-/// # Errors
-/// [`RealError::Setup`] when a server program cannot be run, saying how to install it.
-fn service_version(
-    backend: &Backend,
-    opts: &RealOptions,
-    pg: Option<&crate::postgres::PgBin>,
-) -> Result<String, RealError> {
-    if let Some(bin) = pg {
-        crate::postgres::version(bin).and_then(|v| {
-            if backend.pooler() {
-                server_version(
-                    &opts.pgbouncer,
-                    "pg-advisory in real mode needs PgBouncer (Debian: apt-get install pgbouncer)",
-                )
-                .map(|p| format!("{v} behind {p}"))
-            } else {
-                Ok(v)
-            }
-        })
-    } else if backend.zookeeper() {
-        zookeeper_version(&opts.zookeeper)
-    } else if backend.etcd() {
-        server_version(
-            &opts.etcd,
-            "real mode of raft-lease needs etcd 3.4 (Debian: apt-get install etcd-server)",
-        )
-    } else {
-        server_version(
-            &opts.redis,
-            "real mode needs redis-server (Debian: apt-get install redis-server)",
-        )
-    }
-    .map_err(RealError::Setup)
-}
-
 /// `NODE.clock` in the run's folder `dir`: the clock file of `node`'s shifted clock.
 fn clock_file(
     dir: &Path,
@@ -1373,56 +768,38 @@ fn clock_file(
 }
 
 /// The run's addresses, each a free port on its node's own address: the servers' client
-/// ports, the resource's, etcd members' peer ports and ZooKeeper members' quorum and election
-/// ports (empty for the other services).
-type Ports = (
-    Vec<SocketAddrV4>,
-    SocketAddrV4,
-    Vec<SocketAddrV4>,
-    Vec<(u16, u16)>,
-);
+/// ports, the resource's, and each server's `extra` ports ([`ServerSide::extra_ports`]:
+/// etcd members' peer ports, ZooKeeper members' quorum and election ports; none for the
+/// other services), by node.
+type Ports = (Vec<SocketAddrV4>, SocketAddrV4, Vec<Vec<u16>>);
 
-/// Picks the run's [`Ports`].
+/// Picks the run's [`Ports`], `extra` more for each server, each different from the server's
+/// client port and from one another.
 ///
 /// # Errors
 /// [`RealError::Setup`] when an address cannot be bound.
-fn pick_ports(scenario: &Scenario, backend: &Backend) -> Result<Ports, RealError> {
+fn pick_ports(scenario: &Scenario, extra: usize) -> Result<Ports, RealError> {
     let c = &scenario.cluster;
     let port = |n: NodeId| {
         free_port(ip(n)).map_err(|e| RealError::Setup(format!("cannot bind {}: {e}", ip(n))))
     };
     let servers = c.server_ids().map(port).collect::<Result<Vec<_>, _>>()?;
     let resource = port(c.resource_id())?;
-    let mut peers = Vec::new();
-    let mut zk_ports = Vec::new();
-    if backend.zookeeper() {
-        for n in c.server_ids() {
-            // Two more free ports on the member's address: quorum and election.
-            let mut taken = vec![servers[n as usize].port()];
-            let mut pick = || -> Result<u16, RealError> {
-                let mut p = port(n)?.port();
-                while taken.contains(&p) {
-                    p = port(n)?.port();
-                }
-                taken.push(p);
-                Ok(p)
-            };
-            let q = pick()?;
-            let e = pick()?;
-            zk_ports.push((q, e));
-        }
-    }
-    if backend.etcd() {
-        for n in c.server_ids() {
-            // A second free port on the member's address, not its client port.
-            let mut p = port(n)?;
-            while p == servers[n as usize] {
-                p = port(n)?;
+    let mut ports = Vec::new();
+    for n in c.server_ids() {
+        // More free ports on the server's address, not its client port.
+        let mut taken = vec![servers[n as usize].port()];
+        let mut pick = || -> Result<u16, RealError> {
+            let mut p = port(n)?.port();
+            while taken.contains(&p) {
+                p = port(n)?.port();
             }
-            peers.push(p);
-        }
+            taken.push(p);
+            Ok(p)
+        };
+        ports.push((0..extra).map(|_| pick()).collect::<Result<Vec<_>, _>>()?);
     }
-    Ok((servers, resource, peers, zk_ports))
+    Ok((servers, resource, ports))
 }
 
 /// The run's nftables table: with network faults made now (without root this fails before
@@ -1433,26 +810,13 @@ fn pick_ports(scenario: &Scenario, backend: &Backend) -> Result<Ports, RealError
 /// [`RealError::Setup`] when nft refuses the table (with a hint about root).
 fn nft_table(
     scenario: &Scenario,
-    backend: &Backend,
-    pg: Option<&(crate::postgres::PgBin, Option<(u32, u32)>)>,
+    service: &dyn ServerSide,
     network_faults: bool,
 ) -> Result<nft::Table, RealError> {
     if !network_faults {
         return Ok(nft::Table::new());
     }
-    let c = &scenario.cluster;
-    // etcd members dial each other from 127.0.0.1: each runs as a user id of its own, whose
-    // connections the table gives the member's address.
-    let snat = if backend.etcd() || backend.zookeeper() {
-        c.server_ids().map(|n| (member_uid(n), ip(n))).collect()
-    } else if let Some((uid, _)) = pg.and_then(|p| p.1).filter(|_| backend.pooler()) {
-        // PgBouncer dials the server from 127.0.0.1 (it has no source-address
-        // setting): its connections get n2's address. It and the server run as one
-        // user, but the server opens no connections, so only the pooler's are rewritten.
-        vec![(uid, ip(1))]
-    } else {
-        Vec::new()
-    };
+    let snat = service.snat(&scenario.cluster);
     nft::Table::with_snat(snat).map_err(|e| RealError::Setup(root_hint(e)))
 }
 
@@ -1466,27 +830,26 @@ impl<'a> Run<'a> {
         scenario: &'a Scenario,
         opts: &'a RealOptions,
         backend: Backend,
+        service: &'a dyn ServerSide,
         dir: &Path,
-        pg: Option<(crate::postgres::PgBin, Option<(u32, u32)>)>,
         network_faults: bool,
     ) -> Result<Run<'a>, RealError> {
         let c = &scenario.cluster;
-        let (servers, resource, peers, zk_ports) = pick_ports(scenario, &backend)?;
-        let table = nft_table(scenario, &backend, pg.as_ref(), network_faults)?;
+        let (servers, resource, ports) = pick_ports(scenario, service.extra_ports())?;
+        let table = nft_table(scenario, service, network_faults)?;
         Ok(Run {
             s: scenario,
             backend,
+            service,
             opts,
             dir: dir.to_path_buf(),
             t0: 0,
             servers,
-            peers,
-            zk_ports,
+            ports,
             resource,
             procs: Procs::default(),
             table,
-            member_uids: (backend.etcd() || backend.zookeeper()) && network_faults,
-            member_ids: Vec::new(),
+            member_uids: service.member_uids() && network_faults,
             net: BTreeMap::new(),
             paused: BTreeMap::new(),
             resolved: BTreeMap::new(),
@@ -1498,7 +861,6 @@ impl<'a> Run<'a> {
                 .map(|n| (n, crate::vclock::of(scenario, n)))
                 .collect(),
             clock_files: BTreeMap::new(),
-            pg,
             adapter: None,
             bound: BTreeMap::new(),
             bound_checked: 0,
@@ -1570,50 +932,20 @@ impl<'a> Run<'a> {
     }
 
     /// Starts the service's servers and waits until they answer (the lock table made, for
-    /// PostgreSQL; the clock shim proven, for Redis).
+    /// PostgreSQL; the clock shim proven, for Redis): [`ServerSide::prepare`],
+    /// [`ServerSide::command`] of each, [`ServerSide::wait_ready`].
     fn start_service(&mut self) -> Result<(), RealError> {
-        let (backend, s) = (self.backend, self.s);
-        let c = &s.cluster;
-        if backend.postgres() {
-            self.init_postgres()?;
-        }
-        for n in c.server_ids() {
+        let service = self.service;
+        service.prepare(self)?;
+        for n in self.s.cluster.server_ids() {
             self.start(n)?;
         }
-        if backend.etcd() {
-            self.wait_etcd()?;
-        } else if backend.zookeeper() {
-            self.wait_zookeeper()?;
-        } else if backend.postgres() {
-            self.wait_postgres(0)?;
-            crate::postgres::create_schema(
-                self.servers[0],
-                if backend.pooler() {
-                    Some(crate::advisory::SCHEMA)
-                } else {
-                    None
-                },
-            )
-            .map_err(|e| {
-                RealError::Failed(format!("{}: creating the lock table: {e}", self.name(0)))
-            })?;
-            if backend.pooler() {
-                self.wait_postgres(1)?;
-            }
-        } else {
-            for n in c.server_ids() {
-                self.wait_up(n, self.servers[n as usize], true)?;
-                self.prove_shim(n)?;
-            }
-            if backend.sentinel() {
-                self.wait_sentinel()?;
-            }
-        }
-        Ok(())
+        service.wait_ready(self)
     }
 
     /// Fixes true time 0, starts the resource and the clients and runs the plan to the end;
-    /// records Sentinel's promotions as `leader` events.
+    /// records the leaders the service saw ([`ServerSide::watch_leaders`]: Sentinel's
+    /// promotions) as `leader` events.
     fn run_nodes(&mut self, stop_watch: &Arc<AtomicBool>) -> Result<(), RealError> {
         let s = self.s;
         let c = &s.cluster;
@@ -1628,10 +960,7 @@ impl<'a> Run<'a> {
         self.t0 = host_mono() + 200 * MS + 20 * MS * c.clients as u64 + startup;
         // Sentinel's own word on each promotion, recorded as the promoted node beginning to
         // lead: a run whose plan cuts the primary off and has none did not exercise failover.
-        let watch = self.backend.sentinel().then(|| {
-            let m = self.servers[self.servers.len() - 1];
-            crate::sentinel::watch_switches(m, self.t0, stop_watch.clone())
-        });
+        let watch = self.service.watch_leaders(self, stop_watch.clone());
         self.start(c.resource_id())?;
         self.wait_up(c.resource_id(), self.resource, false)?;
         for n in c.client_ids() {
@@ -1654,7 +983,8 @@ impl<'a> Run<'a> {
 
     /// The end: resumes what is paused, lets the clients finish their last line (an
     /// adapter's client long enough to find its adapter hung), fails the run on an adapter's
-    /// client that broke off, and reads PostgreSQL's own events.
+    /// client that broke off, and reads the service's own records ([`ServerSide::events`]:
+    /// PostgreSQL's).
     fn wind_down(&mut self) -> Result<(), RealError> {
         let s = self.s;
         let c = &s.cluster;
@@ -1698,7 +1028,7 @@ impl<'a> Run<'a> {
                 }
             }
         }
-        if self.backend.postgres() {
+        if self.service.records_events() {
             // The clients are gone (their statements committed or not); the server stays.
             let clients: Vec<NodeId> = c.client_ids().collect();
             for n in clients {
@@ -1706,8 +1036,110 @@ impl<'a> Run<'a> {
                     p.kill();
                 }
             }
-            let service = self.postgres_events()?;
-            self.events.extend(service);
+            let service = self.service;
+            let recorded = service.events(self)?;
+            self.events.extend(recorded);
+        }
+        Ok(())
+    }
+}
+
+/// What the service's servers get from the run ([`ServerSide`]'s methods take it).
+impl ServerHost for Run<'_> {
+    fn scenario(&self) -> &Scenario {
+        self.s
+    }
+
+    fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    fn opts(&self) -> &RealOptions {
+        self.opts
+    }
+
+    fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn servers(&self) -> &[SocketAddrV4] {
+        &self.servers
+    }
+
+    fn ports(&self, n: NodeId) -> &[u16] {
+        &self.ports[n as usize]
+    }
+
+    fn member_uids(&self) -> bool {
+        self.member_uids
+    }
+
+    fn clock_file(&self, n: NodeId) -> Option<&crate::clockfile::ClockFile> {
+        self.clock_files.get(&n)
+    }
+
+    fn t0(&self) -> u64 {
+        self.t0
+    }
+
+    fn clock(&self, n: NodeId) -> Option<&locksim_core::clock::Clock> {
+        self.clocks.get(&n)
+    }
+
+    fn interrupted(&self) -> bool {
+        interrupted()
+    }
+
+    fn log_tail(&self, n: NodeId) -> String {
+        log_tail_of(&self.dir, &self.name(n), self.service.log_files())
+    }
+
+    /// A server (or the resource) that has exited while the run starts up: the run fails now,
+    /// quoting its log.
+    fn exited_early(&mut self, n: NodeId) -> Result<(), RealError> {
+        if let Some(status) = self.procs.by_node.get_mut(&n).and_then(|p| p.exited()) {
+            return Err(RealError::Failed(format!(
+                "{} exited as it started ({status}){}",
+                self.name(n),
+                self.log_tail(n)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Waits until `addr` answers (a PING for Redis, a connect for the resource).
+    fn wait_up(&mut self, n: NodeId, addr: SocketAddrV4, ping: bool) -> Result<(), RealError> {
+        let mut conn = Conn::new(Ipv4Addr::LOCALHOST, addr);
+        for _ in 0..500 {
+            if interrupted() {
+                return Err(RealError::Interrupted);
+            }
+            self.exited_early(n)?;
+            let ok = if ping {
+                conn.call(&request(&[b"PING"]), Duration::from_millis(200), |r| {
+                    read_reply(r)
+                })
+                .is_ok_and(|r| r == Reply::Status("PONG".into()))
+            } else {
+                std::net::TcpStream::connect_timeout(&addr.into(), Duration::from_millis(200))
+                    .is_ok()
+            };
+            if ok {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Err(RealError::Failed(format!(
+            "{} did not come up on {addr} within 5 s{}",
+            self.name(n),
+            self.log_tail(n)
+        )))
+    }
+
+    fn restart_if_down(&mut self, n: NodeId) -> Result<(), RealError> {
+        if self.down.get(&n) == Some(&true) {
+            *self.incarnation.entry(n).or_default() += 1;
+            self.start(n)?;
         }
         Ok(())
     }

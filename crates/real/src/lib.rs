@@ -24,9 +24,12 @@
 //!   all processes merge into one history ([`merge`]).
 //!
 //! The seam between the harness and the services: every service's lock client implements
-//! [`backend::Lock`]; [`services`] is the one place that maps a [`support::Service`] to its
-//! client; each service's module (`redis`, `sentinel`, `etcd`, `postgres`, `advisory`,
-//! `zookeeper`, or an `adapter`) depends on [`backend`] and never on the dispatcher.
+//! [`backend::Lock`], and its servers [`backend::ServerSide`] (their command, readiness,
+//! ports, version, leader, own records and log files); [`services`] is the one place that maps
+//! a [`support::Service`] to its client and its servers; each service's module (`redis`,
+//! `sentinel`, `etcd`, `postgres`, `advisory`, `zookeeper`, or an `adapter`) depends on
+//! [`backend`] and never on the dispatcher. The harness ([`harness`]) keeps what every service
+//! shares: processes, nftables faults, clocks and the run's loop.
 //!
 //! No madsim: this crate depends on `locksim-core` only (docs/design.md §2), and with `etcd` on the
 //! `etcd-client` crate (tokio, tonic). A real run cannot be
