@@ -5,6 +5,7 @@
 //! ```toml
 //! name = "a holder paused past its TTL"
 //! description = "c1 stops for 2 s the moment the server grants it the lock."
+//! servers = 1                   # the default; 3 or 5 for Redlock (a majority grants)
 //! clients = 2
 //! duration = "4s"
 //! seeds = 5                     # seeds 1..=5 (`seed = 10` starts them at 10)
@@ -55,6 +56,7 @@ pub struct ScenarioFile {
 const KEYS: &[&str] = &[
     "name",
     "description",
+    "servers",
     "clients",
     "duration",
     "seeds",
@@ -105,6 +107,9 @@ impl ScenarioFile {
         };
         let seed = int_of("seed", 0, i64::MAX)?.unwrap_or(1) as u64;
         let mut scenario = Scenario::new(seed);
+        if let Some(n) = int_of("servers", 1, 15)? {
+            scenario.servers = n as u32;
+        }
         if let Some(n) = int_of("clients", 1, 250)? {
             scenario.clients = n as u32;
         }
@@ -193,13 +198,47 @@ fn listing(seed: u64, v: &Verdict) -> String {
     out
 }
 
+/// A run that exercised nothing proves nothing: panics when no seed granted the lock, or when
+/// a fault of the file struck in no seed (its trigger never came).
+fn exercised(report: &FileReport) {
+    use locksim_core::history::EventKind;
+    let name = &report.file.name;
+    let seeds = report.runs.len();
+    let grants = report
+        .runs
+        .iter()
+        .flat_map(|(_, o)| &o.history.events)
+        .filter(|e| matches!(e.kind, EventKind::Grant { .. }))
+        .count();
+    assert!(
+        grants > 0,
+        "{name}: no seed of {seeds} granted the lock to any client: nothing was tested \
+         (do the clients connect to the servers' URLs and take the lock with SET NX?)"
+    );
+    for t in &report.file.scenario.faults {
+        let struck = report.runs.iter().any(|(_, o)| {
+            o.history
+                .events
+                .iter()
+                .any(|e| matches!(&e.kind, EventKind::Fault { fault } if *fault == t.fault))
+        });
+        assert!(
+            struck,
+            "{name}: the fault {} struck in no seed of {seeds} (its trigger never came, or \
+             came after the run's end): these runs do not test it",
+            t.fault.describe(&report.file.scenario.cluster())
+        );
+    }
+}
+
 /// Runs the scenario file at `path` (a relative path is read from the crate's folder when
 /// run by `cargo test`) with `client` as every client's program, for each of its seeds, checks
 /// its `expect`, and re-runs its first seed to check that the history comes out the same.
 ///
 /// # Panics
-/// When the file cannot be read or is invalid, when a run panics, when the runs do not show
-/// what `expect` says (with each seed's violations), or when a re-run differs.
+/// When the file cannot be read or is invalid, when a run panics, when no seed granted the
+/// lock or a fault struck in no seed (nothing was tested), when the runs do not show what
+/// `expect` says (with each seed's violations), or when a re-run differs.
 pub fn check_file<F, Fut>(path: impl AsRef<Path>, client: F) -> FileReport
 where
     F: Fn(Client) -> Fut + Clone + Send + Sync + 'static,
@@ -222,6 +261,7 @@ where
         file.scenario.seed
     );
     let report = FileReport { file, runs };
+    exercised(&report);
     let failing = report.failing();
     let all: Vec<String> = failing.iter().map(|(s, v)| listing(*s, v)).collect();
     match &report.file.expect {
@@ -314,5 +354,27 @@ mod tests {
         assert!(e.contains("isolate, partition"), "{e}");
         let e = err("[[fault]]\nat = \"1s\"\ntype = \"pause\"\nnode = \"c9\"\nduration = \"1s\"");
         assert!(e.contains("c9"), "{e}");
+    }
+
+    #[test]
+    #[should_panic(expected = "nothing was tested")]
+    fn a_file_whose_clients_never_take_the_lock_fails() {
+        let path = std::env::temp_dir().join(format!("locksim-idle-{}.toml", std::process::id()));
+        std::fs::write(&path, "duration = \"200ms\"\nexpect = \"safe\"\n").unwrap();
+        let _ = check_file(&path, |_client| async {});
+    }
+
+    #[test]
+    fn reads_the_number_of_servers() {
+        let f = ScenarioFile::parse(
+            "servers = 3\n[[fault]]\nat = \"1s\"\ntype = \"crash\"\nnode = \"n3\"",
+            "x",
+        )
+        .unwrap();
+        assert_eq!(f.scenario.servers, 3);
+        assert_eq!(f.scenario.client(1), 3);
+        assert!(ScenarioFile::parse("servers = 0", "x")
+            .unwrap_err()
+            .contains("`servers`"));
     }
 }

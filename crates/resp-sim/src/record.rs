@@ -29,12 +29,23 @@ use locksim_core::{Fault, History, Nanos, NodeId};
 
 use crate::store::Effect;
 
+/// One server's copy of a lock key: who set it, its value, its deadline at that server.
+#[derive(Debug, Clone)]
+struct Copy {
+    client: NodeId,
+    value: Vec<u8>,
+    until: Option<Nanos>,
+    conn: u64,
+}
+
+/// A grant: a majority of the servers holding one client's value.
 #[derive(Debug, Clone)]
 struct Live {
     handle: u64,
     client: NodeId,
     value: Vec<u8>,
-    /// The key's deadline at the server, ns.
+    /// The grant's deadline, ns: when fewer than a majority of the servers would still hold
+    /// the value (with one server, the key's deadline there).
     until: Option<Nanos>,
     released: bool,
 }
@@ -42,12 +53,15 @@ struct Live {
 /// The recorder of one run.
 #[derive(Debug)]
 pub struct Recorder {
-    server: NodeId,
+    /// The number of lock servers, nodes `0..servers`; a majority of them makes a grant.
+    servers: u32,
     resource: NodeId,
     resource_prefix: Vec<u8>,
     events: Vec<Event>,
     lock_keys: BTreeMap<Vec<u8>, u32>,
-    /// Per lock key: the latest grant at the server.
+    /// Per (lock key, server): the key's copy there.
+    copies: BTreeMap<(u32, u32), Copy>,
+    /// Per lock key: the latest grant.
     live: BTreeMap<u32, Live>,
     /// Per client: its latest grant (handle, key).
     latest: BTreeMap<NodeId, (u64, u32)>,
@@ -69,15 +83,17 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// A recorder for a server at node `server`, resource writes recorded on node `resource`,
-    /// keys starting with `resource_prefix` being the protected resource.
-    pub fn new(server: NodeId, resource: NodeId, resource_prefix: &[u8]) -> Recorder {
+    /// A recorder for `servers` lock servers at nodes `0..servers` (1 or more; a majority of
+    /// them holding a client's value is a grant), resource writes recorded on node
+    /// `resource`, keys starting with `resource_prefix` being the protected resource.
+    pub fn new(servers: u32, resource: NodeId, resource_prefix: &[u8]) -> Recorder {
         Recorder {
-            server,
+            servers: servers.max(1),
             resource,
             resource_prefix: resource_prefix.to_vec(),
             events: Vec::new(),
             lock_keys: BTreeMap::new(),
+            copies: BTreeMap::new(),
             live: BTreeMap::new(),
             latest: BTreeMap::new(),
             on_conn: BTreeMap::new(),
@@ -178,10 +194,17 @@ impl Recorder {
     }
 
     /// Records what one command from `client`, on its connection `conn` (an id unique in the
-    /// run), did at true time `now`.
-    pub fn effects(&mut self, now: Nanos, client: NodeId, conn: u64, effects: &[Effect]) {
+    /// run) to server `server` (node `0..servers`), did at true time `now`.
+    pub fn effects(
+        &mut self,
+        now: Nanos,
+        server: u32,
+        client: NodeId,
+        conn: u64,
+        effects: &[Effect],
+    ) {
         for e in effects {
-            self.effect(now, client, conn, e);
+            self.effect(now, server, client, conn, e);
         }
     }
 
@@ -200,7 +223,41 @@ impl Recorder {
         (!l.released && l.until.is_none_or(|t| t > now)).then_some((k, l))
     }
 
-    fn effect(&mut self, now: Nanos, client: NodeId, conn: u64, e: &Effect) {
+    /// The majority of the servers: how many copies of one value make a grant.
+    fn quorum(&self) -> usize {
+        self.servers as usize / 2 + 1
+    }
+
+    /// The servers whose copy of key `k` holds `client`'s `value` at `now`, and the deadline of
+    /// a grant on them: the moment fewer than a majority would still hold it (the
+    /// majority-th latest of their deadlines; `None`, no deadline, when that many have none).
+    fn holding(
+        &self,
+        k: u32,
+        client: NodeId,
+        value: &[u8],
+        now: Nanos,
+    ) -> (Vec<u32>, Option<Nanos>) {
+        let mut servers = Vec::new();
+        let mut untils: Vec<Option<Nanos>> = Vec::new();
+        for ((_, s), c) in self.copies.range((k, 0)..=(k, u32::MAX)) {
+            if c.client == client && c.value == value && c.until.is_none_or(|t| t > now) {
+                servers.push(*s);
+                untils.push(c.until);
+            }
+        }
+        // Latest first, no deadline being the latest of all.
+        untils.sort_by(|a, b| match (a, b) {
+            (None, None) => std::cmp::Ordering::Equal,
+            (None, Some(_)) => std::cmp::Ordering::Less,
+            (Some(_), None) => std::cmp::Ordering::Greater,
+            (Some(x), Some(y)) => y.cmp(x),
+        });
+        let until = untils.get(self.quorum() - 1).copied().flatten();
+        (servers, until)
+    }
+
+    fn effect(&mut self, now: Nanos, server: u32, client: NodeId, conn: u64, e: &Effect) {
         match e {
             Effect::Acquired {
                 key,
@@ -209,22 +266,44 @@ impl Recorder {
             } => {
                 let n = self.lock_keys.len() as u32;
                 let k = *self.lock_keys.entry(key.clone()).or_insert(n);
+                self.copies.insert(
+                    (k, server),
+                    Copy {
+                        client,
+                        value: value.clone(),
+                        until: *expires,
+                        conn,
+                    },
+                );
+                if matches!(self.live_grant(key, now), Some((_, l)) if l.client == client && &l.value == value)
+                {
+                    // One more server for a grant already made.
+                    return;
+                }
+                let (holding, until) = self.holding(k, client, value, now);
+                if holding.len() < self.quorum() {
+                    return;
+                }
                 let (op, handle) = (self.new_op(), self.next_handle);
                 self.next_handle += 1;
                 let inv = Self::op(now, client, op, Phase::Invoke, OpF::Acquire, k, None);
                 self.push_event(inv);
-                self.push(
-                    now,
-                    self.server,
-                    EventKind::Grant {
-                        key: k,
-                        client,
-                        token: None,
-                    },
-                );
+                // Each server of the majority records its grant, as Redlock's masters do in
+                // locksim's model (the checkers take a majority of them as the decision).
+                for s in &holding {
+                    self.push(
+                        now,
+                        *s,
+                        EventKind::Grant {
+                            key: k,
+                            client,
+                            token: None,
+                        },
+                    );
+                }
                 let mut ok = Self::op(now, client, op, Phase::Ok, OpF::Acquire, k, Some(handle));
                 if let EventKind::Op { deadline, .. } = &mut ok.kind {
-                    *deadline = Self::deadline(*expires);
+                    *deadline = Self::deadline(until);
                 }
                 self.push_event(ok);
                 self.live.insert(
@@ -233,19 +312,34 @@ impl Recorder {
                         handle,
                         client,
                         value: value.clone(),
-                        until: *expires,
+                        until,
                         released: false,
                     },
                 );
                 self.latest.insert(client, (handle, k));
-                self.on_conn.insert(conn, (handle, k));
+                let conns: Vec<u64> = holding
+                    .iter()
+                    .filter_map(|s| self.copies.get(&(k, *s)).map(|c| c.conn))
+                    .collect();
+                for c in conns {
+                    self.on_conn.insert(c, (handle, k));
+                }
             }
             Effect::Deleted { key, value, .. } => {
+                let Some(&k) = self.lock_keys.get(key.as_slice()) else {
+                    return;
+                };
+                let copy = self.copies.remove(&(k, server));
                 let Some((k, live)) = self.live_grant(key, now) else {
                     return;
                 };
                 let live = live.clone();
-                if live.client == client && &live.value == value {
+                if &live.value != value || copy.is_some_and(|c| c.client != live.client) {
+                    // A copy that is not the grant's (an attempt that got no majority).
+                    return;
+                }
+                if live.client == client {
+                    // The holder's first delete: it is releasing (the rest follow).
                     self.ended.insert(live.handle);
                     let op = self.new_op();
                     for phase in [Phase::Invoke, Phase::Ok] {
@@ -254,6 +348,10 @@ impl Recorder {
                         self.push_event(e);
                     }
                 } else {
+                    if self.holding(k, live.client, &live.value, now).0.len() >= self.quorum() {
+                        // Another client deleted one copy, and a majority still holds.
+                        return;
+                    }
                     // Someone else's lock: the caller's own grant on this key, if it had one,
                     // is the one it meant to release.
                     let own = match self.own(client, conn) {
@@ -262,7 +360,7 @@ impl Recorder {
                     };
                     self.push(
                         now,
-                        self.server,
+                        server,
                         EventKind::Freed {
                             key: k,
                             client,
@@ -286,9 +384,17 @@ impl Recorder {
                 let Some((h, kk)) = self.own(client, conn) else {
                     return;
                 };
-                if kk != k || !self.ended.insert(h) {
+                if kk != k || self.ended.contains(&h) {
                     return;
                 }
+                if let Some((_, l)) = self.live_grant(key, now).filter(|_| self.servers > 1) {
+                    if l.handle == h && !self.holding(k, client, &l.value.clone(), now).0.is_empty()
+                    {
+                        // Another server still holds the grant's value: the release goes on.
+                        return;
+                    }
+                }
+                self.ended.insert(h);
                 let op = self.new_op();
                 let inv = Self::op(now, client, op, Phase::Invoke, OpF::Release, k, Some(h));
                 self.push_event(inv);
@@ -300,23 +406,35 @@ impl Recorder {
             }
             Effect::CompareFailed { .. } => {}
             Effect::Expiry { key, value, until } => {
+                let Some(&k) = self.lock_keys.get(key.as_slice()) else {
+                    return;
+                };
+                if let Some(c) = self.copies.get_mut(&(k, server)) {
+                    if c.client == client && &c.value == value {
+                        c.until = Some(*until);
+                    }
+                }
                 let Some((k, live)) = self.live_grant(key, now) else {
                     return;
                 };
                 if live.client != client || &live.value != value {
                     return;
                 }
-                let handle = live.handle;
+                let (handle, before) = (live.handle, live.until);
+                let (_, after) = self.holding(k, client, value, now);
+                if after == before {
+                    return;
+                }
                 let op = self.new_op();
                 let inv = Self::op(now, client, op, Phase::Invoke, OpF::Extend, k, Some(handle));
                 self.push_event(inv);
                 let mut ok = Self::op(now, client, op, Phase::Ok, OpF::Extend, k, Some(handle));
                 if let EventKind::Op { deadline, .. } = &mut ok.kind {
-                    *deadline = Self::deadline(Some(*until));
+                    *deadline = Self::deadline(after);
                 }
                 self.push_event(ok);
                 if let Some(l) = self.live.get_mut(&k) {
-                    l.until = Some(*until);
+                    l.until = after;
                 }
             }
             Effect::Wrote {
@@ -327,6 +445,7 @@ impl Recorder {
                 // `SET key owner XX PX ttl` by the holder, with its own value: an extension.
                 self.effect(
                     now,
+                    server,
                     client,
                     conn,
                     &Effect::Expiry {
@@ -376,9 +495,14 @@ impl Recorder {
         self.push(now, node, EventKind::FaultEnd { what });
     }
 
-    /// The server lost its memory (a crash without persistence): no grant is live any more.
-    pub fn server_lost_keys(&mut self) {
-        self.live.clear();
+    /// Server `server` lost its memory (a crash without persistence): its copies are gone.
+    /// A grant stays what its holder believes until its deadline; with one server nothing
+    /// holds it any more.
+    pub fn server_lost_keys(&mut self, server: u32) {
+        self.copies.retain(|(_, s), _| *s != server);
+        if self.servers == 1 {
+            self.live.clear();
+        }
     }
 
     /// The history, ended at true time `end`.
@@ -405,7 +529,7 @@ mod tests {
         let mut s = Session { proto: 2, id: 1 };
         let now = ms * 1_000_000;
         let (_, effects) = st.exec(now, &mut s, &Scripts::default(), &args);
-        rec.effects(now, c, conn, &effects);
+        rec.effects(now, 0, c, conn, &effects);
     }
 
     fn ops(h: &History, f: OpF, phase: Phase) -> Vec<(Nanos, NodeId, Option<Nanos>)> {
@@ -425,7 +549,7 @@ mod tests {
 
     #[test]
     fn grants_extensions_releases_and_writes() {
-        let (mut st, mut rec) = (Store::default(), Recorder::new(0, 3, b"res:"));
+        let (mut st, mut rec) = (Store::default(), Recorder::new(1, 3, b"res:"));
         step(
             &mut st,
             &mut rec,
@@ -477,7 +601,7 @@ mod tests {
 
     #[test]
     fn deleting_another_clients_lock_is_freed_and_judged_s4() {
-        let (mut st, mut rec) = (Store::default(), Recorder::new(0, 3, b"res:"));
+        let (mut st, mut rec) = (Store::default(), Recorder::new(1, 3, b"res:"));
         step(
             &mut st,
             &mut rec,
@@ -508,7 +632,7 @@ mod tests {
 
     #[test]
     fn a_late_write_belongs_to_its_own_connections_grant() {
-        let (mut st, mut rec) = (Store::default(), Recorder::new(0, 3, b"res:"));
+        let (mut st, mut rec) = (Store::default(), Recorder::new(1, 3, b"res:"));
         step(
             &mut st,
             &mut rec,
@@ -537,5 +661,139 @@ mod tests {
             })
             .collect();
         assert_eq!(handles, vec![1]);
+    }
+
+    /// Runs `cmd` from client `c` on server `srv` (its own store) and records it.
+    fn on(stores: &mut [Store], rec: &mut Recorder, ms: u64, srv: u32, c: NodeId, cmd: &[&str]) {
+        let args: Vec<Vec<u8>> = cmd.iter().map(|s| s.as_bytes().to_vec()).collect();
+        let mut s = Session { proto: 2, id: 1 };
+        let now = ms * 1_000_000;
+        let (_, effects) = stores[srv as usize].exec(now, &mut s, &Scripts::default(), &args);
+        // One connection per (client, server), numbered apart.
+        rec.effects(now, srv, c, u64::from(c) * 100 + u64::from(srv), &effects);
+    }
+
+    fn grants(h: &History) -> Vec<(Nanos, NodeId)> {
+        h.events
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::Grant { .. } => Some((e.time, e.node)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn with_three_servers_a_majority_is_the_grant_and_its_deadline() {
+        let mut st = vec![Store::default(), Store::default(), Store::default()];
+        let mut rec = Recorder::new(3, 5, b"res:");
+        let set = ["SET", "L", "a", "NX", "PX", "100"];
+        on(&mut st, &mut rec, 0, 0, 3, &set);
+        assert!(ops(&rec.finish(0), OpF::Acquire, Phase::Ok).is_empty());
+        let mut rec = Recorder::new(3, 5, b"res:");
+        let mut st2 = vec![Store::default(), Store::default(), Store::default()];
+        on(&mut st2, &mut rec, 0, 0, 3, &set);
+        on(&mut st2, &mut rec, 10, 1, 3, &set);
+        // The third copy adds nothing: the grant was made at the second.
+        on(&mut st2, &mut rec, 20, 2, 3, &set);
+        // The grant lasts while a majority holds: until the second-latest deadline (110 ms).
+        // An extension on one server moves nothing; on a second it does.
+        on(&mut st2, &mut rec, 50, 0, 3, &["PEXPIRE", "L", "100"]);
+        on(&mut st2, &mut rec, 60, 1, 3, &["PEXPIRE", "L", "100"]);
+        let h = rec.finish(1_000_000_000);
+        assert_eq!(
+            ops(&h, OpF::Acquire, Phase::Ok),
+            vec![(10_000_000, 3, Some(100_000_000))]
+        );
+        assert_eq!(grants(&h), vec![(10_000_000, 0), (10_000_000, 1)]);
+        assert_eq!(
+            ops(&h, OpF::Extend, Phase::Ok),
+            vec![
+                (50_000_000, 3, Some(120_000_000)),
+                (60_000_000, 3, Some(150_000_000))
+            ]
+        );
+        let _ = st;
+    }
+
+    #[test]
+    fn a_restarted_server_lets_a_second_majority_form_s1() {
+        let mut st = vec![Store::default(), Store::default(), Store::default()];
+        let mut rec = Recorder::new(3, 5, b"res:");
+        // c1 (node 3) gets n1 and n2; n3 was out of its reach.
+        on(
+            &mut st,
+            &mut rec,
+            0,
+            0,
+            3,
+            &["SET", "L", "a", "NX", "PX", "1000"],
+        );
+        on(
+            &mut st,
+            &mut rec,
+            1,
+            1,
+            3,
+            &["SET", "L", "a", "NX", "PX", "1000"],
+        );
+        // n1 restarts empty; c2 (node 4) gets n1 and n3 while c1's grant runs.
+        st[0] = Store::default();
+        rec.server_lost_keys(0);
+        for srv in [0, 1, 2] {
+            on(
+                &mut st,
+                &mut rec,
+                100,
+                srv,
+                4,
+                &["SET", "L", "b", "NX", "PX", "1000"],
+            );
+        }
+        let h = rec.finish(2_000_000_000);
+        assert_eq!(ops(&h, OpF::Acquire, Phase::Ok).len(), 2);
+        let cluster = locksim_core::Cluster {
+            servers: 3,
+            clients: 2,
+        };
+        let v = locksim_check::check_all(
+            &h,
+            &locksim_check::CheckOptions {
+                cluster: Some(&cluster),
+                ..Default::default()
+            },
+        );
+        assert!(
+            v.violations
+                .iter()
+                .any(|x| x.kind == locksim_core::Property::S1),
+            "{v:?}"
+        );
+    }
+
+    #[test]
+    fn another_clients_delete_frees_the_lock_only_when_the_majority_is_gone() {
+        let mut st = vec![Store::default(), Store::default(), Store::default()];
+        let mut rec = Recorder::new(3, 5, b"res:");
+        for srv in [0, 1, 2] {
+            on(
+                &mut st,
+                &mut rec,
+                0,
+                srv,
+                3,
+                &["SET", "L", "a", "NX", "PX", "1000"],
+            );
+        }
+        on(&mut st, &mut rec, 10, 0, 4, &["DEL", "L"]);
+        let freed = |h: &History| {
+            h.events
+                .iter()
+                .filter(|e| matches!(e.kind, EventKind::Freed { .. }))
+                .count()
+        };
+        on(&mut st, &mut rec, 20, 1, 4, &["DEL", "L"]);
+        let h = rec.finish(2_000_000_000);
+        assert_eq!(freed(&h), 1);
     }
 }

@@ -13,9 +13,9 @@ use crate::resp::{parse_request, Reply};
 use crate::sim::Shared;
 use crate::store::{Session, Store};
 
-/// Serves RESP on `addr` until the node is killed. A fresh store per call: a restarted server
-/// starts empty (a Redis without persistence).
-pub(crate) async fn serve(addr: SocketAddr, shared: Arc<Shared>) {
+/// Serves RESP on `addr` as server `index` (from 0: `n1`) until the node is killed. A fresh
+/// store per call: a restarted server starts empty (a Redis without persistence).
+pub(crate) async fn serve(addr: SocketAddr, index: u32, shared: Arc<Shared>) {
     let listener = TcpListener::bind(addr)
         .await
         .expect("the server node binds its address");
@@ -29,13 +29,14 @@ pub(crate) async fn serve(addr: SocketAddr, shared: Arc<Shared>) {
             proto: 2,
             id: shared.new_connection() as i64,
         };
-        madsim::task::spawn(connection(stream, peer, session, store, shared));
+        madsim::task::spawn(connection(stream, peer, index, session, store, shared));
     }
 }
 
 async fn connection(
     mut stream: TcpStream,
     peer: SocketAddr,
+    index: u32,
     mut session: Session,
     store: Arc<Mutex<Store>>,
     shared: Arc<Shared>,
@@ -66,7 +67,7 @@ async fn connection(
                         &shared.scripts,
                         &args,
                     );
-                    shared.record(|r| r.effects(now, client, conn, &effects));
+                    shared.record(|r| r.effects(now, index, client, conn, &effects));
                     reply.encode(session.proto, &mut out);
                 }
                 Ok(None) => break,

@@ -1,10 +1,11 @@
-//! One run: a madsim world with one simulated Redis server node, the user's client nodes and
-//! the timed faults, and the history the server recorded.
+//! One run: a madsim world with one simulated Redis server node (or several independent ones,
+//! for Redlock), the user's client nodes and the timed faults, and the history the servers
+//! recorded.
 //!
-//! Nodes are numbered as locksim numbers them ([`Cluster`] with one server): `n1` (node 0) is
-//! the server at 10.0.0.1:6379, `c1`…`cN` (nodes 1…N) the clients at 10.0.1.1…, `res`
-//! (node N+1) the protected resource, which here is the server's keys under the resource
-//! prefix (its writes are recorded on `res`).
+//! Nodes are numbered as locksim numbers them ([`Cluster`]): with S servers, `n1`…`nS` (nodes
+//! 0…S-1) are the servers at 10.0.0.1:6379, 10.0.0.2:6379, …; `c1`…`cN` (nodes S…S+N-1) the
+//! clients at 10.0.1.1…; `res` (node S+N) the protected resource, which here is the servers'
+//! keys under the resource prefix (its writes are recorded on `res`).
 
 use std::future::Future;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -31,6 +32,9 @@ const MS: Nanos = 1_000_000;
 pub struct Scenario {
     /// madsim's seed: network latencies, task order, everything random in the run.
     pub seed: u64,
+    /// Number of Redis servers, 1 to 15 (default 1). They are independent, as Redlock's
+    /// masters are: a grant is a majority of them holding one client's value.
+    pub servers: u32,
     /// Number of client nodes (each runs the user's client function).
     pub clients: u32,
     /// How long the run lasts, ns of true time; then every node stops.
@@ -52,6 +56,7 @@ impl Scenario {
     pub fn new(seed: u64) -> Scenario {
         Scenario {
             seed,
+            servers: 1,
             clients: 2,
             duration: 10_000 * MS,
             faults: Vec::new(),
@@ -63,6 +68,12 @@ impl Scenario {
     /// Sets the number of clients.
     pub fn clients(mut self, n: u32) -> Scenario {
         self.clients = n;
+        self
+    }
+
+    /// Sets the number of independent Redis servers (Redlock's N).
+    pub fn servers(mut self, n: u32) -> Scenario {
+        self.servers = n;
         self
     }
 
@@ -106,38 +117,42 @@ impl Scenario {
         self
     }
 
-    /// The node layout: one server, the clients, the resource.
+    /// The node layout: the servers, the clients, the resource.
     pub fn cluster(&self) -> Cluster {
         Cluster {
-            servers: 1,
+            servers: self.servers,
             clients: self.clients,
         }
     }
 
-    /// The client node `i` (1-based: `c1` is `client(1)`).
+    /// The client node `i` (1-based: `c1` is `client(1)`, node `servers`).
     pub fn client(&self, i: u32) -> NodeId {
-        i
+        self.servers + i - 1
     }
 
-    /// The server node.
+    /// The first server's node (`n1`, node 0).
     pub fn server(&self) -> NodeId {
         0
     }
 
-    /// Refuses what this run cannot do: no clients, more than 250, a fault of a kind not
-    /// supported here, or one naming a node that is not a server or a client.
+    /// Refuses what this run cannot do: no clients, more than 250, no servers or more than
+    /// 15, a fault of a kind not supported here, or one naming a node that is not a server or
+    /// a client.
     pub fn validate(&self) -> Result<(), String> {
         if self.clients == 0 || self.clients > 250 {
             return Err(format!("clients must be 1 to 250, not {}", self.clients));
         }
-        let nodes = self.clients + 1;
+        if self.servers == 0 || self.servers > 15 {
+            return Err(format!("servers must be 1 to 15, not {}", self.servers));
+        }
+        let nodes = self.servers + self.clients;
         let check = |n: NodeId| {
             if n < nodes {
                 Ok(())
             } else {
                 Err(format!(
-                    "node {n} is neither the server (0) nor a client (1..={})",
-                    self.clients
+                    "node {n} is neither a server (0..{}) nor a client ({}..{nodes})",
+                    self.servers, self.servers
                 ))
             }
         };
@@ -173,14 +188,16 @@ impl Scenario {
 /// One client node, as the user's function gets it.
 #[derive(Debug, Clone)]
 pub struct Client {
-    /// Its node id (1 for `c1`).
+    /// Its node id (with one server, 1 for `c1`; with S servers, S for `c1`).
     pub node: NodeId,
     /// Its name (`c1`, `c2`, …).
     pub name: String,
     /// How many times it was restarted before this start (0 at first).
     pub incarnation: u32,
-    /// The simulated Redis server's address.
+    /// The (first) simulated Redis server's address.
     pub server: SocketAddr,
+    /// Every server's address, `n1` first (one, unless the scenario has more).
+    pub servers: Vec<SocketAddr>,
 }
 
 impl Client {
@@ -189,6 +206,14 @@ impl Client {
     /// `redis-on-madsim/patch-redis` and docs/own-client.md), they connect over madsim's TCP.
     pub fn url(&self) -> String {
         format!("redis://{}/", self.server)
+    }
+
+    /// Every server's URL, `n1` first: what a Redlock client is given.
+    pub fn urls(&self) -> Vec<String> {
+        self.servers
+            .iter()
+            .map(|a| format!("redis://{a}/"))
+            .collect()
     }
 }
 
@@ -225,6 +250,7 @@ pub(crate) struct Shared {
     start: madsim::time::Instant,
     pub(crate) scripts: Scripts,
     recorder: Mutex<Recorder>,
+    servers: u32,
     clients: u32,
     /// The last connection id given out (ids are unique in the run, across server restarts).
     connections: std::sync::atomic::AtomicU64,
@@ -244,7 +270,7 @@ impl Shared {
             IpAddr::V4(ip) if ip.octets()[..3] == [10, 0, 1] => {
                 let n = ip.octets()[3] as u32;
                 assert!(n >= 1 && n <= self.clients, "no client at {ip}");
-                n
+                self.servers + n - 1
             }
             ip => panic!("a connection from {ip}, which is no client"),
         }
@@ -262,12 +288,14 @@ impl Shared {
     }
 }
 
-fn ip(node: NodeId) -> IpAddr {
-    if node == 0 {
-        IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1))
-    } else {
-        IpAddr::V4(Ipv4Addr::new(10, 0, 1, node as u8))
-    }
+/// Server `i` (from 0) is at 10.0.0.(i+1).
+fn server_ip(i: u32) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(10, 0, 0, i as u8 + 1))
+}
+
+/// Client `c` (from 1: `c1`) is at 10.0.1.c.
+fn client_ip(c: u32) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(10, 0, 1, c as u8))
 }
 
 /// A finished run.
@@ -341,42 +369,47 @@ where
             start: madsim::time::Instant::now(),
             scripts: scenario.scripts.clone(),
             recorder: Mutex::new(Recorder::new(
-                0,
+                scenario.servers,
                 cluster.resource_id(),
                 scenario.resource_prefix.as_bytes(),
             )),
+            servers: scenario.servers,
             clients: scenario.clients,
             connections: Default::default(),
         });
-        let server = SocketAddr::new(ip(0), PORT);
+        let servers: Vec<SocketAddr> = (0..scenario.servers)
+            .map(|i| SocketAddr::new(server_ip(i), PORT))
+            .collect();
         let h = Handle::current();
         let mut ids = Vec::new();
-        {
+        for (i, addr) in servers.iter().copied().enumerate() {
             let shared = shared.clone();
             let node = h
                 .create_node()
-                .name("n1")
-                .ip(ip(0))
-                .init(move || crate::server::serve(server, shared.clone()))
+                .name(cluster.name(i as NodeId))
+                .ip(addr.ip())
+                .init(move || crate::server::serve(addr, i as u32, shared.clone()))
                 .build();
             ids.push(node.id());
         }
         let starts: Arc<Vec<std::sync::atomic::AtomicU32>> =
             Arc::new((0..=scenario.clients).map(|_| Default::default()).collect());
         for c in 1..=scenario.clients {
-            let (client, starts) = (client.clone(), starts.clone());
+            let (client, starts, servers) = (client.clone(), starts.clone(), servers.clone());
+            let node_id = scenario.client(c);
             let node = h
                 .create_node()
-                .name(cluster.name(c))
-                .ip(ip(c))
+                .name(cluster.name(node_id))
+                .ip(client_ip(c))
                 .init(move || {
                     let incarnation =
                         starts[c as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     client(Client {
-                        node: c,
+                        node: node_id,
                         name: format!("c{c}"),
                         incarnation,
-                        server,
+                        server: servers[0],
+                        servers: servers.clone(),
                     })
                 })
                 .build();
@@ -447,8 +480,8 @@ async fn inject(shared: &Shared, ids: &[madsim::task::NodeId], fault: Fault) {
             restart_after,
         } => {
             h.kill(ids[*node as usize]);
-            if *node == 0 {
-                shared.record(|r| r.server_lost_keys());
+            if *node < shared.servers {
+                shared.record(|r| r.server_lost_keys(*node));
             }
             (*restart_after, "crash")
         }

@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 mod with_rslock;
-pub use with_rslock::report_job_rslock;
+pub use with_rslock::{report_job_redlock, report_job_rslock};
 
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncCommands, RedisResult, Script};

@@ -1,5 +1,5 @@
 //! The same job on [rslock](https://crates.io/crates/rslock), a Redlock crate from crates.io,
-//! with one Redis server (a quorum of one). rslock measures how long an acquire took and
+//! with one Redis server (a quorum of one) or several (Redlock proper: a majority of them). rslock measures how long an acquire took and
 //! refuses a lock whose remaining validity is gone; what the job does after it got the lock is
 //! up to the job, and this one, like `report_job`, never checks that the lock is still valid
 //! before it writes.
@@ -13,8 +13,14 @@ use rslock::{LockError, LockManager};
 /// counter, work for `work`, write it back incremented, unlock; forever. Ends at the first Redis
 /// error; a lock rslock could not get is tried again after 25 ms.
 pub async fn report_job_rslock(url: &str, work: Duration) -> redis::RedisResult<()> {
-    let locks = LockManager::new(vec![url.to_string()]);
-    let mut conn = redis::Client::open(url)?
+    report_job_redlock(&[url.to_string()], work).await
+}
+
+/// [`report_job_rslock`] with rslock locking on every server of `urls` (Redlock); the counter
+/// lives on the first.
+pub async fn report_job_redlock(urls: &[String], work: Duration) -> redis::RedisResult<()> {
+    let locks = LockManager::new(urls.to_vec());
+    let mut conn = redis::Client::open(urls[0].as_str())?
         .get_multiplexed_async_connection()
         .await?;
     loop {

@@ -29,3 +29,27 @@ fn rslock_refuses_a_lock_whose_acquire_outlived_its_ttl() {
 fn a_pause_after_rslock_handed_the_lock_over_is_the_jobs_problem() {
     show(&check_file("sims/rslock-pause-while-holding.toml", worker));
 }
+
+/// The job on rslock over every server of the scenario (Redlock proper).
+async fn redlock_worker(client: Client) {
+    loop {
+        let _ = redis_client::report_job_redlock(&client.urls(), Duration::from_millis(300)).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[test]
+fn a_redlock_server_restarted_without_its_keys_grants_a_second_majority() {
+    show(&check_file(
+        "sims/redlock-restart-without-persistence.toml",
+        redlock_worker,
+    ));
+}
+
+#[test]
+fn a_redlock_server_restarted_after_the_ttl_keeps_the_lock_safe() {
+    show(&check_file(
+        "sims/redlock-delayed-restart.toml",
+        redlock_worker,
+    ));
+}
