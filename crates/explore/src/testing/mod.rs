@@ -26,9 +26,14 @@
 //!
 //! Every property the run checks counts ([`locksim_check::CheckOptions::properties`]: S1–S4,
 //! and the liveness properties when their checkers judge the run): a property that is neither
-//! expected nor allowed is forbidden. A forbidden property that a check left undecided (its
-//! budget ran out) fails too: it cannot count as clean. On a forbidden violation
-//! [`Campaign::check`] shrinks the first failing seed, writes its trace (to
+//! expected nor allowed is forbidden. [`Campaign::check`] judges the cells with the gate of
+//! `locksim campaign --fail-on` ([`crate::gate::judge`]) over the forbidden properties, so a
+//! test and the command line give the same verdict on the same cells: a forbidden property
+//! violated fails, and so does a cell that proves nothing — a forbidden property left
+//! undecided (its budget ran out), no grant, no fault taking effect in any seed (a
+//! [`FaultKind::None`] cell, the control group, needs none), S2 forbidden and no write
+//! reaching the resource, or a forbidden property the algorithm is not judged on. On a
+//! forbidden violation it shrinks the first failing seed, writes its trace (to
 //! `$LOCKSIM_TRACES`, or `traces/` under the current folder) and panics with the test's name,
 //! the seed, the trace's path and two commands that work as printed: one re-runs this test on
 //! that seed alone (`cd PACKAGE && LOCKSIM_SEED=N cargo test --test T -- the::test --exact
@@ -66,7 +71,8 @@ pub use command::{shell_quote, TestInvocation};
 pub use file::FileCampaign;
 pub use knobs::{Knobs, SeedsKnob};
 
-use crate::campaign::{run_campaign, CampaignSpec};
+use crate::campaign::{run_campaign, CampaignSpec, CellSummary};
+use crate::gate::Gate;
 use crate::outcome::check_scenario;
 pub use crate::page::Drawn;
 pub use crate::replay::Replay;
@@ -202,9 +208,8 @@ impl Campaign {
         self
     }
 
-    /// Runs the campaign and panics unless no property outside [`Campaign::allow`] and
-    /// [`Campaign::expect`] is violated (S1–S4 and any other property the run checks): the
-    /// same as [`Campaign::check`], named for the common case.
+    /// [`Campaign::check`], named for the common case: nothing expected, so every property
+    /// the run checks that is not [`Campaign::allow`]ed is forbidden.
     ///
     /// # Panics
     /// As [`Campaign::check`].
@@ -212,15 +217,44 @@ impl Campaign {
         self.check();
     }
 
-    /// Runs the campaign and judges it: every expected property is violated by some seed,
-    /// no other property the run checks is violated (unless allowed) or left undecided (unless
-    /// allowed or expected), no seed fails to run, and some client is granted the lock. On a
-    /// forbidden violation it shrinks the first failing seed and writes its trace first. With
-    /// `LOCKSIM_REPLAY` it replays that trace instead (see the module's table).
+    /// Runs the campaign and judges its cells (one per fault kind) as `locksim campaign
+    /// --fail-on P,…` judges the same cells ([`crate::gate::judge`]), `P,…` being the
+    /// properties this test forbids; then checks its expectations.
+    ///
+    /// **Inputs.** The algorithm with its settings, clients, workload, seeds and fault kinds;
+    /// the properties expected ([`Campaign::expect`]), allowed ([`Campaign::allow`]) and
+    /// forbidden; the environment's knobs (the module's table). The forbidden properties are
+    /// those named by [`Campaign::forbid`] and every property the run checks (S1–S4, and
+    /// L1–L3 when their checkers judge the algorithm) that is neither expected nor allowed.
+    ///
+    /// **Passes** when the gate over the forbidden properties finds every cell clean — no
+    /// forbidden property violated or left undecided (a check out of its budget) on any seed,
+    /// no seed failing to run, some client granted the lock, some fault taking effect in some
+    /// seed, some write reaching the resource when S2 is forbidden, every forbidden property
+    /// judged for the algorithm — and every expected property is violated by some seed. A
+    /// [`FaultKind::None`] cell is the control group: it needs no fault to take effect, and is
+    /// how a test claims a fault-free run (or a violation without faults). Any other cell in
+    /// which no fault took effect proves nothing, whatever it found: an expected violation
+    /// there need not be the fault's. Expected and allowed properties are not the gate's: they
+    /// may be left undecided, and S2 expected or allowed needs no write.
+    ///
+    /// With `LOCKSIM_REPLAY` it replays that trace instead and judges nothing else; with
+    /// `LOCKSIM_CHECK_DETERMINISM` it first runs every seed twice more and compares digests.
     ///
     /// # Panics
-    /// When the judgment fails, as described; on a property both expected (or allowed) and
-    /// forbidden, an expected property the run does not check, or a malformed variable.
+    /// - A seed failed to run: its error and the command that re-runs that seed alone.
+    /// - A forbidden property is violated (the gate's violation): it shrinks the first such
+    ///   seed (smallest seed, then property, then fault kind), writes its trace, and panics
+    ///   with the seed, the gate's lines (`--fail-on P,…: S1 violated in ALGO × KIND (N seeds,
+    ///   first seed M)`), any unmet expectation, the test's name, the trace and the commands
+    ///   that re-run the seed and draw the trace.
+    /// - A cell proves nothing (the gate's `locksim campaign` exit 3): the gate's lines
+    ///   (`--fail-on P,…: ALGO × KIND: no fault took effect in any seed: proves nothing`), a
+    ///   `fix:` line for each kind of reason, any unmet expectation, the test's name.
+    /// - An expected property is never violated, or the run does not check it.
+    /// - A property both forbidden and expected or allowed, an empty seed range, no fault
+    ///   kinds, no clients, a malformed variable, a nondeterministic seed, or a replayed
+    ///   trace that does not reproduce.
     pub fn check(self) {
         let knobs =
             Knobs::read(&|k| std::env::var(k).ok()).unwrap_or_else(|e| panic!("locksim: {e}"));
@@ -279,42 +313,24 @@ impl Campaign {
                 invocation.command(&[("LOCKSIM_SEED", seed.to_string())], &[])
             );
         }
-        let grants: u64 = cells.iter().map(|c| c.grants).sum();
-        assert!(
-            grants > 0,
-            "locksim: {algo} never granted the lock in {} seeds: nothing was tested",
-            cells.iter().map(|c| c.seeds).sum::<u64>()
-        );
         let checked: Vec<Property> = Property::ALL
             .into_iter()
             .filter(|p| cells.iter().any(|c| c.checked.contains(p)))
             .collect();
-        let mut problems = Vec::new();
+        let forbidden: Vec<Property> = Property::ALL
+            .into_iter()
+            .filter(|p| {
+                self.forbid.contains(p)
+                    || (checked.contains(p) && !self.allow.contains(p) && !self.expect.contains(p))
+            })
+            .collect();
+        let mut unmet = Vec::new();
         for &p in &self.expect {
             if !checked.contains(&p) {
-                problems.push(format!("{p} is expected, but this run does not check it"));
+                unmet.push(format!("{p} is expected, but this run does not check it"));
             } else if cells.iter().all(|c| c.violated(p) == 0) {
-                problems.push(format!(
+                unmet.push(format!(
                     "expected {p} to be violated by some seed of {range}; it never was"
-                ));
-            }
-        }
-        for &p in &self.forbid {
-            if !checked.contains(&p) {
-                problems.push(format!("{p} is forbidden, but this run does not check it"));
-            }
-        }
-        let forbidden: Vec<Property> = checked
-            .iter()
-            .copied()
-            .filter(|p| !self.allow.contains(p) && !self.expect.contains(p))
-            .collect();
-        for &p in &forbidden {
-            let undecided: u64 = cells.iter().map(|c| c.undecided_on(p)).sum();
-            if undecided > 0 {
-                problems.push(format!(
-                    "{p} was left undecided on {} (a check ran out of budget), so {range} is not a clean result",
-                    plural(undecided, "seed")
                 ));
             }
         }
@@ -328,34 +344,67 @@ impl Campaign {
                 " (forbidden)"
             }
         });
+        let grants: u64 = cells.iter().map(|c| c.grants).sum();
+        let applied: u64 = cells.iter().map(|c| c.faults_applied).sum();
         eprintln!(
-            "locksim: {algo}, seeds {range} × {}: {grants} grants; violations by seed: {counts}",
+            "locksim: {algo}, seeds {range} × {}: {grants} grants, {} took effect; violations by seed: {counts}",
             plural(self.kinds.len() as u64, "fault kind"),
+            plural(applied, "fault"),
         );
         note_unrecorded_grants(&cells, algo);
-        let Some((seed, property, kind)) = first_violation_of(&cells, &forbidden) else {
-            assert!(
-                problems.is_empty(),
-                "locksim: {algo}: {}",
-                problems.join("; ")
-            );
-            return;
-        };
-        for &p in &forbidden {
-            let n: u64 = cells.iter().map(|c| c.violated(p)).sum();
-            if n > 0 {
-                problems.push(format!("{p} violated by {}", plural(n, "seed")));
+        let (gate, why) = gate_lines(&cells, &forbidden);
+        let mut lines: Vec<String> = why.iter().chain(&unmet).map(|w| format!("  {w}")).collect();
+        let test = format!("  test:     {}", invocation.name.as_deref().unwrap_or("?"));
+        match gate {
+            Gate::Violation => {
+                // Every seed ran (a failed one panicked above): the gate's violation is a
+                // forbidden property's.
+                let Some((seed, property, kind)) = first_violation_of(&cells, &forbidden) else {
+                    panic!(
+                        "locksim: {algo}, seeds {range}:\n{}\n{test}",
+                        lines.join("\n")
+                    );
+                };
+                let written = shrink_and_write(
+                    &self.setup.scenario(seed, &[kind]),
+                    self.setup.algo.clone(),
+                    property,
+                    &knobs.traces_dir(),
+                );
+                panic!(
+                    "locksim: {algo} violates {property} under {kind} with seed {seed} (of {range}):\n{}\n{test}{}",
+                    lines.join("\n"),
+                    self.trace_lines(&written, &invocation, &knobs.rerun_vars(seed))
+                );
             }
+            Gate::ProvesNothing => {
+                let fixes = fixes(&cells, &forbidden);
+                lines.extend(fixes.iter().map(|f| format!("  fix:      {f}")));
+                panic!(
+                    "locksim: {algo}, seeds {range}: this campaign proves nothing, as `locksim campaign --fail-on {}` says of the same cells:\n{}\n{test}",
+                    names(&forbidden),
+                    lines.join("\n")
+                );
+            }
+            Gate::Clean => assert!(
+                unmet.is_empty(),
+                "locksim: {algo}, seeds {range}:\n{}\n{test}",
+                lines.join("\n")
+            ),
         }
-        let scenario = self.setup.scenario(seed, &[kind]);
-        let written = shrink_and_write(
-            &scenario,
-            self.setup.algo.clone(),
-            property,
-            &knobs.traces_dir(),
-        );
-        let rerun = invocation.command(&knobs.rerun_vars(seed), &[]);
-        let trace_lines = match &written {
+    }
+
+    /// The failure message's lines after the test's name, for a forbidden violation whose
+    /// shrunk trace `written` gave (path, faults left, digest) or why not: the trace, the
+    /// command that re-runs the seed (`rerun_vars`), and those that draw the trace.
+    fn trace_lines(
+        &self,
+        written: &Result<(PathBuf, usize, String), String>,
+        invocation: &TestInvocation,
+        rerun_vars: &[(&str, String)],
+    ) -> String {
+        let rerun = invocation.command(rerun_vars, &[]);
+        match written {
             Ok((path, n, digest)) => {
                 let page = path.with_extension("html");
                 let render = invocation.command(
@@ -381,13 +430,78 @@ impl Campaign {
                 )
             }
             Err(e) => format!("\n  (shrinking failed: {e})\n  rerun:    {rerun}"),
-        };
-        panic!(
-            "locksim: {algo} violates {property} under {kind} with seed {seed} (of {range}); in all: {}\n  test:     {}{trace_lines}",
-            problems.join("; "),
-            invocation.name.as_deref().unwrap_or("?")
-        );
+        }
     }
+}
+
+/// `S1,S2,…`: `properties` as `--fail-on` lists them (`(none)` for an empty list, which the
+/// command line cannot give: a test that expects or allows every property it checks).
+fn names(properties: &[Property]) -> String {
+    if properties.is_empty() {
+        return "(none)".into();
+    }
+    properties
+        .iter()
+        .map(|p| p.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// [`crate::gate::judge`] of `cells` over `forbidden`, each line on one line as the command
+/// line prints it (`--fail-on S1,S2: …`; `--fail-on (none): …` when nothing is forbidden).
+fn gate_lines(cells: &[CellSummary], forbidden: &[Property]) -> (Gate, Vec<String>) {
+    let (gate, why) = crate::gate::judge(cells, forbidden);
+    let lines = why
+        .iter()
+        .map(|w| {
+            let w = locksim_core::text::one_line(w);
+            match w.strip_prefix("--fail-on : ") {
+                Some(rest) => format!("--fail-on (none): {rest}"),
+                None => w.into_owned(),
+            }
+        })
+        .collect();
+    (gate, lines)
+}
+
+/// How to make cells that prove nothing under `forbidden` (by [`crate::gate::judge`]) exercise
+/// what the test claims: one line per kind of reason the gate gives, in the gate's order.
+/// Never by silencing the gate: each names what to run so that the claim is tested.
+fn fixes(cells: &[CellSummary], forbidden: &[Property]) -> Vec<String> {
+    let mut out: Vec<&str> = Vec::new();
+    let ran = |c: &CellSummary| c.seeds > c.errors;
+    for c in cells {
+        let reasons = [
+            (
+                forbidden.iter().any(|&p| c.undecided_on(p) > 0),
+                "a check ran out of its budget, so the property is not judged: shorter runs (Workload::duration) keep it decidable; .allow() it only if the test makes no claim about it",
+            ),
+            (
+                c.grants == 0 && ran(c),
+                "no client was ever granted the lock, so nothing was exercised: check that the algorithm grants at all (its servers answer, the clients' timeouts leave room for a reply)",
+            ),
+            (
+                forbidden.contains(&Property::S2)
+                    && c.violated(Property::S2) == 0
+                    && c.counts.no_write_accepted(c.seeds - c.errors),
+                "no write reached the resource, so S2 (stale writes) was never exercised: a workload whose holders write (Workload::writes_per_hold) and a resource that accepts them; .allow(&[Property::S2]) only if the test makes no claim about stale writes",
+            ),
+            (
+                c.no_fault_took_effect() || c.kind_untested(),
+                "no fault of the kind took effect in any seed, so the cell tested the fault-free run only: a fault kind that acts on this algorithm (leader-change needs a leader), or more seeds; a test that means the fault-free run says so with FaultKind::None (the control group, which needs no fault)",
+            ),
+            (
+                ran(c) && forbidden.iter().any(|p| !c.checked.contains(p)),
+                "a forbidden property is not judged for this algorithm (it makes no such claim, e.g. L1 for a lock that never expires): forbid only properties the run checks",
+            ),
+        ];
+        for (applies, fix) in reasons {
+            if applies && !out.contains(&fix) {
+                out.push(fix);
+            }
+        }
+    }
+    out.into_iter().map(str::to_string).collect()
 }
 
 /// The first violation of one of `properties` in `cells`: the smallest seed, then property,
