@@ -128,8 +128,14 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
     if a.budget == 0 {
         return Err("--budget 0: give at least one run".into());
     }
-    if a.first_seed.checked_add(a.budget).is_none() {
-        return Err("--first-seed + --budget does not fit in 64 bits".into());
+    // The seeds run are first_seed ..= first_seed + budget - 1: u64::MAX is the last one.
+    if a.first_seed.checked_add(a.budget - 1).is_none() {
+        return Err(format!(
+            "--first-seed {} with --budget {}: the last seed, first + budget - 1, does not fit in 64 bits (at most {} runs from this seed)",
+            a.first_seed,
+            a.budget,
+            u64::MAX - a.first_seed + 1
+        ));
     }
     let property = a
         .property

@@ -1,0 +1,84 @@
+//! `locksim hunt` at its edges: the follow-ups of issue #51 that testers of `hunt` found, a
+//! test each.
+
+use std::path::PathBuf;
+
+mod common;
+use common::{locksim, stderr};
+
+/// A fresh temporary folder for one test.
+fn temp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("locksim-hunt-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Bad input: exit 2, one line on stderr (nothing ran, so no progress either) containing
+/// every `needles`, nothing on stdout.
+fn rejects(args: &[&str], needles: &[&str]) {
+    let o = locksim(args);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    assert!(err.starts_with("error: "), "{args:?}: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{args:?}: `{n}` missing from: {err}");
+    }
+    assert!(o.stdout.is_empty(), "{args:?}: printed to stdout on error");
+}
+
+#[test]
+fn hunt_can_run_the_last_seed_u64_max() {
+    let dir = temp("lastseed");
+    let d = dir.to_string_lossy();
+    let max = u64::MAX.to_string();
+    let o = locksim(&[
+        "hunt",
+        "--algo",
+        "central-fencing",
+        "--faults",
+        "partition",
+        "--first-seed",
+        &max,
+        "--budget",
+        "1",
+        "--json",
+        "--no-shrink",
+        "--out-dir",
+        &d,
+    ]);
+    assert_ne!(o.status.code(), Some(2), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["runs"], 1);
+    assert_eq!(v["first_seed"].as_u64(), Some(u64::MAX));
+    // Two runs from u64::MAX - 1 end at u64::MAX; three would pass it.
+    let o = locksim(&[
+        "hunt",
+        "--algo",
+        "central-fencing",
+        "--faults",
+        "partition",
+        "--first-seed",
+        &(u64::MAX - 1).to_string(),
+        "--budget",
+        "2",
+        "--json",
+        "--no-shrink",
+        "--out-dir",
+        &d,
+    ]);
+    assert_ne!(o.status.code(), Some(2), "{}", stderr(&o));
+    rejects(
+        &[
+            "hunt",
+            "--algo",
+            "central",
+            "--first-seed",
+            &(u64::MAX - 1).to_string(),
+            "--budget",
+            "3",
+        ],
+        &["64 bits", "at most 2 runs"],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
