@@ -150,7 +150,8 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
         a.plan.as_ref(),
     )?;
     let first = chosen.scenario(a.first_seed);
-    a.memory.check(&first)?;
+    let jobs = crate::args::jobs_of(a.jobs)?;
+    check_memory(&a, &first, jobs)?;
     check_target(&a, &chosen, property, &first)?;
     let search = match a.search {
         SearchArg::Guided => Search::Guided,
@@ -164,7 +165,7 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
         budget: a.budget,
         search,
         first_seed: a.first_seed,
-        jobs: crate::args::jobs_of(a.jobs)?,
+        jobs,
     };
     let what = property.map_or("any violation".to_string(), |p| p.to_string());
     eprintln!(
@@ -235,6 +236,51 @@ fn check_target(
         }
     }
     Ok(())
+}
+
+/// Refuses a run over `--max-memory` by the estimate, for the runs at once (`jobs` threads,
+/// at most a batch). Unlike the shared message, the two sizes are never printed alike: when
+/// they round to the same figure both are given in bytes too.
+fn check_memory(a: &HuntArgs, first: &locksim_core::Scenario, jobs: usize) -> Result<(), String> {
+    use locksim_explore::budget::{estimate, fmt_bytes};
+    let limit = a.memory.limit()?;
+    let at_once = (jobs.max(1) as u64)
+        .min(locksim_explore::hunt::BATCH as u64)
+        .min(a.budget);
+    let need = estimate(first).and_then(|e| e.checked_mul(at_once));
+    if need.is_some_and(|n| n <= limit) {
+        return Ok(());
+    }
+    let (need, limit) = match need {
+        None => ("more than 16 EiB".to_string(), fmt_bytes(limit)),
+        Some(n) => exact_sizes(n, limit),
+    };
+    Err(format!(
+        "{} with {} and {} for {} of simulated time needs about {need}{} by the estimate, more than --max-memory {limit}: make the run shorter or smaller{}",
+        first.algorithm,
+        plural(first.cluster.servers as u64, "server"),
+        plural(first.cluster.clients as u64, "client"),
+        locksim_core::time::fmt_nanos(first.workload.duration as i128),
+        if at_once > 1 { format!(" for {at_once} runs at once") } else { String::new() },
+        if at_once > 1 { ", use fewer --jobs, or raise --max-memory" } else { ", or raise --max-memory" }
+    ))
+}
+
+/// `need` and `limit` (bytes) as people read them, with the bytes added when the two would
+/// read alike (`17 MiB` and `17 MiB`, when 17,000,000 bytes is the limit).
+fn exact_sizes(need: u64, limit: u64) -> (String, String) {
+    let (n, l) = (
+        locksim_explore::budget::fmt_bytes(need),
+        locksim_explore::budget::fmt_bytes(limit),
+    );
+    if n == l {
+        (
+            format!("{n} ({need} bytes)"),
+            format!("{l} ({limit} bytes)"),
+        )
+    } else {
+        (n, l)
+    }
 }
 
 /// Writes the find of `out` to `--out-dir` as a trace (shrunk unless `--no-shrink`):

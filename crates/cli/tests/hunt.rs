@@ -82,3 +82,30 @@ fn hunt_can_run_the_last_seed_u64_max() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn hunt_memory_refusal_never_prints_two_equal_sizes() {
+    // central's run is estimated a little over 16 MiB; 17,000,000 bytes (16.2 MiB) is below
+    // it, and both round up to 17 MiB.
+    let o = locksim(&[
+        "hunt",
+        "--algo",
+        "central",
+        "--budget",
+        "3",
+        "--jobs",
+        "1",
+        "--max-memory",
+        "17000000",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let between = |from: &str, to: &str| -> String {
+        let rest = &err[err.find(from).expect(from) + from.len()..];
+        rest[..rest.find(to).expect(to)].to_string()
+    };
+    let need = between("needs about ", " by the estimate");
+    let limit = between("more than --max-memory ", ":");
+    assert_ne!(need, limit, "{err}");
+    assert!(limit.contains("17000000 bytes"), "{err}");
+}
