@@ -5,7 +5,7 @@
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use locksim_core::{FaultKind, Property};
+use locksim_core::{FaultKind, Property, Workload};
 use locksim_explore::gate::{judge, Gate};
 use locksim_explore::testing::{Campaign, Knobs};
 use locksim_explore::{parse_setting, run_campaign, CampaignSpec, CellSummary, Setup};
@@ -25,11 +25,21 @@ fn cells(
     kinds: &[FaultKind],
     range: Range<u64>,
 ) -> Vec<CellSummary> {
+    cells_of(setup(algo, settings), kinds, range)
+}
+
+/// A registered algorithm with `key=value` settings, as `Campaign::registered` builds it.
+fn setup(algo: &str, settings: &[&str]) -> Setup {
     let pairs: Vec<(String, String)> = settings.iter().map(|s| parse_setting(s).unwrap()).collect();
+    Setup::registered(algo, &pairs).unwrap()
+}
+
+/// The cells a campaign of `setup` runs with `.seeds(range).faults(kinds)`.
+fn cells_of(setup: Setup, kinds: &[FaultKind], range: Range<u64>) -> Vec<CellSummary> {
     let seeds = seeds(range);
     run_campaign(
         &CampaignSpec {
-            setups: vec![Setup::registered(algo, &pairs).unwrap()],
+            setups: vec![setup],
             kinds: kinds.to_vec(),
             first_seed: seeds.start,
             seeds: seeds.end - seeds.start,
@@ -195,6 +205,33 @@ fn the_test_and_the_gate_give_the_same_verdict_on_the_same_cells() {
         &pg,
         &with_l1,
     ));
+
+    // Holders that never write: S2 (stale writes) is never exercised, so forbidding it proves
+    // nothing; allowed, it asks for no write, and the rest is judged as before.
+    let no_writes = Workload {
+        writes_per_hold: 0,
+        ..setup("central-fencing", &[]).workload
+    };
+    let mut quiet = setup("central-fencing", &[]);
+    quiet.workload = no_writes.clone();
+    let quiet = cells_of(quiet, &[FaultKind::Partition], 0..20);
+    let campaign = || {
+        Campaign::registered("central-fencing", &[])
+            .workload(no_writes.clone())
+            .seeds(0..20)
+            .faults(&[FaultKind::Partition])
+    };
+    let all = checked(&quiet);
+    assert!(all.contains(&Property::S2), "{all:?}");
+    let (_, why) = judge(&quiet, &all);
+    assert!(
+        why.iter()
+            .any(|w| w.ends_with("S2: no write reached the resource in any seed: proves nothing")),
+        "{why:?}"
+    );
+    found.push(agree(campaign(), &quiet, &all));
+    let but_s2: Vec<Property> = all.iter().copied().filter(|&p| p != Property::S2).collect();
+    found.push(agree(campaign().allow(&[Property::S2]), &quiet, &but_s2));
 
     // The cases cover every finding (so that agreeing is not agreeing on one answer).
     found.sort();
