@@ -46,7 +46,7 @@ A find is an ordinary scenario (a seed and an explicit plan; a mutant's plan is 
 its seed alone does not rerun it): it is shrunk as `locksim shrink` does (the shrinker may
 change the seed too) and written to --out-dir, and replays, renders and shrinks like any
 trace. A property the algorithm does not judge (L1 of a lock that never expires) is refused
-before any run.
+before any run, and so is an --out-dir that cannot be made or written.
 
 Exit code: 1 when a run violated the property (found), 0 when the budget ran out without one,
 2 on bad input, 3 when the budget ran out and some runs granted nothing or failed to run, no
@@ -225,17 +225,39 @@ fn check_target(
         ));
         }
     }
-    // Say so now, not after the whole hunt: the nearest existing folder on the way must be one.
-    if let Some(existing) = a.out_dir.ancestors().find(|p| p.exists()) {
+    // Say so now, not after the whole hunt: the nearest existing folder on the way must be one,
+    // and the folder must be made and take a file.
+    let dir = &a.out_dir;
+    if let Some(existing) = dir.ancestors().find(|p| p.exists()) {
         if !existing.is_dir() {
             return Err(format!(
                 "--out-dir {}: {} exists and is not a directory",
-                a.out_dir.display(),
+                dir.display(),
                 existing.display()
             ));
         }
     }
-    Ok(())
+    std::fs::create_dir_all(dir).map_err(|e| {
+        format!(
+            "--out-dir {}: cannot create it ({e}): the find's trace would have nowhere to go",
+            dir.display()
+        )
+    })?;
+    let probe = dir.join(format!(".locksim-hunt-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "--out-dir {}: cannot write a file in it ({e}): the find's trace would have nowhere to go",
+            dir.display()
+        )),
+    }
 }
 
 /// Refuses a run over `--max-memory` by the estimate, for the runs at once (`jobs` threads,

@@ -28,6 +28,29 @@ fn rejects(args: &[&str], needles: &[&str]) {
 }
 
 #[test]
+fn hunt_refuses_an_out_dir_it_cannot_make_before_any_run() {
+    let dir = temp("outdir");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A name longer than any file system takes: create_dir_all fails, even for root.
+    let bad = dir.join("x".repeat(300));
+    let b = bad.to_string_lossy();
+    // A budget that would take minutes: refused at once, with one line (no progress).
+    rejects(
+        &[
+            "hunt",
+            "--algo",
+            "central",
+            "--budget",
+            "1000000",
+            "--out-dir",
+            &b,
+        ],
+        &["--out-dir", &b, "cannot create it"],
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn hunt_can_run_the_last_seed_u64_max() {
     let dir = temp("lastseed");
     let d = dir.to_string_lossy();
