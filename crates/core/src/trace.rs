@@ -23,6 +23,11 @@ use crate::verdict::Verdict;
 pub const FORMAT: &str = "locksim-trace";
 /// The trace version this locksim writes and reads.
 pub const VERSION: u32 = 1;
+/// The `scenario.algorithm` of a trace of a user's own Redis lock client run by
+/// `locksim-resp-sim` (docs/own-client.md). The client's code lives in the user's crate, so the
+/// trace replays there (`locksim_resp_sim::replay_trace`), not with `locksim replay`;
+/// `locksim render` draws the events it embeds.
+pub const OWN_CLIENT: &str = "own-redis-client";
 
 /// A replayable run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,6 +53,13 @@ pub struct Trace {
     /// are not deterministic), only re-run; its events are embedded and drawn as recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub real: Option<String>,
+}
+
+impl Trace {
+    /// `true` for a trace of a user's own client ([`OWN_CLIENT`]).
+    pub fn is_own_client(&self) -> bool {
+        self.scenario.algorithm == OWN_CLIENT
+    }
 }
 
 /// A trace file that could not be read.

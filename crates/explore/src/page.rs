@@ -83,12 +83,13 @@ pub fn draw(
     let (record, session) = crate::outcome::held_spec(&trace.scenario, algo.as_deref());
     // A real run's trace is never re-run (there is no seed): drawn from its events by design,
     // not flagged as a trace that failed to re-run.
-    let no_rerun = no_rerun || trace.real.is_some();
+    let no_rerun = no_rerun || trace.real.is_some() || trace.is_own_client();
     let rerun = if no_rerun {
         notes.push(match &trace.real {
             Some(what) => format!(
                 "A real run ({what}): drawn from the events it records (a real run is re-run with `locksim real`, never replayed)."
             ),
+            None if trace.is_own_client() => "A run of your own Redis client: drawn from the events it records (it replays from your crate, with locksim_resp_sim::replay_trace).".into(),
             None => {
                 "Drawn from the events the trace embeds, without re-running it (no messages)."
                     .into()

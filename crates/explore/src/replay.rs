@@ -53,7 +53,16 @@ fn first_difference(recorded: &[Event], replayed: &[Event]) -> String {
 }
 
 /// A trace of a real run (`locksim real`) records processes, not a seed: it cannot be replayed.
+/// Nor can one of a user's own client here: its code is in the user's crate.
 fn refuse_real(trace: &Trace) -> Result<(), String> {
+    if trace.is_own_client() {
+        return Err(
+            "it records a run of your own Redis client (locksim-resp-sim), whose code is in your \
+             crate: replay it there with `locksim_resp_sim::replay_trace(\"TRACE.json\", your_client)`; \
+             `locksim render TRACE.json` draws it from its events"
+                .to_string(),
+        );
+    }
     match &trace.real {
         Some(what) => Err(format!(
             "it records a real run ({what}): real runs cannot be replayed, only re-run with `locksim real`"

@@ -495,6 +495,13 @@ pub fn json(
 /// The trace cannot be read, or records a real run (which has no seed to shrink).
 pub fn scenario_of_trace(path: &std::path::Path) -> Result<Scenario, String> {
     let trace = locksim_core::Trace::read(path).map_err(|e| e.to_string())?;
+    if trace.is_own_client() {
+        return Err(format!(
+            "{}: it records a run of your own Redis client, whose code is in your crate: it was \
+             shrunk there (locksim_resp_sim::shrink) before it was written",
+            path.display()
+        ));
+    }
     if let Some(what) = &trace.real {
         return Err(format!(
             "{}: it records a real run ({what}): there is no seed to shrink; shrink the scenario in the simulator with `locksim shrink FILE.toml --seed N`",

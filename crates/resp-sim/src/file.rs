@@ -21,13 +21,15 @@
 //! ```
 
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use locksim_core::scenario_file::{read_faults, RawFault};
 use locksim_core::time::parse_duration;
 use locksim_core::{Property, Verdict};
 
+use crate::shrink::{shrink, Shrunk};
 use crate::sim::{run, Client, Outcome, Scenario};
+use crate::trace::{replay_trace, trace_of, write_trace};
 
 /// What a scenario file asks of its runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,13 +172,16 @@ impl ScenarioFile {
     }
 }
 
-/// What [`check_file`] found: each seed's outcome, in seed order.
+/// What [`check_file`] found: each seed's outcome, in seed order, and the shrunk traces.
 #[derive(Debug)]
 pub struct FileReport {
     /// The file as read.
     pub file: ScenarioFile,
     /// `(seed, outcome)` for every seed run.
     pub runs: Vec<(u64, Outcome)>,
+    /// For each expected property, the first seed violating it shrunk, written as a trace and
+    /// replayed from it event for event: `(property, seed, trace file, the shrunk run)`.
+    pub traces: Vec<(Property, u64, PathBuf, Shrunk)>,
 }
 
 impl FileReport {
@@ -251,7 +256,7 @@ where
         s.seed = file.scenario.seed + i;
         runs.push((s.seed, run(&s, client.clone())));
     }
-    let again = run(&file.scenario, client);
+    let again = run(&file.scenario, client.clone());
     assert_eq!(
         again.digest(),
         runs[0].1.digest(),
@@ -260,17 +265,25 @@ where
         file.name,
         file.scenario.seed
     );
-    let report = FileReport { file, runs };
+    let mut report = FileReport {
+        file,
+        runs,
+        traces: Vec::new(),
+    };
     exercised(&report);
     let failing = report.failing();
     let all: Vec<String> = failing.iter().map(|(s, v)| listing(*s, v)).collect();
     match &report.file.expect {
-        Expect::Safe => assert!(
-            failing.is_empty(),
-            "{}: expected safe, but:\n{}",
-            report.file.name,
-            all.join("\n")
-        ),
+        Expect::Safe => {
+            if let Some((seed, v)) = failing.first() {
+                panic!(
+                    "{}: expected safe, but:\n{}{}",
+                    report.file.name,
+                    all.join("\n"),
+                    shrunk_note(&report, *seed, v.violations[0].kind, client.clone())
+                );
+            }
+        }
         Expect::Violates(props) => {
             for p in props {
                 assert!(
@@ -287,20 +300,109 @@ where
                     }
                 );
             }
-            let other: Vec<String> = failing
+            let other: Vec<(u64, Property)> = failing
                 .iter()
-                .filter(|(_, v)| v.violations.iter().any(|x| !props.contains(&x.kind)))
-                .map(|(s, v)| listing(*s, v))
+                .filter_map(|(s, v)| {
+                    v.violations
+                        .iter()
+                        .find(|x| !props.contains(&x.kind))
+                        .map(|x| (*s, x.kind))
+                })
                 .collect();
-            assert!(
-                other.is_empty(),
-                "{}: violations of properties `expect` does not list:\n{}",
-                report.file.name,
-                other.join("\n")
-            );
+            if let Some(&(seed, p)) = other.first() {
+                let listed: Vec<String> = failing
+                    .iter()
+                    .filter(|(s, _)| other.iter().any(|(o, _)| o == s))
+                    .map(|(s, v)| listing(*s, v))
+                    .collect();
+                panic!(
+                    "{}: violations of properties `expect` does not list:\n{}{}",
+                    report.file.name,
+                    listed.join("\n"),
+                    shrunk_note(&report, seed, p, client.clone())
+                );
+            }
+            for p in props.clone() {
+                let Some((seed, _)) = failing
+                    .iter()
+                    .find(|(_, v)| v.violations.iter().any(|x| x.kind == p))
+                else {
+                    continue;
+                };
+                let (path, shrunk) = keep_shrunk(&report, *seed, p, client.clone())
+                    .unwrap_or_else(|e| panic!("{}: {e}", report.file.name));
+                report.traces.push((p, *seed, path, shrunk));
+            }
         }
     }
     report
+}
+
+/// Where shrunk traces go: `LOCKSIM_TRACES`, else `locksim-traces` in cargo's target folder
+/// (`CARGO_TARGET_DIR`, else `target` in the folder the test runs in: the crate's).
+pub fn traces_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("LOCKSIM_TRACES") {
+        return PathBuf::from(dir);
+    }
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| PathBuf::from("target"), PathBuf::from)
+        .join("locksim-traces")
+}
+
+/// Shrinks seed `seed` of the report's file for `property`, writes the trace, and replays it
+/// from the file to check it reproduces the run event for event.
+fn keep_shrunk<F, Fut>(
+    report: &FileReport,
+    seed: u64,
+    property: Property,
+    client: F,
+) -> Result<(PathBuf, Shrunk), String>
+where
+    F: Fn(Client) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    let mut start = report.file.scenario.clone();
+    start.seed = seed;
+    let shrunk = shrink(&start, client.clone(), property)?;
+    let trace = trace_of(&shrunk.scenario, &shrunk.outcome);
+    let name = format!(
+        "{}-{}",
+        report.file.name,
+        property.to_string().to_lowercase()
+    );
+    let path = write_trace(&traces_dir(), &name, &trace)?;
+    replay_trace(&path, client)?;
+    Ok((path, shrunk))
+}
+
+/// The lines a failure message adds about seed `seed`'s shrunk trace.
+fn shrunk_note<F, Fut>(report: &FileReport, seed: u64, property: Property, client: F) -> String
+where
+    F: Fn(Client) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    match keep_shrunk(report, seed, property, client) {
+        Ok((path, shrunk)) => format!(
+            "\n  trace:  {} (seed {seed}, {property} shrunk to {} and {} client(s) in {} runs)\n  \
+             replay: locksim_resp_sim::replay_trace({:?}, your_client)\n  \
+             draw:   locksim render {} -o page.html",
+            path.display(),
+            plural(shrunk.scenario.faults.len(), "fault"),
+            shrunk.scenario.clients,
+            shrunk.runs,
+            path.display(),
+            path.display()
+        ),
+        Err(e) => format!("\n  (shrinking seed {seed} failed: {e})"),
+    }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
 }
 
 #[cfg(test)]

@@ -20,19 +20,24 @@
 //!
 //! Modules: [`file`] (scenario files: one test function names one), [`resp`] (the wire format), [`store`] (the commands and key expiry), [`scripts`]
 //! (the unlock/extend scripts, recognised by SHA1 or shape), [`record`] (server-side events to
-//! a history), [`sim`] (the run: nodes, faults, outcome).
+//! a history), [`sim`] (the run: nodes, faults, outcome), [`shrink`] (a failing run made
+//! small), [`trace`] (a run as a locksim trace, and its replay).
 
 pub mod file;
 pub mod record;
 pub mod resp;
 pub mod scripts;
 mod server;
+pub mod shrink;
 pub mod sim;
 pub mod store;
+pub mod trace;
 
-pub use file::{check_file, Expect, FileReport, ScenarioFile};
+pub use file::{check_file, traces_dir, Expect, FileReport, ScenarioFile};
 pub use locksim_core::trigger::{Trigger, TriggerEvent};
 pub use locksim_core::TimedFault;
 pub use locksim_core::{Fault, History, Property, Verdict};
 pub use scripts::ScriptKind;
+pub use shrink::{shrink, Shrunk};
 pub use sim::{run, Client, Outcome, Scenario};
+pub use trace::{replay_trace, trace_of, write_trace};

@@ -82,6 +82,8 @@ fn shape(text: &[u8]) -> Vec<u8> {
 pub struct Scripts {
     by_sha: BTreeMap<String, ScriptKind>,
     by_shape: Vec<(Vec<u8>, ScriptKind)>,
+    /// The scripts registered besides the built-in ones, in order (a trace keeps them).
+    added: Vec<(String, ScriptKind)>,
 }
 
 impl Default for Scripts {
@@ -89,9 +91,10 @@ impl Default for Scripts {
         let mut s = Scripts {
             by_sha: BTreeMap::new(),
             by_shape: Vec::new(),
+            added: Vec::new(),
         };
         for (text, kind) in SHAPES {
-            s.register(text, *kind);
+            s.recognise_as(text, *kind);
         }
         s
     }
@@ -100,8 +103,18 @@ impl Default for Scripts {
 impl Scripts {
     /// Recognise `text` (by its SHA1 and by its shape) as a script doing `kind`.
     pub fn register(&mut self, text: &str, kind: ScriptKind) {
+        self.recognise_as(text, kind);
+        self.added.push((text.to_string(), kind));
+    }
+
+    fn recognise_as(&mut self, text: &str, kind: ScriptKind) {
         self.by_sha.insert(sha1_hex(text.as_bytes()), kind);
         self.by_shape.push((shape(text.as_bytes()), kind));
+    }
+
+    /// The scripts [`Scripts::register`] added, in order.
+    pub fn added(&self) -> &[(String, ScriptKind)] {
+        &self.added
     }
 
     /// What `text` does, if recognised.
@@ -111,6 +124,23 @@ impl Scripts {
         }
         let s = shape(text);
         self.by_shape.iter().find(|(t, _)| *t == s).map(|(_, k)| *k)
+    }
+}
+
+impl ScriptKind {
+    /// Its name in a trace: `compare-and-delete` or `compare-and-pexpire`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScriptKind::CompareAndDelete => "compare-and-delete",
+            ScriptKind::CompareAndPexpire => "compare-and-pexpire",
+        }
+    }
+
+    /// The kind [`ScriptKind::name`] names.
+    pub fn from_name(name: &str) -> Option<ScriptKind> {
+        [ScriptKind::CompareAndDelete, ScriptKind::CompareAndPexpire]
+            .into_iter()
+            .find(|k| k.name() == name)
     }
 }
 

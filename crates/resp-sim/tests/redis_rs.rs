@@ -172,3 +172,76 @@ fn resp3_handshake_and_commands() {
         .count();
     assert_eq!(extends, 1);
 }
+
+#[test]
+fn a_written_trace_replays_event_for_event_and_tells_a_changed_client() {
+    let s = Scenario::new(5).clients(2).duration_ms(3_000).fault(
+        400,
+        Fault::Pause {
+            node: 1,
+            duration: 1_500_000_000,
+            task: Default::default(),
+        },
+    );
+    let first = run(&s, |c| naive(c, 1_000, 300));
+    assert!(
+        first.verdict().violates(Property::S1),
+        "{:?}",
+        first.verdict()
+    );
+    let dir = std::env::temp_dir().join(format!("locksim-resp-trace-{}", std::process::id()));
+    let path =
+        locksim_resp_sim::write_trace(&dir, "Pause: c1", &locksim_resp_sim::trace_of(&s, &first))
+            .expect("written");
+    assert!(path
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("pause-c1-"));
+    let again = locksim_resp_sim::replay_trace(&path, |c| naive(c, 1_000, 300)).expect("replays");
+    assert_eq!(again.history.events, first.history.events);
+    // The same trace, replayed with a client that works longer: the first differing event.
+    let e = locksim_resp_sim::replay_trace(&path, |c| naive(c, 1_000, 350)).unwrap_err();
+    assert!(e.contains("differs at event #"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn shrinking_keeps_the_violation_and_drops_what_it_does_not_need() {
+    let s = locksim_resp_sim::ScenarioFile::parse(
+        r#"
+        clients = 3
+        duration = "4s"
+        seed = 1
+        [[fault]]
+        after = { node = "n1", event = "grants", client = "c1" }
+        type = "pause"
+        node = "c1"
+        duration = "2s"
+        [[fault]]
+        at = "3500ms"
+        type = "isolate"
+        node = "c2"
+        duration = "100ms"
+        "#,
+        "x",
+    )
+    .expect("a valid file")
+    .scenario;
+    let shrunk = locksim_resp_sim::shrink(&s, |c| naive(c, 1_000, 300), Property::S1)
+        .expect("it violates S1");
+    assert!(shrunk.outcome.verdict().violates(Property::S1));
+    assert!(
+        shrunk.scenario.faults.len() <= 1,
+        "{:?}",
+        shrunk.scenario.faults
+    );
+    assert!(shrunk.scenario.clients <= 3 && shrunk.scenario.duration <= s.duration);
+    assert!(
+        (
+            shrunk.scenario.faults.len(),
+            shrunk.scenario.clients,
+            shrunk.scenario.duration
+        ) < (s.faults.len(), s.clients, s.duration)
+    );
+}

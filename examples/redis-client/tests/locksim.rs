@@ -25,6 +25,17 @@ fn show(report: &FileReport) {
             println!("seed {seed}: {:?}: {}", v.kind, v.summary);
         }
     }
+    // Each expected property's first seed, shrunk, written as a trace and replayed from it.
+    for (property, seed, path, shrunk) in &report.traces {
+        println!(
+            "{property} of seed {seed} shrunk to {} fault(s), {} client(s), {} ms in {} runs: {}",
+            shrunk.scenario.faults.len(),
+            shrunk.scenario.clients,
+            shrunk.scenario.duration / 1_000_000,
+            shrunk.runs,
+            path.display()
+        );
+    }
 }
 
 #[test]

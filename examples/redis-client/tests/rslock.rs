@@ -18,6 +18,16 @@ fn show(report: &FileReport) {
             println!("seed {seed}: {:?}: {}", v.kind, v.summary);
         }
     }
+    for (property, seed, path, shrunk) in &report.traces {
+        println!(
+            "{property} of seed {seed} shrunk to {} fault(s), {} client(s), {} ms in {} runs: {}",
+            shrunk.scenario.faults.len(),
+            shrunk.scenario.clients,
+            shrunk.scenario.duration / 1_000_000,
+            shrunk.runs,
+            path.display()
+        );
+    }
 }
 
 #[test]
