@@ -46,7 +46,9 @@ A find is an ordinary scenario (a seed and an explicit plan; a mutant's plan is 
 its seed alone does not rerun it): it is shrunk as `locksim shrink` does (the shrinker may
 change the seed too) and written to --out-dir, and replays, renders and shrinks like any
 trace. A property the algorithm does not judge (L1 of a lock that never expires) is refused
-before any run, and so is an --out-dir that cannot be made or written.
+before any run, and so is an --out-dir that cannot be made or written. A find is never lost:
+an identical trace already in --out-dir is kept; a different one of the same name (a hunt's
+with other --faults) is kept too, and the find written beside it as NAME-2.json (said so).
 
 Exit code: 1 when a run violated the property (found), 0 when the budget ran out without one,
 2 on bad input, 3 when the budget ran out and some runs granted nothing or failed to run, no
@@ -114,7 +116,9 @@ pub struct HuntArgs {
     /// Print one JSON object on stdout: `{"found", "runs", "budget", "search", "first_seed",
     /// "property", "seed" (the find's), "origin" ({"kind": "fresh"}, {"kind": "swarm"} or {"kind": "mutant",
     /// "parent": RUN, "mutations": [...]}), "trace", "trace_seed" (the trace's, after
-    /// shrinking), "corpus", "features", "runs_without_grants", "runs_with_faults",
+    /// shrinking), "trace_reused" (an identical trace was already there), "trace_clash" (the
+    /// file of the trace's own name, holding a different trace, when it went beside it), "corpus",
+    /// "features", "runs_without_grants", "runs_with_faults",
     /// "runs_with_writes", "errors",
     /// "path_digest", "run_secs", "search_secs" (wall-clock seconds, summed over threads,
     /// inside the runs and in the search around them)}`; progress still goes to stderr.
@@ -181,20 +185,12 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
     let out = quiet_seed_panics(|| hunt(&h, &|runs, _, _| progress.set(runs)));
     progress.finish();
     let secs = started.elapsed().as_secs_f64();
-    let (trace_path, trace_seed) = write_find(&a, &out)?;
+    let written = write_find(&a, &out)?;
     let idle = out.runs_without_grants + out.errors;
     if a.json {
-        println!(
-            "{}",
-            json(&a, search, &out, (trace_path.as_ref(), trace_seed))
-        );
+        println!("{}", json(&a, search, &out, written.as_ref()));
     } else {
-        print_text(
-            &a,
-            (search, &what, secs),
-            &out,
-            (trace_path.as_ref(), trace_seed),
-        );
+        print_text(&a, (search, &what, secs), &out, written.as_ref());
     }
     let (faultless, writeless) = warn(&out, &chosen.kinds, property);
     Ok(match (&out.found, idle, faultless || writeless) {
@@ -305,31 +301,84 @@ fn exact_sizes(need: u64, limit: u64) -> (String, String) {
     }
 }
 
-/// Writes the find of `out` to `--out-dir` as a trace (shrunk unless `--no-shrink`):
-/// its path and its seed (the shrinker may change it).
-fn write_find(a: &HuntArgs, out: &Outcome) -> Result<(Option<PathBuf>, Option<u64>), String> {
-    let mut trace_path = None;
-    let mut trace_seed = None;
-    if let Some(f) = &out.found {
-        let trace = if a.no_shrink {
-            Trace::new(
-                f.scenario.clone(),
-                f.history.digest(),
-                f.verdict.clone(),
-                Some(f.history.events.clone()),
-            )
+/// Where the find's trace went.
+struct Written {
+    /// Its file.
+    path: PathBuf,
+    /// Its seed (the shrinker may change it).
+    seed: u64,
+    /// An identical trace was already there (kept, not rewritten).
+    reused: bool,
+    /// The file of the find's own name, which held a different trace of the same digest (a
+    /// hunt's under other `--faults` or settings): the trace went beside it, to `path`.
+    clash: Option<PathBuf>,
+}
+
+/// Most `-2`, `-3`, … names tried beside a trace of the same name.
+const MAX_TWINS: u32 = 1000;
+
+/// Writes the find of `out` to `--out-dir` as a trace (shrunk unless `--no-shrink`), never
+/// losing it: an identical trace already there is kept; one of the same name and other
+/// contents (its digest prefix is the same, e.g. written by a hunt with other `--faults`) is
+/// kept too, and the find goes beside it as `NAME-2.json` (or `-3`, …).
+///
+/// # Errors
+/// The shrinker's, or an I/O error writing the file.
+fn write_find(a: &HuntArgs, out: &Outcome) -> Result<Option<Written>, String> {
+    let Some(f) = &out.found else {
+        return Ok(None);
+    };
+    let trace = if a.no_shrink {
+        Trace::new(
+            f.scenario.clone(),
+            f.history.digest(),
+            f.verdict.clone(),
+            Some(f.history.events.clone()),
+        )
+    } else {
+        let sp = Progress::spinner();
+        let shrunk = shrink(&f.scenario, f.property, &|line| sp.note(line));
+        sp.finish();
+        shrunk?.trace(true)
+    };
+    let name = trace_file_name(&trace, f.property);
+    let own = a.out_dir.join(&name);
+    let text = trace.to_json();
+    let stem = name.strip_suffix(".json").unwrap_or(&name);
+    for n in 1..=MAX_TWINS {
+        let path = if n == 1 {
+            own.clone()
         } else {
-            let sp = Progress::spinner();
-            let shrunk = shrink(&f.scenario, f.property, &|line| sp.note(line));
-            sp.finish();
-            shrunk?.trace(true)
+            a.out_dir.join(format!("{stem}-{n}.json"))
         };
-        let path = a.out_dir.join(trace_file_name(&trace, f.property));
+        let clash = (n > 1).then(|| own.clone());
+        match std::fs::read(&path) {
+            Ok(existing) if existing == text.as_bytes() => {
+                return Ok(Some(Written {
+                    path,
+                    seed: trace.scenario.seed,
+                    reused: true,
+                    clash,
+                }))
+            }
+            // A different trace (or something else) holds the name: the next one.
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => continue,
+        }
+        // `write_new` refuses to replace a file a concurrent writer made meanwhile.
         trace.write_new(&path)?;
-        trace_seed = Some(trace.scenario.seed);
-        trace_path = Some(path);
+        return Ok(Some(Written {
+            path,
+            seed: trace.scenario.seed,
+            reused: false,
+            clash,
+        }));
     }
-    Ok((trace_path, trace_seed))
+    Err(format!(
+        "{} and {MAX_TWINS} names beside it ({stem}-2.json, …) hold other traces: the find's trace was not written",
+        own.display()
+    ))
 }
 
 /// `--json`'s object: the find (if any), where its trace went, and what the search saw.
@@ -337,7 +386,7 @@ fn json(
     a: &HuntArgs,
     search: Search,
     out: &Outcome,
-    (trace_path, trace_seed): (Option<&PathBuf>, Option<u64>),
+    written: Option<&Written>,
 ) -> serde_json::Value {
     serde_json::json!({
         "found": out.found.is_some(),
@@ -356,8 +405,10 @@ fn json(
                 "mutations": mutations.iter().map(|m| m.name()).collect::<Vec<_>>(),
             }),
         }),
-        "trace": trace_path.as_ref().map(|p| p.display().to_string()),
-        "trace_seed": trace_seed,
+        "trace": written.map(|w| w.path.display().to_string()),
+        "trace_seed": written.map(|w| w.seed),
+        "trace_reused": written.is_some_and(|w| w.reused),
+        "trace_clash": written.and_then(|w| w.clash.as_ref()).map(|p| p.display().to_string()),
         "corpus": out.corpus,
         "features": out.features,
         "runs_without_grants": out.runs_without_grants,
@@ -375,7 +426,7 @@ fn print_text(
     a: &HuntArgs,
     (search, what, secs): (Search, &str, f64),
     out: &Outcome,
-    (trace_path, trace_seed): (Option<&PathBuf>, Option<u64>),
+    written: Option<&Written>,
 ) {
     let origin = |o: &Origin| match o {
         Origin::Fresh => "a fresh seed".to_string(),
@@ -401,17 +452,24 @@ fn print_text(
                 plural(f.scenario.faults.len() as u64, "fault"),
                 origin(&f.origin)
             );
-            if let Some(p) = trace_path {
+            if let Some(w) = written {
                 let how = if a.no_shrink { "trace" } else { "shrunk trace" };
-                println!(
-                    "{how}: {} (seed {})",
-                    p.display(),
-                    trace_seed.unwrap_or(f.scenario.seed)
-                );
+                let kept = if w.reused {
+                    "; an identical trace was already there: kept"
+                } else {
+                    ""
+                };
+                println!("{how}: {} (seed {}{kept})", w.path.display(), w.seed);
+                if let Some(c) = &w.clash {
+                    println!(
+                        "note: {} holds a different trace of the same digest (another hunt's, e.g. with other --faults): kept, and this one written beside it",
+                        c.display()
+                    );
+                }
                 println!(
                     "replay it with: {} replay {}",
                     crate::program(),
-                    locksim_explore::testing::shell_quote(&p.to_string_lossy())
+                    locksim_explore::testing::shell_quote(&w.path.to_string_lossy())
                 );
             }
         }

@@ -1,10 +1,10 @@
 //! `locksim hunt` at its edges: the follow-ups of issue #51 that testers of `hunt` found, a
 //! test each.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 mod common;
-use common::{locksim, stderr};
+use common::{locksim, stderr, stdout};
 
 /// A fresh temporary folder for one test.
 fn temp(name: &str) -> PathBuf {
@@ -25,6 +25,91 @@ fn rejects(args: &[&str], needles: &[&str]) {
         assert!(err.contains(n), "{args:?}: `{n}` missing from: {err}");
     }
     assert!(o.stdout.is_empty(), "{args:?}: printed to stdout on error");
+}
+
+/// `hunt --json` of redlock under crash-restart for S1, unshrunk, into `dir`: its JSON object.
+fn hunt_redlock(dir: &Path) -> serde_json::Value {
+    let d = dir.to_string_lossy();
+    let o = locksim(&[
+        "hunt",
+        "--algo",
+        "redlock",
+        "--faults",
+        "crash-restart",
+        "--property",
+        "S1",
+        "--budget",
+        "200",
+        "--no-shrink",
+        "--json",
+        "--out-dir",
+        &d,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).expect("one JSON object")
+}
+
+#[test]
+fn hunt_never_loses_a_find_to_a_trace_of_the_same_name() {
+    let dir = temp("clash");
+    let first = hunt_redlock(&dir);
+    let own = PathBuf::from(first["trace"].as_str().expect("a trace"));
+    assert_eq!(first["trace_reused"], false);
+    assert!(first["trace_clash"].is_null());
+    // The same hunt again: the identical trace is kept, and said to be.
+    let again = hunt_redlock(&dir);
+    assert_eq!(again["trace"], first["trace"]);
+    assert_eq!(again["trace_reused"], true);
+    // A hunt with other --faults wrote a trace of the same digest under that name: its
+    // fault_kinds differ. The find goes beside it, and the other trace stays as it was.
+    let mut other: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&own).unwrap()).unwrap();
+    other["scenario"]["fault_kinds"] = serde_json::json!(["crash-restart", "pause"]);
+    let other_text = serde_json::to_string_pretty(&other).unwrap() + "\n";
+    std::fs::write(&own, &other_text).unwrap();
+    let beside = hunt_redlock(&dir);
+    let path = beside["trace"].as_str().expect("a trace, not a lost find");
+    assert_eq!(
+        path,
+        own.with_file_name(format!(
+            "{}-2.json",
+            own.file_stem().unwrap().to_string_lossy()
+        ))
+        .to_string_lossy()
+    );
+    assert_eq!(beside["trace_reused"], false);
+    assert_eq!(beside["trace_clash"], first["trace"]);
+    assert_eq!(std::fs::read_to_string(&own).unwrap(), other_text);
+    let r = locksim(&["replay", path]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    // The text report names both files.
+    let d = dir.to_string_lossy();
+    let o = locksim(&[
+        "hunt",
+        "--algo",
+        "redlock",
+        "--faults",
+        "crash-restart",
+        "--property",
+        "S1",
+        "--budget",
+        "200",
+        "--no-shrink",
+        "--out-dir",
+        &d,
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains(&format!("trace: {path} ")), "{out}");
+    assert!(
+        out.contains("an identical trace was already there"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("note: {} holds a different trace", own.display())),
+        "{out}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
