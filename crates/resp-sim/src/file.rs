@@ -249,7 +249,22 @@ where
     F: Fn(Client) -> Fut + Clone + Send + Sync + 'static,
     Fut: Future<Output = ()> + 'static,
 {
-    let file = ScenarioFile::read(path).unwrap_or_else(|e| panic!("{e}"));
+    check(
+        ScenarioFile::read(path).unwrap_or_else(|e| panic!("{e}")),
+        client,
+    )
+}
+
+/// [`check_file`] for a file already read (and perhaps changed: one file, two clients with
+/// different `expect`s).
+///
+/// # Panics
+/// As [`check_file`].
+pub fn check<F, Fut>(file: ScenarioFile, client: F) -> FileReport
+where
+    F: Fn(Client) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
     let mut runs = Vec::with_capacity(file.seeds as usize);
     for i in 0..file.seeds {
         let mut s = file.scenario.clone();

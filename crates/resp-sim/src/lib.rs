@@ -33,7 +33,7 @@ pub mod sim;
 pub mod store;
 pub mod trace;
 
-pub use file::{check_file, traces_dir, Expect, FileReport, ScenarioFile};
+pub use file::{check, check_file, traces_dir, Expect, FileReport, ScenarioFile};
 pub use locksim_core::trigger::{Trigger, TriggerEvent};
 pub use locksim_core::TimedFault;
 pub use locksim_core::{Fault, History, Property, Verdict};

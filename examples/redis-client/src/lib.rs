@@ -8,10 +8,15 @@
 //! still valid. A holder that stalls longer than the TTL (a GC pause, a stopped VM) writes
 //! after the lock has passed to someone else. Nothing in this file knows about locksim; the
 //! test in `tests/` runs it in locksim's simulation and finds the flaw.
+//!
+//! `src/renewing.rs` is a second client, one that renews its lease while a long job runs and
+//! checks it before every write, with a subtler planted bug: how it counts a renewed lease.
 
 use std::time::Duration;
 
+mod renewing;
 mod with_rslock;
+pub use renewing::{renewing_job, Deadline, EXTEND_SCRIPT};
 pub use with_rslock::{report_job_redlock, report_job_rslock};
 
 use redis::aio::MultiplexedConnection;
