@@ -20,7 +20,8 @@ pub const HUNT_AFTER_HELP: &str = "\
 search's seed (--first-seed + i, its latencies and workload) under a plan of its own, drawn
 from that seed: each of the cell's fault kinds (`mixed` stands for the nine base kinds) is on
 with probability 1/2 (at least one), with 1 to 6 faults of it and their magnitudes scaled by
-1/4 to 2. A cell of one kind varies that kind's count and scale only.
+1/4 to 2. A cell of one kind varies that kind's count and scale only; `--faults none` leaves
+nothing to draw and is refused.
 
 `--search guided` runs the random search's seeds in order and, after the first 16 runs, one
 run in six of something else: a swarm run, or a mutant of a corpus of runs that did
@@ -52,7 +53,8 @@ with other --faults) is kept too, and the find written beside it as NAME-2.json 
 
 Exit code: 1 when a run violated the property (found), 0 when the budget ran out without one,
 2 on bad input, 3 when the budget ran out and some runs granted nothing or failed to run, no
-fault took effect in any run, or (for S2) no write reached the resource.
+fault took effect in any run (--faults none included), or (for S2) no write reached the
+resource.
 
 Examples:
   locksim hunt --algo redlock --faults crash-restart --property S1 --budget 500
@@ -162,6 +164,7 @@ pub fn main(a: HuntArgs) -> Result<ExitCode, String> {
         SearchArg::Random => Search::Random,
         SearchArg::Swarm => Search::Swarm,
     };
+    check_swarm(&chosen, search)?;
     let h = Hunt {
         setup: chosen.setup.clone(),
         kinds: chosen.kinds.clone(),
@@ -299,6 +302,20 @@ fn exact_sizes(need: u64, limit: u64) -> (String, String) {
     } else {
         (n, l)
     }
+}
+
+/// Refuses `--search swarm` when the cell's kinds leave nothing to draw from (`--faults
+/// none`): every swarm run would be the random search's, said as if it were something else.
+fn check_swarm(chosen: &Chosen, search: Search) -> Result<(), String> {
+    let pool = locksim_explore::hunt::swarm::pool(&chosen.kinds, &chosen.setup.workload);
+    if search == Search::Swarm && pool.is_empty() {
+        let kinds: Vec<String> = chosen.kinds.iter().map(|k| k.to_string()).collect();
+        return Err(format!(
+            "--search swarm: the fault kinds ({}) leave none to draw plans from, so every swarm run would be the random search's: give kinds with --faults (e.g. mixed), or use --search random",
+            kinds.join(",")
+        ));
+    }
+    Ok(())
 }
 
 /// Where the find's trace went.
@@ -500,7 +517,7 @@ fn print_text(
 }
 
 /// Warns (stderr) about runs that explored nothing; returns whether no fault took effect
-/// in any run, and whether (for S2) no write reached the resource.
+/// in any run (`--faults none` included), and whether (for S2) no write reached the resource.
 fn warn(
     out: &Outcome,
     kinds: &[locksim_core::FaultKind],
@@ -519,10 +536,16 @@ fn warn(
             plural(out.errors, "run")
         );
     }
-    let faultless = kinds.iter().any(|k| *k != locksim_core::FaultKind::None)
-        && out.runs_with_faults == 0
-        && out.runs > out.errors;
-    if faultless {
+    // `--faults none` included: a hunt in which no fault ever took effect proves nothing
+    // about faults, whatever the kinds asked for.
+    let faultless = out.runs_with_faults == 0 && out.runs > out.errors;
+    let none_asked = kinds.iter().all(|k| *k == locksim_core::FaultKind::None);
+    if faultless && none_asked {
+        eprintln!(
+            "warning: no fault took effect in any of the {} (--faults none draws none): the search ran fault-free and proves nothing about faults",
+            plural(out.runs, "run")
+        );
+    } else if faultless {
         eprintln!(
         "warning: no fault took effect in any of the {} (e.g. leader-change where no server leads): the search ran fault-free",
         plural(out.runs, "run")

@@ -217,3 +217,36 @@ fn hunt_memory_refusal_never_prints_two_equal_sizes() {
     assert_ne!(need, limit, "{err}");
     assert!(limit.contains("17000000 bytes"), "{err}");
 }
+
+#[test]
+fn hunt_without_faults_proves_nothing() {
+    let o = locksim(&[
+        "hunt",
+        "--algo",
+        "central",
+        "--faults",
+        "none",
+        "--budget",
+        "5",
+        "--json",
+        "--no-shrink",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: no fault took effect in any of the 5 runs (--faults none"),
+        "{}",
+        stderr(&o)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(
+        (v["found"].as_bool(), v["runs_with_faults"].as_u64()),
+        (Some(false), Some(0))
+    );
+    // A swarm search with no kinds to draw from would be the random search, said otherwise.
+    rejects(
+        &[
+            "hunt", "--algo", "central", "--faults", "none", "--search", "swarm", "--budget", "5",
+        ],
+        &["--search swarm", "none", "--search random"],
+    );
+}
