@@ -479,7 +479,7 @@ fn print_text(
                 println!("{how}: {} (seed {}{kept})", w.path.display(), w.seed);
                 if let Some(c) = &w.clash {
                     println!(
-                        "note: {} holds a different trace of the same digest (another hunt's, e.g. with other --faults): kept, and this one written beside it",
+                        "note: {} holds a different trace of the same digest (another hunt's, e.g. with other --faults): kept, and this find's trace is the one beside it",
                         c.display()
                     );
                 }
