@@ -914,6 +914,8 @@ fn hunt_finds_shrinks_and_reports_as_json() {
         "16",
         "--json",
         "--no-shrink",
+        "--out-dir",
+        &d,
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
@@ -980,6 +982,8 @@ fn hunt_finds_shrinks_and_reports_as_json() {
         "--budget",
         "8",
         "--no-shrink",
+        "--out-dir",
+        &d,
     ]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(

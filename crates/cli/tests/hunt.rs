@@ -220,6 +220,9 @@ fn hunt_memory_refusal_never_prints_two_equal_sizes() {
 
 #[test]
 fn hunt_without_faults_proves_nothing() {
+    // (--out-dir is made before the search: a temporary one, not tests' cwd's traces/.)
+    let dir = temp("none");
+    let d = dir.to_string_lossy();
     let o = locksim(&[
         "hunt",
         "--algo",
@@ -230,6 +233,8 @@ fn hunt_without_faults_proves_nothing() {
         "5",
         "--json",
         "--no-shrink",
+        "--out-dir",
+        &d,
     ]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(
@@ -245,8 +250,19 @@ fn hunt_without_faults_proves_nothing() {
     // A swarm search with no kinds to draw from would be the random search, said otherwise.
     rejects(
         &[
-            "hunt", "--algo", "central", "--faults", "none", "--search", "swarm", "--budget", "5",
+            "hunt",
+            "--algo",
+            "central",
+            "--faults",
+            "none",
+            "--search",
+            "swarm",
+            "--budget",
+            "5",
+            "--out-dir",
+            &d,
         ],
         &["--search swarm", "none", "--search random"],
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
