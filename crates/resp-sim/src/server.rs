@@ -3,8 +3,12 @@
 //! commands one at a time too), each command's effects handed to the run's recorder at the
 //! moment it executes.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
+
+use locksim_core::Nanos;
 
 use madsim::net::{TcpListener, TcpStream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -33,6 +37,12 @@ pub(crate) async fn serve(addr: SocketAddr, index: u32, shared: Arc<Shared>) {
     }
 }
 
+/// What woke a connection: input, or the end of a `drop_replies` window it holds replies for.
+enum Next {
+    Read(std::io::Result<usize>),
+    Release,
+}
+
 async fn connection(
     mut stream: TcpStream,
     peer: SocketAddr,
@@ -45,37 +55,54 @@ async fn connection(
     let conn = session.id as u64;
     let mut input: Vec<u8> = Vec::new();
     let mut out: Vec<u8> = Vec::new();
+    // Replies made inside a `drop_replies` window: they leave when it ends (the transport
+    // retransmits them then), and every later reply queues behind them.
+    let mut held: Vec<u8> = Vec::new();
+    let mut release: Option<Nanos> = None;
     let mut chunk = vec![0u8; 16 * 1024];
     loop {
         let mut quit = false;
         loop {
-            match parse_request(&input) {
+            let reply = match parse_request(&input) {
                 Ok(Some((args, used))) => {
                     input.drain(..used);
                     if args.is_empty() {
                         continue;
                     }
                     if args[0].eq_ignore_ascii_case(b"QUIT") {
-                        Reply::ok().encode(session.proto, &mut out);
                         quit = true;
-                        break;
+                        Reply::ok()
+                    } else {
+                        let now = shared.now();
+                        let (reply, effects) = store.lock().expect("one thread").exec(
+                            now,
+                            &mut session,
+                            &shared.scripts,
+                            &args,
+                        );
+                        shared.record(|r| r.effects(now, index, client, conn, &effects));
+                        reply
                     }
-                    let now = shared.now();
-                    let (reply, effects) = store.lock().expect("one thread").exec(
-                        now,
-                        &mut session,
-                        &shared.scripts,
-                        &args,
-                    );
-                    shared.record(|r| r.effects(now, index, client, conn, &effects));
-                    reply.encode(session.proto, &mut out);
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    Reply::err(e).encode(session.proto, &mut out);
                     quit = true;
-                    break;
+                    Reply::err(e)
                 }
+            };
+            if let Some(until) = shared.reply_held_until(index, client) {
+                release = Some(release.map_or(until, |r| r.max(until)));
+            }
+            reply.encode(
+                session.proto,
+                if release.is_some() {
+                    &mut held
+                } else {
+                    &mut out
+                },
+            );
+            if quit {
+                break;
             }
         }
         if !out.is_empty() {
@@ -84,12 +111,43 @@ async fn connection(
             }
             out.clear();
         }
-        if quit {
+        if quit && release.is_none() {
             return;
         }
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => input.extend_from_slice(&chunk[..n]),
+        let next = {
+            let mut read = std::pin::pin!(stream.read(&mut chunk));
+            let until = release.map(|t| shared.instant(t));
+            let mut timer = std::pin::pin!(async move {
+                match until {
+                    Some(t) => madsim::time::sleep_until(t).await,
+                    None => std::future::pending().await,
+                }
+            });
+            std::future::poll_fn(|cx| {
+                if let Poll::Ready(r) = read.as_mut().poll(cx) {
+                    return Poll::Ready(Next::Read(r));
+                }
+                if timer.as_mut().poll(cx).is_ready() {
+                    return Poll::Ready(Next::Release);
+                }
+                Poll::Pending
+            })
+            .await
+        };
+        match next {
+            Next::Read(Ok(0) | Err(_)) => return,
+            Next::Read(Ok(n)) => input.extend_from_slice(&chunk[..n]),
+            Next::Release => {
+                release = None;
+                std::mem::swap(&mut out, &mut held);
+                if stream.write_all(&out).await.is_err() || stream.flush().await.is_err() {
+                    return;
+                }
+                out.clear();
+                if quit {
+                    return;
+                }
+            }
         }
     }
 }

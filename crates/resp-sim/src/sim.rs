@@ -42,8 +42,9 @@ pub struct Scenario {
     /// The faults, in any order, each at a true time or after an event the server recorded
     /// (a trigger, as in locksim's scenario files: `after = { node = "n1", event = "grants",
     /// client = "c1" }`). Supported: `isolate`, `partition` (node sets, both ways), `pause`
-    /// (the whole process) and `crash` (with or without a restart), of the server or a
-    /// client. Other kinds are refused by [`Scenario::validate`].
+    /// (the whole process) and `crash` (with or without a restart), of a server or a
+    /// client, and `drop_replies` (from servers to clients). Other kinds are refused by
+    /// [`Scenario::validate`].
     pub faults: Vec<TimedFault>,
     /// Keys starting with this are the protected resource (default `resource:`).
     pub resource_prefix: String,
@@ -173,10 +174,20 @@ impl Scenario {
                         check(*n)?;
                     }
                 }
+                Fault::DropReplies {
+                    clients, servers, ..
+                } => {
+                    if let Some(n) = clients.iter().find(|n| **n < self.servers || **n >= nodes) {
+                        return Err(format!("drop_replies: node {n} in `clients` is no client"));
+                    }
+                    if let Some(n) = servers.iter().find(|n| **n >= self.servers) {
+                        return Err(format!("drop_replies: node {n} in `servers` is no server"));
+                    }
+                }
                 other => {
                     return Err(format!(
                         "{other:?}: runs of your own client support isolate, partition, \
-                         pause (of the whole process) and crash faults so far"
+                         pause (of the whole process), crash and drop_replies faults so far"
                     ))
                 }
             }
@@ -254,7 +265,13 @@ pub(crate) struct Shared {
     clients: u32,
     /// The last connection id given out (ids are unique in the run, across server restarts).
     connections: std::sync::atomic::AtomicU64,
+    /// `drop_replies` windows.
+    held: Mutex<Vec<HeldReplies>>,
 }
+
+/// A `drop_replies` window: replies from `.1` (servers) to `.0` (clients) leave at `.2` (its
+/// end, true time ns).
+type HeldReplies = (Vec<NodeId>, Vec<NodeId>, Nanos);
 
 impl Shared {
     /// True time since the run started, ns.
@@ -281,6 +298,24 @@ impl Shared {
         self.connections
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
             + 1
+    }
+
+    /// When a reply that server `server` makes now to client node `client` may leave: the end
+    /// of the latest `drop_replies` window covering the pair, `None` when none does.
+    pub(crate) fn reply_held_until(&self, server: NodeId, client: NodeId) -> Option<Nanos> {
+        let now = self.now();
+        self.held
+            .lock()
+            .expect("one thread")
+            .iter()
+            .filter(|(c, s, end)| *end > now && c.contains(&client) && s.contains(&server))
+            .map(|(_, _, end)| *end)
+            .max()
+    }
+
+    /// The true-time instant `t` ns after the run's start.
+    pub(crate) fn instant(&self, t: Nanos) -> madsim::time::Instant {
+        self.start + Duration::from_nanos(t)
     }
 
     pub(crate) fn record<T>(&self, f: impl FnOnce(&mut Recorder) -> T) -> T {
@@ -376,6 +411,7 @@ where
             servers: scenario.servers,
             clients: scenario.clients,
             connections: Default::default(),
+            held: Default::default(),
         });
         let servers: Vec<SocketAddr> = (0..scenario.servers)
             .map(|i| SocketAddr::new(server_ip(i), PORT))
@@ -475,6 +511,18 @@ async fn inject(shared: &Shared, ids: &[madsim::task::NodeId], fault: Fault) {
             }
             (Some(*duration), "partition")
         }
+        Fault::DropReplies {
+            clients,
+            servers,
+            duration,
+        } => {
+            shared.held.lock().expect("one thread").push((
+                clients.clone(),
+                servers.clone(),
+                now + duration,
+            ));
+            (Some(*duration), "drop_replies")
+        }
         Fault::Crash {
             node,
             restart_after,
@@ -499,6 +547,8 @@ async fn inject(shared: &Shared, ids: &[madsim::task::NodeId], fault: Fault) {
             }
         }
         Fault::Crash { node, .. } => h.restart(ids[*node as usize]),
+        // The window's end is its own: replies held in it leave then.
+        Fault::DropReplies { .. } => {}
         _ => unreachable!("validated"),
     }
     let now = shared.now();

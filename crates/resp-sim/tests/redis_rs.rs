@@ -245,3 +245,65 @@ fn shrinking_keeps_the_violation_and_drops_what_it_does_not_need() {
         ) < (s.faults.len(), s.clients, s.duration)
     );
 }
+
+#[test]
+fn a_reply_in_a_drop_replies_window_leaves_when_it_ends_and_the_command_takes_effect() {
+    // The window opens at 100 ms, after the client connected (the handshake's replies would be
+    // held too), and the client asks at 150 ms.
+    let s = Scenario::new(3).clients(1).duration_ms(1_000).fault(
+        100,
+        Fault::DropReplies {
+            clients: vec![1],
+            servers: vec![0],
+            duration: 300_000_000,
+        },
+    );
+    let answered = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = answered.clone();
+    let outcome = run(&s, move |c| {
+        let seen = seen.clone();
+        async move {
+            let mut conn = c.redis().await.expect("connects");
+            madsim::time::sleep(Duration::from_millis(150)).await;
+            let t0 = madsim::time::Instant::now();
+            let got: Option<String> = redis::cmd("SET")
+                .arg("lock:job")
+                .arg("me")
+                .arg("NX")
+                .arg("PX")
+                .arg(5_000)
+                .query_async(&mut conn)
+                .await
+                .expect("SET answers");
+            seen.lock().unwrap().push((got, t0.elapsed()));
+        }
+    });
+    let answered = answered.lock().unwrap();
+    let (got, waited) = answered.first().expect("the client got its answer");
+    assert_eq!(got.as_deref(), Some("OK"));
+    assert!(
+        *waited >= Duration::from_millis(200),
+        "answered after {waited:?}"
+    );
+    // The grant is recorded when the server executed it, inside the window.
+    let granted = outcome
+        .history
+        .events
+        .iter()
+        .find(|e| matches!(e.kind, EventKind::Grant { .. }))
+        .expect("a grant");
+    assert!(
+        (150_000_000..200_000_000).contains(&granted.time),
+        "granted at {}",
+        granted.time
+    );
+    let bad = Scenario::new(1).fault(
+        0,
+        Fault::DropReplies {
+            clients: vec![0],
+            servers: vec![0],
+            duration: 1,
+        },
+    );
+    assert!(bad.validate().unwrap_err().contains("no client"));
+}

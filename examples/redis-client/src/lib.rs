@@ -11,12 +11,16 @@
 //!
 //! `src/renewing.rs` is a second client, one that renews its lease while a long job runs and
 //! checks it before every write, with a subtler planted bug: how it counts a renewed lease.
+//! `src/unlock_retry.rs` retries an unlock whose reply did not come, by `DEL` (the bug) or by
+//! the compare-and-delete script.
 
 use std::time::Duration;
 
 mod renewing;
+mod unlock_retry;
 mod with_rslock;
 pub use renewing::{renewing_job, Deadline, EXTEND_SCRIPT};
+pub use unlock_retry::{retrying_job, Unlock};
 pub use with_rslock::{report_job_redlock, report_job_rslock};
 
 use redis::aio::MultiplexedConnection;
