@@ -390,6 +390,41 @@ fn sizes_in_traces_are_checked_and_huge_runs_refused_before_running() {
 }
 
 #[test]
+fn a_memory_refusal_never_prints_two_sizes_that_read_alike() {
+    // central with 3 clients is estimated a little over 16 MiB, and 17,000,000 bytes
+    // (16.2 MiB) is below it: both round up to 17 MiB, and the refusal read "needs about 17 MiB
+    // ..., more than --max-memory 17 MiB" (issue #51 follow-up 4, outside hunt).
+    let o = locksim(&[
+        "campaign",
+        "--algo",
+        "central",
+        "--faults",
+        "none",
+        "--seeds",
+        "1",
+        "--max-memory",
+        "17000000",
+    ]);
+    refused(&o, &["central with 1 server and 3 clients"]);
+    let err = stderr(&o);
+    let between = |from: &str, to: &str| -> String {
+        let rest = &err[err.find(from).expect(from) + from.len()..];
+        rest[..rest.find(to).expect(to)].to_string()
+    };
+    let need = between("needs about ", " by the estimate");
+    let limit = between("more than --max-memory ", ":");
+    assert_ne!(need, limit, "{err}");
+    assert_eq!(limit, "17 MiB (17000000 bytes)", "{err}");
+    let bytes: u64 = need
+        .strip_prefix("17 MiB (")
+        .and_then(|r| r.strip_suffix(" bytes)"))
+        .unwrap_or_else(|| panic!("{err}"))
+        .parse()
+        .unwrap();
+    assert!(bytes > 17_000_000, "{err}");
+}
+
+#[test]
 fn json_everywhere_and_plurals_and_one_line_errors() {
     let o = locksim(&["list", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();

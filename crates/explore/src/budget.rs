@@ -67,27 +67,43 @@ pub fn fmt_bytes(b: u64) -> String {
     }
 }
 
+/// `need` and `limit` (bytes) as people read them ([`fmt_bytes`]), with the bytes added to
+/// both when the two would read alike: a refusal never says it needs about 17 MiB, more than
+/// 17 MiB (an estimate of 16.1 MiB over a limit of 17,000,000 bytes, both rounded up).
+pub fn exact_sizes(need: u64, limit: u64) -> (String, String) {
+    let (n, l) = (fmt_bytes(need), fmt_bytes(limit));
+    if n == l {
+        (
+            format!("{n} ({need} bytes)"),
+            format!("{l} ({limit} bytes)"),
+        )
+    } else {
+        (n, l)
+    }
+}
+
 /// Refuses `s` when `runs` copies of it running at once (a campaign's worker threads) would
 /// exceed `limit` bytes by the estimate.
 ///
 /// # Errors
-/// One line with the estimate, the limit and what to change.
+/// One line with the estimate, the limit and what to change; the two sizes never read alike
+/// ([`exact_sizes`]).
 pub fn check(s: &Scenario, runs: u64, limit: u64) -> Result<(), String> {
     let total = estimate(s).and_then(|e| e.checked_mul(runs.max(1)));
-    match total {
-        Some(t) if t <= limit => Ok(()),
-        _ => Err(format!(
-            "{} with {} and {} for {} of simulated time needs about {}{} by the estimate, more than --max-memory {}: make the run shorter or smaller{}",
-            s.algorithm,
-            locksim_core::text::plural(s.cluster.servers as u64, "server"),
-            locksim_core::text::plural(s.cluster.clients as u64, "client"),
-            locksim_core::time::fmt_nanos(s.workload.duration as i128),
-            total.map_or("more than 16 EiB".to_string(), fmt_bytes),
-            if runs > 1 { format!(" for {runs} runs at once") } else { String::new() },
-            fmt_bytes(limit),
-            if runs > 1 { ", use fewer --jobs, or raise --max-memory" } else { ", or raise --max-memory" }
-        )),
-    }
+    let (need, limit) = match total {
+        Some(t) if t <= limit => return Ok(()),
+        Some(t) => exact_sizes(t, limit),
+        None => ("more than 16 EiB".to_string(), fmt_bytes(limit)),
+    };
+    Err(format!(
+        "{} with {} and {} for {} of simulated time needs about {need}{} by the estimate, more than --max-memory {limit}: make the run shorter or smaller{}",
+        s.algorithm,
+        locksim_core::text::plural(s.cluster.servers as u64, "server"),
+        locksim_core::text::plural(s.cluster.clients as u64, "client"),
+        locksim_core::time::fmt_nanos(s.workload.duration as i128),
+        if runs > 1 { format!(" for {runs} runs at once") } else { String::new() },
+        if runs > 1 { ", use fewer --jobs, or raise --max-memory" } else { ", or raise --max-memory" }
+    ))
 }
 
 /// Parses a size: a number of bytes with an optional unit `K`, `M`, `G`, `T` (powers of 1024,
@@ -158,6 +174,33 @@ mod tests {
         let one = estimate(&scenario(1, 64, 60)).unwrap();
         assert!(check(&scenario(1, 64, 60), 2, one).is_err());
         assert!(check(&scenario(1, 64, 60), 1, one).is_ok());
+    }
+
+    /// Issue #51 follow-up 4, in the shared message: an estimate of 16.1 MiB over a limit of
+    /// 17,000,000 bytes read "needs about 17 MiB ..., more than --max-memory 17 MiB".
+    #[test]
+    fn a_refusal_never_gives_two_sizes_that_read_alike() {
+        let s = scenario(1, 3, 10);
+        let need = estimate(&s).unwrap();
+        let limit = need - 1;
+        assert_eq!(fmt_bytes(need), fmt_bytes(limit), "the case under test");
+        let e = check(&s, 1, limit).unwrap_err();
+        assert!(
+            e.contains(&format!("needs about {} ({need} bytes)", fmt_bytes(need)))
+                && e.contains(&format!(
+                    "more than --max-memory {} ({limit} bytes)",
+                    fmt_bytes(limit)
+                )),
+            "{e}"
+        );
+        // Sizes that read apart stay as they were, without bytes.
+        let e = check(&s, 1, 1 << 20).unwrap_err();
+        assert!(e.contains("more than --max-memory 1 MiB:"), "{e}");
+        assert!(!e.contains("bytes"), "{e}");
+        assert_eq!(
+            exact_sizes(3 << 20, 1 << 20),
+            ("3 MiB".to_string(), "1 MiB".to_string())
+        );
     }
 
     #[test]
