@@ -468,7 +468,14 @@ mod tests {
         assert!(err("duration = \"soon\"").contains("`duration`"));
         assert!(err("expect = \"maybe\"").contains("`expect`"));
         let e = err("[[fault]]\nat = \"1s\"\ntype = \"clock_step\"\nnode = \"c1\"\ndelta = \"1s\"");
+        assert!(e.contains("servers only"), "{e}");
+        let e = err("[[fault]]\nat = \"1s\"\ntype = \"delay\"\nfrom = [\"n1\"]\nto = [\"c1\"]\nmin = \"1ms\"\nmax = \"2ms\"\nduration = \"1s\"");
         assert!(e.contains("isolate, partition"), "{e}");
+        assert!(ScenarioFile::parse(
+            "[[fault]]\nat = \"1s\"\ntype = \"clock_step\"\nnode = \"n1\"\ndelta = \"1s\"",
+            "x"
+        )
+        .is_ok());
         let e = err("[[fault]]\nat = \"1s\"\ntype = \"pause\"\nnode = \"c9\"\nduration = \"1s\"");
         assert!(e.contains("c9"), "{e}");
     }

@@ -15,7 +15,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::resp::{parse_request, Reply};
 use crate::sim::Shared;
-use crate::store::{Session, Store};
+use crate::store::{Effect, Session, Store};
 
 /// Serves RESP on `addr` as server `index` (from 0: `n1`) until the node is killed. A fresh
 /// store per call: a restarted server starts empty (a Redis without persistence).
@@ -34,6 +34,23 @@ pub(crate) async fn serve(addr: SocketAddr, index: u32, shared: Arc<Shared>) {
             id: shared.new_connection() as i64,
         };
         madsim::task::spawn(connection(stream, peer, index, session, store, shared));
+    }
+}
+
+/// Turns the deadlines in `e`, read on the server's clock (which read `local` at true time
+/// `now`), into true time as a client counts a TTL: the same length from `now`. (The server's
+/// own expiry stays on its clock; a clock that jumped ahead drops the key early, and the next
+/// `SET NX` shows it.)
+fn to_true_time(e: &mut Effect, local: Nanos, now: Nanos) {
+    let shift = |t: &mut Nanos| *t = now + t.saturating_sub(local);
+    match e {
+        Effect::Acquired { expires, .. } | Effect::Wrote { expires, .. } => {
+            if let Some(t) = expires {
+                shift(t);
+            }
+        }
+        Effect::Expiry { until, .. } => shift(until),
+        Effect::Deleted { .. } | Effect::CompareFailed { .. } => {}
     }
 }
 
@@ -74,12 +91,18 @@ async fn connection(
                         Reply::ok()
                     } else {
                         let now = shared.now();
-                        let (reply, effects) = store.lock().expect("one thread").exec(
-                            now,
+                        let local = shared.server_time(index, now);
+                        let (reply, mut effects) = store.lock().expect("one thread").exec(
+                            local,
                             &mut session,
                             &shared.scripts,
                             &args,
                         );
+                        if local != now {
+                            for e in &mut effects {
+                                to_true_time(e, local, now);
+                            }
+                        }
                         shared.record(|r| r.effects(now, index, client, conn, &effects));
                         reply
                     }

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use locksim_check::{check_all, CheckOptions};
+use locksim_core::clock::Clock;
 use locksim_core::trigger::Trigger;
 use locksim_core::{Cluster, Fault, History, Nanos, NodeId, TimedFault, Verdict};
 use madsim::net::NetSim;
@@ -43,8 +44,9 @@ pub struct Scenario {
     /// (a trigger, as in locksim's scenario files: `after = { node = "n1", event = "grants",
     /// client = "c1" }`). Supported: `isolate`, `partition` (node sets, both ways), `pause`
     /// (the whole process) and `crash` (with or without a restart), of a server or a
-    /// client, and `drop_replies` (from servers to clients). Other kinds are refused by
-    /// [`Scenario::validate`].
+    /// client, `drop_replies` (from servers to clients), and `clock_step` / `clock_drift` of a
+    /// server (its key expiry runs on its wall clock, as Redis's does). Other kinds, and clock
+    /// faults of a client, are refused by [`Scenario::validate`].
     pub faults: Vec<TimedFault>,
     /// Keys starting with this are the protected resource (default `resource:`).
     pub resource_prefix: String,
@@ -184,10 +186,30 @@ impl Scenario {
                         return Err(format!("drop_replies: node {n} in `servers` is no server"));
                     }
                 }
+                Fault::ClockStep { node, .. } | Fault::ClockDrift { node, .. } => {
+                    check(*node)?;
+                    if *node >= self.servers {
+                        return Err(format!(
+                            "{}: clock faults act on servers only: madsim has one clock for the \
+                             whole simulation (its open request #24), so the clocks your \
+                             client's code reads cannot be moved yet",
+                            self.cluster().name(*node)
+                        ));
+                    }
+                    if let Fault::ClockDrift { ppm, .. } = &t.fault {
+                        if *ppm <= -1_000_000 {
+                            return Err(format!(
+                                "clock_drift: `ppm` {ppm} would stop or reverse the clock \
+                                 (must be > -1000000)"
+                            ));
+                        }
+                    }
+                }
                 other => {
                     return Err(format!(
                         "{other:?}: runs of your own client support isolate, partition, \
-                         pause (of the whole process), crash and drop_replies faults so far"
+                         pause (of the whole process), crash, drop_replies and server clock \
+                         faults so far"
                     ))
                 }
             }
@@ -267,6 +289,8 @@ pub(crate) struct Shared {
     connections: std::sync::atomic::AtomicU64,
     /// `drop_replies` windows.
     held: Mutex<Vec<HeldReplies>>,
+    /// Each server's clocks (stepped and drifted by clock faults).
+    clocks: Mutex<Vec<Clock>>,
 }
 
 /// A `drop_replies` window: replies from `.1` (servers) to `.0` (clients) leave at `.2` (its
@@ -311,6 +335,14 @@ impl Shared {
             .filter(|(c, s, end)| *end > now && c.contains(&client) && s.contains(&server))
             .map(|(_, _, end)| *end)
             .max()
+    }
+
+    /// Server `server`'s wall clock at true time `now`, ns (0 rather than negative): the time
+    /// its keys expire by, as Redis's expire by `mstime()`.
+    pub(crate) fn server_time(&self, server: u32, now: Nanos) -> Nanos {
+        self.clocks.lock().expect("one thread")[server as usize]
+            .wall(now)
+            .max(0) as Nanos
     }
 
     /// The true-time instant `t` ns after the run's start.
@@ -412,6 +444,7 @@ where
             clients: scenario.clients,
             connections: Default::default(),
             held: Default::default(),
+            clocks: Mutex::new(vec![Clock::new(0, 0); scenario.servers as usize]),
         });
         let servers: Vec<SocketAddr> = (0..scenario.servers)
             .map(|i| SocketAddr::new(server_ip(i), PORT))
@@ -522,6 +555,14 @@ async fn inject(shared: &Shared, ids: &[madsim::task::NodeId], fault: Fault) {
                 now + duration,
             ));
             (Some(*duration), "drop_replies")
+        }
+        Fault::ClockStep { node, delta } => {
+            shared.clocks.lock().expect("one thread")[*node as usize].step(now, *delta);
+            return;
+        }
+        Fault::ClockDrift { node, ppm } => {
+            shared.clocks.lock().expect("one thread")[*node as usize].set_drift(now, *ppm);
+            return;
         }
         Fault::Crash {
             node,

@@ -20,6 +20,12 @@ async fn worker(client: Client) {
 
 /// Prints the first failing seed's violations (`cargo test -- --nocapture` shows them).
 fn show(report: &FileReport) {
+    println!(
+        "{}: {} of {} seeds violate something",
+        report.file.name,
+        report.failing().len(),
+        report.runs.len()
+    );
     for (seed, verdict) in report.failing().iter().take(1) {
         for v in &verdict.violations {
             println!("seed {seed}: {:?}: {}", v.kind, v.summary);

@@ -13,6 +13,12 @@ async fn worker(client: Client) {
 }
 
 fn show(report: &FileReport) {
+    println!(
+        "{}: {} of {} seeds violate something",
+        report.file.name,
+        report.failing().len(),
+        report.runs.len()
+    );
     for (seed, verdict) in report.failing().iter().take(1) {
         for v in &verdict.violations {
             println!("seed {seed}: {:?}: {}", v.kind, v.summary);
@@ -62,4 +68,9 @@ fn a_redlock_server_restarted_after_the_ttl_keeps_the_lock_safe() {
         "sims/redlock-delayed-restart.toml",
         redlock_worker,
     ));
+}
+
+#[test]
+fn a_redlock_servers_clock_jump_grants_a_second_majority() {
+    show(&check_file("sims/redlock-clock-jump.toml", redlock_worker));
 }
