@@ -346,10 +346,15 @@ impl Campaign {
         });
         let grants: u64 = cells.iter().map(|c| c.grants).sum();
         let applied: u64 = cells.iter().map(|c| c.faults_applied).sum();
+        // The control group's zero is no finding: say so rather than print a bare 0.
+        let faults = if cells.iter().any(|c| c.faults_meant()) {
+            format!("{} took effect", plural(applied, "fault"))
+        } else {
+            "no fault meant (the control group)".to_string()
+        };
         eprintln!(
-            "locksim: {algo}, seeds {range} × {}: {grants} grants, {} took effect; violations by seed: {counts}",
+            "locksim: {algo}, seeds {range} × {}: {grants} grants, {faults}; violations by seed: {counts}",
             plural(self.kinds.len() as u64, "fault kind"),
-            plural(applied, "fault"),
         );
         note_unrecorded_grants(&cells, algo);
         let (gate, why) = gate_lines(&cells, &forbidden);
