@@ -58,12 +58,14 @@ fn checked(cells: &[CellSummary]) -> Vec<Property> {
         .collect()
 }
 
+/// Where the campaigns here write their shrunk traces (one folder per test process).
+fn traces() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("locksim-testing-gate-{}", std::process::id()))
+}
+
 /// Runs `campaign.check()`: `None` when it passed, else its panic message.
 fn failure(campaign: Campaign) -> Option<String> {
-    std::env::set_var(
-        "LOCKSIM_TRACES",
-        std::env::temp_dir().join(format!("locksim-testing-gate-{}", std::process::id())),
-    );
+    std::env::set_var("LOCKSIM_TRACES", traces());
     catch_unwind(AssertUnwindSafe(|| campaign.check()))
         .err()
         .map(|e| {
@@ -241,4 +243,6 @@ fn the_test_and_the_gate_give_the_same_verdict_on_the_same_cells() {
         [Gate::Clean, Gate::ProvesNothing, Gate::Violation],
         "the cases did not reach every finding"
     );
+    // Only this test's violation wrote a trace (the other test's campaigns violate nothing).
+    std::fs::remove_dir_all(traces()).ok();
 }
