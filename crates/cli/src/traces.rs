@@ -1,6 +1,6 @@
 //! `locksim shrink` and `locksim replay`: minimal, replayable traces.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -38,14 +38,19 @@ pub struct ShrinkArgs {
     /// The violation to keep: S1, S2, S3 or S4 [default: the first the run violates].
     #[arg(long, value_name = "S1|S2|S3|S4")]
     kind: Option<String>,
-    /// Where to write the shrunk trace, as <algorithm>-<kind>-<digest prefix>.json.
+    /// Where to write the shrunk trace, as <algorithm>-<kind>-<digest prefix>.json. A file of
+    /// that name is never replaced: one holding the very same trace is kept (and said to be); one
+    /// holding another trace of the same digest (e.g. a shrink of the run under other --faults)
+    /// is kept too, and this trace written beside it as NAME-2.json (-3, ...), with a note.
     #[arg(long, value_name = "DIR", default_value = "traces")]
     out_dir: PathBuf,
     /// Leave the events out of the trace (replay then shows no first differing event).
     #[arg(long)]
     no_events: bool,
     /// Print one JSON object (the trace's path, the shrunk scenario's size, its faults and
-    /// verdict) on stdout instead of text; progress still goes to stderr.
+    /// verdict, "trace_reused": an identical trace was already there, "trace_clash": the file of
+    /// the trace's own name, holding a different trace, when it went beside it, else null) on
+    /// stdout instead of text; progress still goes to stderr.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -91,23 +96,114 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
     progress.finish();
     let shrunk = shrunk?;
     let trace = shrunk.trace(!a.no_events);
-    let path = a.out_dir.join(trace_file_name(&trace, property));
-    trace.write_new(&path)?;
+    let written = write_beside(&trace, &a.out_dir, &trace_file_name(&trace, property))?;
+    let path = &written.path;
     let secs = started.elapsed().as_secs_f64();
     if a.json {
-        let j = locksim_explore::shrink::json(&shrunk, &trace, &path, property, secs);
+        let mut j = locksim_explore::shrink::json(&shrunk, &trace, path, property, secs);
+        j["trace_reused"] = written.reused.into();
+        j["trace_clash"] = written
+            .clash
+            .as_ref()
+            .map(|c| c.display().to_string())
+            .into();
         out(&format!("{j}\n"));
     } else {
         let seed = scenario.seed;
-        out(&locksim_explore::shrink::text(
-            &shrunk,
-            &path,
-            seed,
-            secs,
-            crate::program(),
-        ));
+        let text = locksim_explore::shrink::text(&shrunk, path, seed, secs, crate::program());
+        // The notes go before the last line, `replay it with: …`.
+        let at = text
+            .rfind("\nreplay it with: ")
+            .map_or(text.len(), |i| i + 1);
+        let mut notes = String::new();
+        if written.reused {
+            notes += &format!(
+                "note: {} already held this very trace: kept, not rewritten\n",
+                path.display()
+            );
+        }
+        if let Some(c) = &written.clash {
+            notes += &format!(
+                "note: {} holds a different trace of the same digest (another shrink's, e.g. of the run under other --faults): kept, not replaced, and this shrink's trace is {}\n",
+                c.display(),
+                path.display()
+            );
+        }
+        out(&format!("{}{notes}{}", &text[..at], &text[at..]));
     }
     Ok(ExitCode::from(Exit::CLEAN))
+}
+
+/// Where a trace went ([`write_beside`]).
+pub(crate) struct Written {
+    /// Its file.
+    pub path: PathBuf,
+    /// An identical trace was already there (kept, not rewritten).
+    pub reused: bool,
+    /// The file of the trace's own name, which holds a different trace (of the same digest
+    /// prefix: a shrink of the same run under other `--faults`, or with other settings): the
+    /// trace went beside it, to `path`.
+    pub clash: Option<PathBuf>,
+}
+
+/// Most `-2`, `-3`, … names tried beside a trace of the same name.
+const MAX_TWINS: u32 = 1000;
+
+/// Writes `trace` to `dir` as `name` (`NAME.json`), never losing it and never replacing a
+/// file: an identical trace already there is kept; a different one (or anything else of that
+/// name) is kept too, and the trace goes beside it as `NAME-2.json` (or `-3`, …), as `hunt`
+/// does with its finds.
+///
+/// # Errors
+/// An I/O error writing the file, or a thousand names beside it all taken.
+pub(crate) fn write_beside(trace: &Trace, dir: &Path, name: &str) -> Result<Written, String> {
+    let own = dir.join(name);
+    let text = trace.to_json();
+    let stem = name.strip_suffix(".json").unwrap_or(name);
+    for n in 1..=MAX_TWINS {
+        let path = if n == 1 {
+            own.clone()
+        } else {
+            dir.join(format!("{stem}-{n}.json"))
+        };
+        let clash = (n > 1).then(|| own.clone());
+        let taken = |path: &Path| match std::fs::read(path) {
+            Ok(existing) => Some(existing == text.as_bytes()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            // Something of that name that cannot be read as a file (a folder): not ours.
+            Err(_) => Some(false),
+        };
+        match taken(&path) {
+            Some(true) => {
+                return Ok(Written {
+                    path,
+                    reused: true,
+                    clash,
+                })
+            }
+            Some(false) => continue,
+            None => {}
+        }
+        // `write_new` refuses to replace a file a concurrent writer made meanwhile: then the
+        // name is taken after all (by this very trace, or another).
+        match trace.write_new(&path) {
+            Ok(()) => {
+                return Ok(Written {
+                    path,
+                    reused: false,
+                    clash,
+                })
+            }
+            Err(e) => match taken(&path) {
+                Some(false) => continue,
+                _ => return Err(e),
+            },
+        }
+    }
+    Err(format!(
+        "{} and {MAX_TWINS} names beside it ({stem}-2.json, …) hold other traces: the shrunk trace was not written",
+        own.display()
+    ))
 }
 
 /// The scenario to shrink: a trace's, or a seed of a campaign file or of `--algo`.

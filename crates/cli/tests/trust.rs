@@ -424,6 +424,92 @@ fn a_memory_refusal_never_prints_two_sizes_that_read_alike() {
     assert!(bytes > 17_000_000, "{err}");
 }
 
+/// `shrink --json` of central seed 1 under pause into `dir`: its JSON object.
+fn shrink_into(dir: &Path) -> serde_json::Value {
+    let o = locksim(&[
+        "shrink",
+        "--algo",
+        "central",
+        "--seed",
+        "1",
+        "--faults",
+        "pause",
+        "--json",
+        "--out-dir",
+        s(dir),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).expect("one JSON object")
+}
+
+#[test]
+fn shrink_never_loses_its_trace_to_a_file_of_the_same_name() {
+    let d = scratch("trust", "shrink-clash");
+    let first = shrink_into(&d);
+    let own = std::path::PathBuf::from(first["trace"].as_str().expect("a trace"));
+    assert_eq!(first["trace_reused"], false);
+    assert!(first["trace_clash"].is_null());
+    // The same shrink again: the identical trace is kept, and said to be.
+    let again = shrink_into(&d);
+    assert_eq!(again["trace"], first["trace"]);
+    assert_eq!(again["trace_reused"], true);
+    // A shrink of the same run under other --faults wrote a trace of the same digest under
+    // that name: its fault_kinds differ. It exited 2 and lost the shrunk trace; now the trace
+    // goes beside it, and the other file stays as it was.
+    let mut other: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&own).unwrap()).unwrap();
+    other["scenario"]["fault_kinds"] = serde_json::json!(["pause", "crash-restart"]);
+    let other_text = serde_json::to_string_pretty(&other).unwrap() + "\n";
+    std::fs::write(&own, &other_text).unwrap();
+    let beside = shrink_into(&d);
+    let path = beside["trace"]
+        .as_str()
+        .expect("a trace, not a lost shrink");
+    let stem = own.file_stem().unwrap().to_string_lossy().into_owned();
+    assert_eq!(path, s(&own.with_file_name(format!("{stem}-2.json"))));
+    assert_eq!(beside["trace_reused"], false);
+    assert_eq!(beside["trace_clash"], first["trace"]);
+    assert_eq!(beside["digest"], first["digest"]);
+    assert_eq!(std::fs::read_to_string(&own).unwrap(), other_text);
+    let r = locksim(&["replay", path]);
+    assert_eq!(r.status.code(), Some(0), "{}", stderr(&r));
+    // The text report names both files, before its replay line.
+    let o = locksim(&[
+        "shrink",
+        "--algo",
+        "central",
+        "--seed",
+        "1",
+        "--faults",
+        "pause",
+        "--out-dir",
+        s(&d),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!(
+            "note: {path} already held this very trace: kept, not rewritten"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "note: {} holds a different trace of the same digest",
+            own.display()
+        )) && out.contains(&format!("this shrink's trace is {path}\n")),
+        "{out}"
+    );
+    assert!(
+        out.trim_end().lines().last().is_some_and(
+            |l| l.starts_with("replay it with: ") && l.ends_with(&format!("{stem}-2.json"))
+        ),
+        "{out}"
+    );
+    assert_eq!(names_in(&d, |_| true).len(), 2, "{out}");
+    std::fs::remove_dir_all(&d).ok();
+}
+
 #[test]
 fn json_everywhere_and_plurals_and_one_line_errors() {
     let o = locksim(&["list", "--json"]);
