@@ -20,7 +20,10 @@ pub const VIOLATION: u8 = 1;
 pub const BAD_INPUT: u8 = 2;
 
 /// Undecided or nothing exercised: a check out of its budget, a run without grants, a
-/// `--fail-on` cell that proves nothing for a listed property.
+/// `--fail-on` cell that proves nothing for a listed property (no grants, no fault took
+/// effect, the property undecided or not judged, S2 judged where no write reached the
+/// resource: [`crate::gate::judge`]), a `hunt` that found nothing where some runs granted
+/// nothing or failed to run, no fault took effect or (S2) no write reached the resource.
 pub const UNDECIDED: u8 = 3;
 
 /// `locksim real` only: the real run failed (a server died, a fault could not be applied, an
@@ -177,8 +180,8 @@ pub const TABLE: [Code; 6] = [
     Code {
         code: CLEAN,
         name: "CLEAN",
-        meaning: "judged and clean: safe, linearizable, every expectation met, a replay identical, \
-                  the page or file written",
+        meaning: "judged and clean: safe, linearizable, every expectation met, a replay \
+                  identical, the page or file written",
         examples: "a safe run with grants; `check` linearizable; `campaign sims/` all PASS; \
                    `replay` identical; `render`, `export-tla`, `list` done",
     },
@@ -208,11 +211,14 @@ pub const TABLE: [Code; 6] = [
         name: "UNDECIDED",
         meaning: "undecided or nothing exercised: a check out of its budget (UNDECIDED, check's \
                   unknown), a history of 0 operations (check), a run in which no client got the \
-                  lock, a --fail-on cell without grants, whose faults never took effect (n/a), or \
-                  that does not judge a listed property, a shard without seeds, a merge --partial \
-                  that leaves an expectation unjudged",
+                  lock, a --fail-on cell without grants, whose faults never took effect (n/a), \
+                  where a listed property is undecided or not judged, or where S2 is judged but \
+                  no write reached the resource, a shard without seeds, a merge --partial that \
+                  leaves an expectation unjudged",
         examples: "`run` UNDECIDED or NOTHING EXERCISED; `hunt` found nothing and some runs \
-                   granted nothing; `real` with no grant, or a failover plan Sentinel never acted on",
+                   granted nothing or failed to run, no fault took effect (--faults none \
+                   included) or, for S2, no write reached the resource; `real` with no grant, or \
+                   a failover plan Sentinel never acted on",
     },
     Code {
         code: REAL_FAILED,
@@ -267,6 +273,29 @@ mod tests {
                 c.name
             );
             assert!(!c.meaning.contains('\n'), "{}: one line", c.name);
+        }
+    }
+
+    /// Row 3 names every way a command reports that it proves nothing: the `--fail-on` gate's
+    /// reasons ([`crate::gate::judge`]) and `hunt`'s, not only runs without grants.
+    #[test]
+    fn the_undecided_row_names_every_proves_nothing_case() {
+        let row = TABLE.iter().find(|c| c.code == UNDECIDED).unwrap();
+        for needle in [
+            "--fail-on cell without grants",
+            "faults never took effect",
+            "a listed property is undecided or not judged",
+            "S2 is judged but no write reached the resource",
+            "a shard without seeds",
+        ] {
+            assert!(row.meaning.contains(needle), "{needle}: {}", row.meaning);
+        }
+        for needle in [
+            "`hunt` found nothing and some runs granted nothing or failed to run",
+            "no fault took effect (--faults none included)",
+            "for S2, no write reached the resource",
+        ] {
+            assert!(row.examples.contains(needle), "{needle}: {}", row.examples);
         }
     }
 }
