@@ -76,13 +76,8 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
     let scenario = shrink_scenario(&a)?;
     a.memory.check(&scenario)?;
     let property = locksim_explore::shrink::property_to_keep(&scenario, a.kind.as_deref())?;
-    if a.out_dir.exists() && !a.out_dir.is_dir() {
-        // Say so now, not after the whole shrink.
-        return Err(format!(
-            "--out-dir {}: exists and is not a directory",
-            a.out_dir.display()
-        ));
-    }
+    // Say so now, not after the whole shrink.
+    ready_out_dir(&a.out_dir, "the shrunk trace")?;
     let started = Instant::now();
     eprintln!(
         "shrinking {} seed {} ({}, {}), keeping {property}",
@@ -132,6 +127,45 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
         out(&format!("{}{notes}{}", &text[..at], &text[at..]));
     }
     Ok(ExitCode::from(Exit::CLEAN))
+}
+
+/// Refuses an `--out-dir` that cannot take `what` (a trace), before the work that makes it:
+/// the nearest existing folder on the way must be one, and the folder must be made and take a
+/// file (a probe, removed at once), as `hunt` checks its own.
+///
+/// # Errors
+/// One line naming the folder and the OS error.
+pub(crate) fn ready_out_dir(dir: &Path, what: &str) -> Result<(), String> {
+    if let Some(existing) = dir.ancestors().find(|p| p.exists()) {
+        if !existing.is_dir() {
+            return Err(format!(
+                "--out-dir {}: {} exists and is not a directory",
+                dir.display(),
+                existing.display()
+            ));
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(|e| {
+        format!(
+            "--out-dir {}: cannot create it ({e}): {what} would have nowhere to go",
+            dir.display()
+        )
+    })?;
+    let probe = dir.join(format!(".locksim-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(format!(
+            "--out-dir {}: cannot write a file in it ({e}): {what} would have nowhere to go",
+            dir.display()
+        )),
+    }
 }
 
 /// Where a trace went ([`write_beside`]).

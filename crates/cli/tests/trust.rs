@@ -511,6 +511,44 @@ fn shrink_never_loses_its_trace_to_a_file_of_the_same_name() {
 }
 
 #[test]
+fn shrink_refuses_an_out_dir_it_cannot_make_before_shrinking() {
+    let d = scratch("trust", "shrink-outdir");
+    // A name longer than any file system takes: creating it fails, even for root. It was only
+    // noticed after the whole shrink, losing the shrunk trace.
+    let bad = d.join("x".repeat(300));
+    let o = locksim(&[
+        "shrink",
+        "--algo",
+        "central",
+        "--seed",
+        "1",
+        "--faults",
+        "pause",
+        "--out-dir",
+        s(&bad),
+    ]);
+    refused(&o, &["--out-dir", s(&bad), "cannot create it"]);
+    assert!(!stderr(&o).contains("shrinking"), "{}", stderr(&o));
+    // A folder inside a file: said the same way, before shrinking.
+    let file = d.join("file");
+    std::fs::write(&file, "not a folder").unwrap();
+    let o = locksim(&[
+        "shrink",
+        "--algo",
+        "central",
+        "--seed",
+        "1",
+        "--faults",
+        "pause",
+        "--out-dir",
+        s(&file.join("traces")),
+    ]);
+    refused(&o, &[s(&file), "exists and is not a directory"]);
+    assert_eq!(names_in(&d, |_| true), ["file"]);
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
 fn json_everywhere_and_plurals_and_one_line_errors() {
     let o = locksim(&["list", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
