@@ -11,7 +11,11 @@
 //! seeds = 5                     # seeds 1..=5 (`seed = 10` starts them at 10)
 //! resource_prefix = "resource:" # the default
 //! expect = ["S1", "S2"]         # each must be violated by some seed, nothing else by any;
-//!                               # "safe": no seed violates anything
+//!                               # "safe" (the default): no seed violates anything
+//!
+//! [[script]]                    # a script of your client's that the server should know
+//! kind = "compare-and-delete"   # or "compare-and-pexpire"
+//! text = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 //!
 //! [[fault]]
 //! after = { node = "n1", event = "grants", client = "c1" }
@@ -29,7 +33,7 @@ use locksim_core::{Property, Verdict};
 
 use crate::shrink::{shrink, Shrunk};
 use crate::sim::{run, Client, Outcome, Scenario};
-use crate::trace::{replay_trace, trace_of, write_trace};
+use crate::trace::{first_difference, replay_trace, trace_of, write_trace};
 
 /// What a scenario file asks of its runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +70,7 @@ const KEYS: &[&str] = &[
     "resource_prefix",
     "expect",
     "fault",
+    "script",
 ];
 
 impl ScenarioFile {
@@ -145,6 +150,33 @@ impl ScenarioFile {
                 ))
             }
         };
+        match table.get("script") {
+            None => {}
+            Some(toml::Value::Array(a)) => {
+                for v in a {
+                    let toml::Value::Table(t) = v else {
+                        return Err("`script`: write each script as a [[script]] table".into());
+                    };
+                    let text = t.get("text").and_then(|v| v.as_str());
+                    let kind = t
+                        .get("kind")
+                        .and_then(|v| v.as_str())
+                        .and_then(crate::scripts::ScriptKind::from_name);
+                    match (text, kind, t.keys().find(|k| *k != "text" && *k != "kind")) {
+                        (Some(text), Some(kind), None) => {
+                            scenario.scripts.register(text, kind);
+                        }
+                        _ => {
+                            return Err("`script`: each [[script]] has `text` (the Lua, as your \
+                                        client sends it) and `kind` (\"compare-and-delete\" or \
+                                        \"compare-and-pexpire\"), and nothing else"
+                                .into())
+                        }
+                    }
+                }
+            }
+            Some(_) => return Err("`script`: write each script as a [[script]] table".into()),
+        }
         let raw: Vec<RawFault> = match table.get("fault") {
             None => Vec::new(),
             Some(toml::Value::Array(a)) => a
@@ -185,6 +217,33 @@ pub struct FileReport {
 }
 
 impl FileReport {
+    /// A line for the file (how many seeds violated something), one per such seed, and one
+    /// per shrunk trace: what a test prints (`println!("{}", report.summary())`, shown by
+    /// `cargo test -- --nocapture`).
+    pub fn summary(&self) -> String {
+        let failing = self.failing();
+        let mut lines = vec![format!(
+            "{}: {} of {} seeds violate something",
+            self.file.name,
+            failing.len(),
+            self.runs.len()
+        )];
+        for (seed, v) in &failing {
+            lines.push(listing(*seed, v));
+        }
+        for (property, seed, path, shrunk) in &self.traces {
+            lines.push(format!(
+                "{property} of seed {seed} shrunk to {}, {} and {} in {} runs: {}",
+                plural(shrunk.scenario.faults.len(), "fault"),
+                plural(shrunk.scenario.clients as usize, "client"),
+                locksim_core::time::fmt_nanos(shrunk.scenario.duration as i128),
+                shrunk.runs,
+                path.display()
+            ));
+        }
+        lines.join("\n")
+    }
+
     /// The seeds whose verdict is not safe, with their verdicts.
     pub fn failing(&self) -> Vec<(u64, Verdict)> {
         self.runs
@@ -272,19 +331,23 @@ where
         runs.push((s.seed, run(&s, client.clone())));
     }
     let again = run(&file.scenario, client.clone());
-    assert_eq!(
-        again.digest(),
-        runs[0].1.digest(),
-        "{}: seed {} gave another history when run again: the client's code is not \
-         deterministic under the simulation (a real clock, thread or random source?)",
-        file.name,
-        file.scenario.seed
-    );
     let mut report = FileReport {
         file,
         runs,
         traces: Vec::new(),
     };
+    if let Some(d) = first_difference(&report.runs[0].1.history.events, &again.history.events) {
+        panic!(
+            "{}: seed {} gave another history when run again ({d}): the client's code is not \
+             deterministic under the simulation. Look for a real clock or thread, a random \
+             source madsim does not seed, or state a library keeps from one run to the next in \
+             the same process (a lazy static; a counter, such as the uuid crate's for v7 UUIDs; \
+             a cache). No verdict can be trusted until then; as run:\n{}",
+            report.file.name,
+            report.file.scenario.seed,
+            report.summary()
+        );
+    }
     exercised(&report);
     let failing = report.failing();
     let all: Vec<String> = failing.iter().map(|(s, v)| listing(*s, v)).collect();
@@ -500,5 +563,20 @@ mod tests {
         assert!(ScenarioFile::parse("servers = 0", "x")
             .unwrap_err()
             .contains("`servers`"));
+    }
+
+    #[test]
+    fn reads_scripts_the_server_should_know() {
+        let f = ScenarioFile::parse(
+            "[[script]]\nkind = \"compare-and-delete\"\ntext = \"return 42\"",
+            "x",
+        )
+        .unwrap();
+        assert_eq!(
+            f.scenario.scripts.recognise(b"return 42"),
+            Some(crate::scripts::ScriptKind::CompareAndDelete)
+        );
+        let e = ScenarioFile::parse("[[script]]\nkind = \"lock\"\ntext = \"x\"", "x").unwrap_err();
+        assert!(e.contains("compare-and-pexpire"), "{e}");
     }
 }

@@ -506,7 +506,11 @@ where
                 while let Some((fault, delay)) = fired.recv().await {
                     let (shared, ids) = (shared.clone(), ids.clone());
                     madsim::task::spawn(async move {
-                        madsim::time::sleep(Duration::from_nanos(delay)).await;
+                        // madsim's sleep waits at least 1 ms: a trigger without a delay strikes
+                        // at its event's instant.
+                        if delay > 0 {
+                            madsim::time::sleep(Duration::from_nanos(delay)).await;
+                        }
                         inject(&shared, &ids, fault).await;
                     });
                 }

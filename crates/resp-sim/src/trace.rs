@@ -127,6 +127,29 @@ pub fn write_trace(dir: &Path, name: &str, trace: &Trace) -> Result<PathBuf, Str
     Ok(path)
 }
 
+/// Where two event logs first differ: `event #i: first at T on node N: KIND; then …` (the
+/// recorded log's event, then the new one's), or `None` when they are equal.
+pub(crate) fn first_difference(
+    recorded: &[locksim_core::history::Event],
+    now: &[locksim_core::history::Event],
+) -> Option<String> {
+    let i = (0..recorded.len().max(now.len())).find(|&i| recorded.get(i) != now.get(i))?;
+    let show = |e: Option<&locksim_core::history::Event>| match e {
+        Some(e) => format!(
+            "at {} on node {}: {:?}",
+            locksim_core::time::fmt_nanos(e.time as i128),
+            e.node,
+            e.kind
+        ),
+        None => "nothing (the log ended)".to_string(),
+    };
+    Some(format!(
+        "event #{i}: first {}; then {}",
+        show(recorded.get(i)),
+        show(now.get(i))
+    ))
+}
+
 /// Reads the trace at `path`, runs its scenario again with `client` as every client's
 /// program, and checks that the history is the one recorded, event for event, and that the
 /// verdict is the same. Returns the new run.
@@ -146,16 +169,8 @@ where
         Scenario::from_core(&trace.scenario).map_err(|e| format!("{}: {e}", path.display()))?;
     let outcome = run(&scenario, client);
     if let Some(recorded) = &trace.events {
-        let replayed = &outcome.history.events;
-        if let Some(i) =
-            (0..recorded.len().max(replayed.len())).find(|&i| recorded.get(i) != replayed.get(i))
-        {
-            return Err(format!(
-                "{}: the replay differs at event #{i}: recorded {:?}, replayed {:?}",
-                path.display(),
-                recorded.get(i).map(|e| &e.kind),
-                replayed.get(i).map(|e| &e.kind)
-            ));
+        if let Some(d) = first_difference(recorded, &outcome.history.events) {
+            return Err(format!("{}: the replay differs at {d}", path.display()));
         }
     }
     if outcome.digest() != trace.digest {

@@ -45,8 +45,12 @@ pub async fn renewing_job(
     steps: u32,
     step: Duration,
 ) -> RedisResult<()> {
-    let client = redis::Client::open(url)?;
-    let mut conn = client.get_multiplexed_async_connection().await?;
+    // Answers may take up to 3 s, Redisson's default `timeout` (redis-rs's own is 500 ms).
+    let config =
+        redis::AsyncConnectionConfig::new().set_response_timeout(Some(Duration::from_secs(3)));
+    let mut conn = redis::Client::open(url)?
+        .get_multiplexed_async_connection_with_config(&config)
+        .await?;
     for round in 0u64.. {
         let owner = format!("{me}:{round}");
         let sent = Instant::now();

@@ -20,28 +20,7 @@ async fn worker(client: Client) {
 
 /// Prints the first failing seed's violations (`cargo test -- --nocapture` shows them).
 fn show(report: &FileReport) {
-    println!(
-        "{}: {} of {} seeds violate something",
-        report.file.name,
-        report.failing().len(),
-        report.runs.len()
-    );
-    for (seed, verdict) in report.failing().iter().take(1) {
-        for v in &verdict.violations {
-            println!("seed {seed}: {:?}: {}", v.kind, v.summary);
-        }
-    }
-    // Each expected property's first seed, shrunk, written as a trace and replayed from it.
-    for (property, seed, path, shrunk) in &report.traces {
-        println!(
-            "{property} of seed {seed} shrunk to {} fault(s), {} client(s), {} ms in {} runs: {}",
-            shrunk.scenario.faults.len(),
-            shrunk.scenario.clients,
-            shrunk.scenario.duration / 1_000_000,
-            shrunk.runs,
-            path.display()
-        );
-    }
+    println!("{}", report.summary());
 }
 
 #[test]

@@ -33,21 +33,7 @@ fn check(rule: Deadline, expect: Expect) -> FileReport {
     let mut file = ScenarioFile::read("sims/renew-pause.toml").expect("a valid file");
     file.expect = expect;
     let report = locksim_resp_sim::check(file, move |c| worker(c, rule));
-    println!(
-        "{rule:?}: {} of {} seeds violate something",
-        report.failing().len(),
-        report.runs.len()
-    );
-    for (property, seed, path, shrunk) in &report.traces {
-        println!(
-            "{property} of seed {seed} shrunk to {} fault(s), {} client(s), {} ms in {} runs: {}",
-            shrunk.scenario.faults.len(),
-            shrunk.scenario.clients,
-            shrunk.scenario.duration / 1_000_000,
-            shrunk.runs,
-            path.display()
-        );
-    }
+    println!("{:?}: {}", rule, report.summary());
     report
 }
 

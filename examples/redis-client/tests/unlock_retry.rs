@@ -25,26 +25,7 @@ fn check(unlock: Unlock, expect: Expect) {
     let mut file = ScenarioFile::read("sims/unlock-reply-lost.toml").expect("a valid file");
     file.expect = expect;
     let report = locksim_resp_sim::check(file, move |c| worker(c, unlock));
-    println!(
-        "{unlock:?}: {} of {} seeds violate something",
-        report.failing().len(),
-        report.runs.len()
-    );
-    for (seed, verdict) in report.failing().iter().take(1) {
-        for v in &verdict.violations {
-            println!("seed {seed}: {:?}: {}", v.kind, v.summary);
-        }
-    }
-    for (property, seed, path, shrunk) in &report.traces {
-        println!(
-            "{property} of seed {seed} shrunk to {} fault(s), {} client(s), {} ms in {} runs: {}",
-            shrunk.scenario.faults.len(),
-            shrunk.scenario.clients,
-            shrunk.scenario.duration / 1_000_000,
-            shrunk.runs,
-            path.display()
-        );
-    }
+    println!("{:?}: {}", unlock, report.summary());
 }
 
 #[test]
