@@ -137,9 +137,9 @@ impl ClockFile {
     }
 }
 
-/// How far [`probe`] shifts a server's clock to see that the shim is in force: far beyond any
-/// disagreement of a server's unshifted clock with the host's (they read the same kernel
-/// clock), so a shim that did not load cannot pass by chance.
+/// How far [`crate::redis::prove_shim`] shifts a server's clock to see that the shim is in
+/// force: far beyond any disagreement of a server's unshifted clock with the host's (they read
+/// the same kernel clock), so a shim that did not load cannot pass by chance.
 pub const PROBE: i64 = 1_000_000_000_000;
 
 /// Judges a probe of a server's shifted clock: `server` is the wall time (ns) the server
