@@ -6,6 +6,8 @@
 //! name = "a holder paused past its TTL"
 //! description = "c1 stops for 2 s the moment the server grants it the lock."
 //! servers = 1                   # the default; 3 or 5 for Redlock (a majority grants)
+//! sentinel = false              # true: n1 the primary, the others its replicas, under Sentinel
+//! down_after = "30s"            # Sentinel's down-after-milliseconds (with sentinel = true)
 //! clients = 2
 //! duration = "4s"
 //! seeds = 5                     # seeds 1..=5 (`seed = 10` starts them at 10)
@@ -63,6 +65,8 @@ const KEYS: &[&str] = &[
     "name",
     "description",
     "servers",
+    "sentinel",
+    "down_after",
     "clients",
     "duration",
     "seeds",
@@ -116,6 +120,23 @@ impl ScenarioFile {
         let mut scenario = Scenario::new(seed);
         if let Some(n) = int_of("servers", 1, 15)? {
             scenario.servers = n as u32;
+        }
+        match table.get("sentinel") {
+            None | Some(toml::Value::Boolean(false)) => {}
+            Some(toml::Value::Boolean(true)) => scenario.sentinel = Some(30_000_000_000),
+            Some(v) => return Err(format!("`sentinel`: {v} is not true or false")),
+        }
+        if let Some(d) = text_of("down_after")? {
+            let ns = parse_duration(&d).map_err(|e| format!("`down_after`: {e}"))?;
+            if scenario.sentinel.is_none() {
+                return Err("`down_after` is Sentinel's: it needs `sentinel = true`".into());
+            }
+            if ns <= 0 || ns > 3_600_000_000_000 {
+                return Err(format!(
+                    "`down_after`: {d} is not a duration of up to an hour"
+                ));
+            }
+            scenario.sentinel = Some(ns as u64);
         }
         if let Some(n) = int_of("clients", 1, 250)? {
             scenario.clients = n as u32;
@@ -578,5 +599,17 @@ mod tests {
         );
         let e = ScenarioFile::parse("[[script]]\nkind = \"lock\"\ntext = \"x\"", "x").unwrap_err();
         assert!(e.contains("compare-and-pexpire"), "{e}");
+    }
+
+    #[test]
+    fn reads_sentinel_and_its_down_after() {
+        let f =
+            ScenarioFile::parse("servers = 3\nsentinel = true\ndown_after = \"5s\"", "x").unwrap();
+        assert_eq!(f.scenario.sentinel, Some(5_000_000_000));
+        let f = ScenarioFile::parse("servers = 3\nsentinel = true", "x").unwrap();
+        assert_eq!(f.scenario.sentinel, Some(30_000_000_000));
+        let err = |t: &str| ScenarioFile::parse(t, "x").unwrap_err();
+        assert!(err("down_after = \"5s\"").contains("sentinel = true"));
+        assert!(err("sentinel = true").contains("servers must be 2"));
     }
 }

@@ -25,8 +25,10 @@
 
 pub mod file;
 pub mod record;
+pub mod replication;
 pub mod resp;
 pub mod scripts;
+pub mod sentinel;
 mod server;
 pub mod shrink;
 pub mod sim;

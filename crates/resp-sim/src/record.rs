@@ -53,8 +53,11 @@ struct Live {
 /// The recorder of one run.
 #[derive(Debug)]
 pub struct Recorder {
-    /// The number of lock servers, nodes `0..servers`; a majority of them makes a grant.
+    /// The number of lock servers, nodes `0..servers`.
     servers: u32,
+    /// How many of them holding one value make a grant: a majority (Redlock), or 1 (a primary
+    /// and its replicas, [`Recorder::with_quorum`]).
+    quorum: usize,
     resource: NodeId,
     resource_prefix: Vec<u8>,
     events: Vec<Event>,
@@ -89,6 +92,7 @@ impl Recorder {
     pub fn new(servers: u32, resource: NodeId, resource_prefix: &[u8]) -> Recorder {
         Recorder {
             servers: servers.max(1),
+            quorum: servers.max(1) as usize / 2 + 1,
             resource,
             resource_prefix: resource_prefix.to_vec(),
             events: Vec::new(),
@@ -223,9 +227,21 @@ impl Recorder {
         (!l.released && l.until.is_none_or(|t| t > now)).then_some((k, l))
     }
 
-    /// The majority of the servers: how many copies of one value make a grant.
+    /// How many copies of one value make a grant.
     fn quorum(&self) -> usize {
-        self.servers as usize / 2 + 1
+        self.quorum
+    }
+
+    /// The same recorder with a grant made by `quorum` servers' copies (1: each primary's
+    /// `SET NX` under Sentinel, the replicas' copies arriving by replication, not recorded).
+    pub fn with_quorum(mut self, quorum: usize) -> Recorder {
+        self.quorum = quorum.max(1);
+        self
+    }
+
+    /// Server `node` became the primary in `term` (Sentinel's configuration epoch + 1).
+    pub fn leader(&mut self, now: Nanos, node: NodeId, term: u64) {
+        self.push(now, node, EventKind::Leader { term });
     }
 
     /// The servers whose copy of key `k` holds `client`'s `value` at `now`, and the deadline of
@@ -387,7 +403,7 @@ impl Recorder {
                 if kk != k || self.ended.contains(&h) {
                     return;
                 }
-                if let Some((_, l)) = self.live_grant(key, now).filter(|_| self.servers > 1) {
+                if let Some((_, l)) = self.live_grant(key, now).filter(|_| self.quorum > 1) {
                     if l.handle == h && !self.holding(k, client, &l.value.clone(), now).0.is_empty()
                     {
                         // Another server still holds the grant's value: the release goes on.

@@ -13,17 +13,32 @@ use locksim_core::Nanos;
 use madsim::net::{TcpListener, TcpStream};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use crate::replication::Role;
 use crate::resp::{parse_request, Reply};
 use crate::sim::Shared;
 use crate::store::{Effect, Session, Store};
 
-/// Serves RESP on `addr` as server `index` (from 0: `n1`) until the node is killed. A fresh
-/// store per call: a restarted server starts empty (a Redis without persistence).
-pub(crate) async fn serve(addr: SocketAddr, index: u32, shared: Arc<Shared>) {
+/// Starts server node `index` (from 0: `n1`): its Redis on `addr` and, in runs with Sentinel,
+/// its replication and its sentinel. A fresh store per start: a restarted server starts empty
+/// (a Redis without persistence).
+pub(crate) async fn start(addr: SocketAddr, index: u32, shared: Arc<Shared>) {
+    let store = Arc::new(Mutex::new(Store::default()));
+    if shared.has_sentinel() {
+        madsim::task::spawn(crate::replication::replicate(
+            index,
+            store.clone(),
+            shared.clone(),
+        ));
+        madsim::task::spawn(crate::sentinel::sentinel(index, shared.clone()));
+    }
+    serve(addr, index, store, shared).await;
+}
+
+/// Serves RESP on `addr` as server `index` until the node is killed.
+async fn serve(addr: SocketAddr, index: u32, store: Arc<Mutex<Store>>, shared: Arc<Shared>) {
     let listener = TcpListener::bind(addr)
         .await
         .expect("the server node binds its address");
-    let store = Arc::new(Mutex::new(Store::default()));
     loop {
         let Ok((stream, peer)) = listener.accept().await else {
             continue;
@@ -52,6 +67,75 @@ fn to_true_time(e: &mut Effect, local: Nanos, now: Nanos) {
         Effect::Expiry { until, .. } => shift(until),
         Effect::Deleted { .. } | Effect::CompareFailed { .. } => {}
     }
+}
+
+/// The replication commands: `ROLE`, `INFO [replication]`, `REPLICAOF`/`SLAVEOF` (`NO ONE`,
+/// or a server's address) and `LOCKSIM.ROLE` (the sentinels' question: role, whom it copies,
+/// offset); `None` for every other command.
+fn replication_command(args: &[Vec<u8>], index: u32, shared: &Shared) -> Option<Reply> {
+    let upper = |b: &[u8]| String::from_utf8_lossy(b).to_ascii_uppercase();
+    let cmd = upper(&args[0]);
+    let role = shared.role(index);
+    let offset = shared.offset(index);
+    let ip = |s: u32| shared.server_addr(s).ip().to_string();
+    Some(match (cmd.as_str(), &args[1..]) {
+        ("ROLE", []) => match role {
+            Role::Primary => Reply::Array(vec![
+                Reply::text("master"),
+                Reply::Int(offset as i64),
+                Reply::Array(Vec::new()),
+            ]),
+            Role::Replica(p) => Reply::Array(vec![
+                Reply::text("slave"),
+                Reply::text(&ip(p)),
+                Reply::Int(i64::from(crate::sim::PORT)),
+                Reply::text("connected"),
+                Reply::Int(offset as i64),
+            ]),
+        },
+        ("INFO", rest) if rest.len() <= 1 => Reply::Bulk(
+            match role {
+                Role::Primary => {
+                    format!("# Replication\r\nrole:master\r\nmaster_repl_offset:{offset}\r\n")
+                }
+                Role::Replica(p) => format!(
+                    "# Replication\r\nrole:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\n\
+                     slave_repl_offset:{offset}\r\n",
+                    ip(p),
+                    crate::sim::PORT
+                ),
+            }
+            .into_bytes(),
+        ),
+        ("REPLICAOF" | "SLAVEOF", [a, b]) => {
+            if upper(a) == "NO" && upper(b) == "ONE" {
+                shared.set_role(index, Role::Primary);
+                return Some(Reply::ok());
+            }
+            let target = shared
+                .servers()
+                .find(|s| ip(*s).as_bytes() == a.as_slice() && b.as_slice() == b"6379");
+            match target {
+                Some(t) if t != index => {
+                    shared.set_role(index, Role::Replica(t));
+                    Reply::ok()
+                }
+                _ => Reply::err("locksim's servers replicate one of the run's servers only"),
+            }
+        }
+        ("LOCKSIM.ROLE", []) => {
+            let (r, of) = match role {
+                Role::Primary => ("master", String::new()),
+                Role::Replica(p) => ("replica", p.to_string()),
+            };
+            Reply::Array(vec![
+                Reply::text(r),
+                Reply::text(&of),
+                Reply::text(&offset.to_string()),
+            ])
+        }
+        _ => return None,
+    })
 }
 
 /// What woke a connection: input, or the end of a `drop_replies` window it holds replies for.
@@ -89,6 +173,21 @@ async fn connection(
                     if args[0].eq_ignore_ascii_case(b"QUIT") {
                         quit = true;
                         Reply::ok()
+                    } else if args[0].eq_ignore_ascii_case(b"LOCKSIM.SYNC") {
+                        // A replica asks for the stream: this connection carries it from now.
+                        if !out.is_empty()
+                            && (stream.write_all(&out).await.is_err()
+                                || stream.flush().await.is_err())
+                        {
+                            return;
+                        }
+                        return crate::replication::feed(stream, index, store, shared).await;
+                    } else if let Some(r) = replication_command(&args, index, &shared) {
+                        r
+                    } else if matches!(shared.role(index), Role::Replica(_))
+                        && crate::replication::writes(&args[0])
+                    {
+                        Reply::Error("READONLY You can't write against a read only replica.".into())
                     } else {
                         let now = shared.now();
                         let local = shared.server_time(index, now);
@@ -98,6 +197,12 @@ async fn connection(
                             &shared.scripts,
                             &args,
                         );
+                        if shared.has_sentinel() && !effects.is_empty() {
+                            let (bytes, offset) =
+                                crate::replication::entries(&effects, shared.offset(index));
+                            shared.set_offset(index, offset);
+                            shared.feed(index, &bytes);
+                        }
                         if local != now {
                             for e in &mut effects {
                                 to_true_time(e, local, now);

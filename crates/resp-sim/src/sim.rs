@@ -20,7 +20,9 @@ use madsim::net::NetSim;
 use madsim::runtime::{Handle, Runtime};
 
 use crate::record::Recorder;
+use crate::replication::Role;
 use crate::scripts::{ScriptKind, Scripts};
+use crate::sentinel::Watch;
 
 /// The server's port.
 pub const PORT: u16 = 6379;
@@ -52,6 +54,11 @@ pub struct Scenario {
     pub resource_prefix: String,
     /// The scripts the server recognises.
     pub scripts: Scripts,
+    /// With Sentinel: `down-after-milliseconds`, ns (Redis ships 30 s). `n1` starts as the
+    /// primary, the other servers as its replicas, a sentinel beside each
+    /// ([`crate::sentinel`]); a grant is then one primary's `SET NX`. `None` (the default):
+    /// independent servers, a majority of which makes a grant (Redlock).
+    pub sentinel: Option<Nanos>,
 }
 
 impl Scenario {
@@ -65,6 +72,7 @@ impl Scenario {
             faults: Vec::new(),
             resource_prefix: "resource:".into(),
             scripts: Scripts::default(),
+            sentinel: None,
         }
     }
 
@@ -77,6 +85,13 @@ impl Scenario {
     /// Sets the number of independent Redis servers (Redlock's N).
     pub fn servers(mut self, n: u32) -> Scenario {
         self.servers = n;
+        self
+    }
+
+    /// Runs the servers as a primary and replicas under Sentinel, with `down-after-milliseconds`
+    /// of `down_after_ms` (Redis ships 30 000).
+    pub fn sentinel(mut self, down_after_ms: u64) -> Scenario {
+        self.sentinel = Some(down_after_ms * MS);
         self
     }
 
@@ -147,6 +162,11 @@ impl Scenario {
         }
         if self.servers == 0 || self.servers > 15 {
             return Err(format!("servers must be 1 to 15, not {}", self.servers));
+        }
+        if self.sentinel.is_some() && self.servers < 2 {
+            return Err(
+                "Sentinel needs a replica to fail over to: servers must be 2 or more".into(),
+            );
         }
         let nodes = self.servers + self.clients;
         let check = |n: NodeId| {
@@ -241,6 +261,16 @@ impl Client {
         format!("redis://{}/", self.server)
     }
 
+    /// Every sentinel's URL (`redis://10.0.0.1:26379/`, …; runs with Sentinel), `n1`'s first:
+    /// what a client that finds the primary through Sentinel is given, with the service name
+    /// [`crate::sentinel::SERVICE`] (`mymaster`).
+    pub fn sentinel_urls(&self) -> Vec<String> {
+        self.servers
+            .iter()
+            .map(|a| format!("redis://{}:{}/", a.ip(), crate::sentinel::PORT))
+            .collect()
+    }
+
     /// Every server's URL, `n1` first: what a Redlock client is given.
     pub fn urls(&self) -> Vec<String> {
         self.servers
@@ -259,6 +289,26 @@ impl Client {
     /// not run in the simulation): time out with `tokio::time::timeout` from madsim-tokio.
     pub async fn redis(&self) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
         self.redis_with(redis::RedisConnectionInfo::default()).await
+    }
+
+    /// [`Client::redis`] to another address: another server, or a sentinel
+    /// ([`Client::sentinel_urls`]'s addresses).
+    pub async fn redis_to(
+        &self,
+        addr: SocketAddr,
+    ) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
+        let stream = madsim::net::TcpStream::connect(addr).await?;
+        let config = redis::AsyncConnectionConfig::new()
+            .set_response_timeout(None)
+            .set_connection_timeout(None);
+        let (conn, driver) = redis::aio::MultiplexedConnection::new_with_config(
+            &redis::RedisConnectionInfo::default(),
+            stream,
+            config,
+        )
+        .await?;
+        madsim::task::spawn(driver);
+        Ok(conn)
     }
 
     /// [`Client::redis`] with your own connection settings (e.g. RESP3 through
@@ -291,6 +341,16 @@ pub(crate) struct Shared {
     held: Mutex<Vec<HeldReplies>>,
     /// Each server's clocks (stepped and drifted by clock faults).
     clocks: Mutex<Vec<Clock>>,
+    /// Sentinel's `down-after-milliseconds`, ns, in runs with Sentinel.
+    sentinel: Option<Nanos>,
+    /// Each server's role (its configuration: it survives a restart).
+    roles: Mutex<Vec<Role>>,
+    /// Each server's replication offset.
+    offsets: Mutex<Vec<u64>>,
+    /// Each server's replication streams to its replicas.
+    feeds: Mutex<Vec<Vec<tokio::sync::mpsc::UnboundedSender<Vec<u8>>>>>,
+    /// Each sentinel's view.
+    watches: Mutex<Vec<Watch>>,
 }
 
 /// A `drop_replies` window: replies from `.1` (servers) to `.0` (clients) leave at `.2` (its
@@ -305,9 +365,15 @@ impl Shared {
             .as_nanos() as Nanos
     }
 
-    /// The node that owns the peer address `peer` (a client's address).
+    /// The node that owns the peer address `peer` (a client's, or a server's: a replica or a
+    /// sentinel).
     pub(crate) fn node_of(&self, peer: SocketAddr) -> NodeId {
         match peer.ip() {
+            IpAddr::V4(ip) if ip.octets()[..3] == [10, 0, 0] => {
+                let n = ip.octets()[3] as u32;
+                assert!(n >= 1 && n <= self.servers, "no server at {ip}");
+                n - 1
+            }
             IpAddr::V4(ip) if ip.octets()[..3] == [10, 0, 1] => {
                 let n = ip.octets()[3] as u32;
                 assert!(n >= 1 && n <= self.clients, "no client at {ip}");
@@ -343,6 +409,75 @@ impl Shared {
         self.clocks.lock().expect("one thread")[server as usize]
             .wall(now)
             .max(0) as Nanos
+    }
+
+    /// The servers' indices (their node ids).
+    pub(crate) fn servers(&self) -> std::ops::Range<u32> {
+        0..self.servers
+    }
+
+    /// Server `i`'s address.
+    pub(crate) fn server_addr(&self, i: u32) -> SocketAddr {
+        SocketAddr::new(server_ip(i), PORT)
+    }
+
+    /// Sentinel `i`'s address (beside server `i`).
+    pub(crate) fn sentinel_addr(&self, i: u32) -> SocketAddr {
+        SocketAddr::new(server_ip(i), crate::sentinel::PORT)
+    }
+
+    /// Sentinel's `down-after-milliseconds`, ns.
+    pub(crate) fn down_after(&self) -> Nanos {
+        self.sentinel.unwrap_or(30_000 * MS)
+    }
+
+    /// How many sentinels must agree that the primary is down: a majority.
+    pub(crate) fn sentinel_quorum(&self) -> usize {
+        self.servers as usize / 2 + 1
+    }
+
+    /// Whether the run has Sentinel.
+    pub(crate) fn has_sentinel(&self) -> bool {
+        self.sentinel.is_some()
+    }
+
+    /// Server `i`'s role.
+    pub(crate) fn role(&self, i: u32) -> Role {
+        self.roles.lock().expect("one thread")[i as usize]
+    }
+
+    /// Makes server `i` a `role`; a server that stops being a primary stops feeding replicas.
+    pub(crate) fn set_role(&self, i: u32, role: Role) {
+        self.roles.lock().expect("one thread")[i as usize] = role;
+        if role != Role::Primary {
+            self.feeds.lock().expect("one thread")[i as usize].clear();
+        }
+    }
+
+    /// Server `i`'s replication offset.
+    pub(crate) fn offset(&self, i: u32) -> u64 {
+        self.offsets.lock().expect("one thread")[i as usize]
+    }
+
+    /// Sets server `i`'s replication offset.
+    pub(crate) fn set_offset(&self, i: u32, o: u64) {
+        self.offsets.lock().expect("one thread")[i as usize] = o;
+    }
+
+    /// Adds a replication stream to server `i`'s replicas.
+    pub(crate) fn add_feed(&self, i: u32, tx: tokio::sync::mpsc::UnboundedSender<Vec<u8>>) {
+        self.feeds.lock().expect("one thread")[i as usize].push(tx);
+    }
+
+    /// Sends a write's stream entries to every replica of server `i` (dropping dead streams).
+    pub(crate) fn feed(&self, i: u32, bytes: &[u8]) {
+        self.feeds.lock().expect("one thread")[i as usize]
+            .retain(|tx| tx.send(bytes.to_vec()).is_ok());
+    }
+
+    /// Reads or changes sentinel `i`'s view.
+    pub(crate) fn watch<T>(&self, i: u32, f: impl FnOnce(&mut Watch) -> T) -> T {
+        f(&mut self.watches.lock().expect("one thread")[i as usize])
     }
 
     /// The true-time instant `t` ns after the run's start.
@@ -435,16 +570,48 @@ where
         let shared = Arc::new(Shared {
             start: madsim::time::Instant::now(),
             scripts: scenario.scripts.clone(),
-            recorder: Mutex::new(Recorder::new(
-                scenario.servers,
-                cluster.resource_id(),
-                scenario.resource_prefix.as_bytes(),
-            )),
+            recorder: Mutex::new(
+                Recorder::new(
+                    scenario.servers,
+                    cluster.resource_id(),
+                    scenario.resource_prefix.as_bytes(),
+                )
+                .with_quorum(if scenario.sentinel.is_some() {
+                    1
+                } else {
+                    scenario.servers as usize / 2 + 1
+                }),
+            ),
             servers: scenario.servers,
             clients: scenario.clients,
             connections: Default::default(),
             held: Default::default(),
             clocks: Mutex::new(vec![Clock::new(0, 0); scenario.servers as usize]),
+            sentinel: scenario.sentinel,
+            roles: Mutex::new(
+                (0..scenario.servers)
+                    .map(|i| {
+                        if i == 0 || scenario.sentinel.is_none() {
+                            Role::Primary
+                        } else {
+                            Role::Replica(0)
+                        }
+                    })
+                    .collect(),
+            ),
+            offsets: Mutex::new(vec![0; scenario.servers as usize]),
+            feeds: Mutex::new(vec![Vec::new(); scenario.servers as usize]),
+            watches: Mutex::new(
+                (0..scenario.servers)
+                    .map(|_| Watch {
+                        epoch: 0,
+                        primary: 0,
+                        voted: 0,
+                        last_ok: 0,
+                        sdown: false,
+                    })
+                    .collect(),
+            ),
         });
         let servers: Vec<SocketAddr> = (0..scenario.servers)
             .map(|i| SocketAddr::new(server_ip(i), PORT))
@@ -457,7 +624,7 @@ where
                 .create_node()
                 .name(cluster.name(i as NodeId))
                 .ip(addr.ip())
-                .init(move || crate::server::serve(addr, i as u32, shared.clone()))
+                .init(move || crate::server::start(addr, i as u32, shared.clone()))
                 .build();
             ids.push(node.id());
         }
@@ -575,6 +742,7 @@ async fn inject(shared: &Shared, ids: &[madsim::task::NodeId], fault: Fault) {
             h.kill(ids[*node as usize]);
             if *node < shared.servers {
                 shared.record(|r| r.server_lost_keys(*node));
+                shared.set_offset(*node, 0);
             }
             (*restart_after, "crash")
         }

@@ -106,6 +106,38 @@ fn upper(arg: &[u8]) -> String {
 }
 
 impl Store {
+    /// Every live key at `now`: `(key, value, deadline)`, in key order (a replica's first sync).
+    pub fn snapshot(&mut self, now: Nanos) -> Vec<(Vec<u8>, Vec<u8>, Option<Nanos>)> {
+        self.keys.retain(|_, e| e.expires.is_none_or(|t| t > now));
+        self.keys
+            .iter()
+            .map(|(k, e)| (k.clone(), e.value.clone(), e.expires))
+            .collect()
+    }
+
+    /// Forgets every key (a replica about to take a full copy of its primary's).
+    pub fn clear(&mut self) {
+        self.keys.clear();
+    }
+
+    /// Sets `key` to `value` with `expires` (a deadline on this server's clock), as a replica
+    /// applies its primary's write.
+    pub fn put(&mut self, key: Vec<u8>, value: Vec<u8>, expires: Option<Nanos>) {
+        self.keys.insert(key, Entry { value, expires });
+    }
+
+    /// Deletes `key`, as a replica applies its primary's delete.
+    pub fn remove(&mut self, key: &[u8]) {
+        self.keys.remove(key);
+    }
+
+    /// Sets a live `key`'s deadline, as a replica applies its primary's expire.
+    pub fn set_deadline(&mut self, key: &[u8], expires: Nanos) {
+        if let Some(e) = self.keys.get_mut(key) {
+            e.expires = Some(expires);
+        }
+    }
+
     /// The live entry of `key` at `now`, dropping it when it has expired.
     fn live(&mut self, key: &[u8], now: Nanos) -> Option<&mut Entry> {
         if matches!(self.keys.get(key), Some(e) if e.expires.is_some_and(|t| t <= now)) {
