@@ -318,6 +318,10 @@ fn respond(args: &[Vec<u8>], index: u32, shared: &Shared) -> Option<Reply> {
         ])
     };
     Some(match (cmd.as_str(), &args[1..]) {
+        ("ROLE", []) => Reply::Array(vec![
+            Reply::text("sentinel"),
+            Reply::Array(vec![Reply::text(SERVICE)]),
+        ]),
         ("LOCKSIM.EPOCH", []) => Reply::Array(vec![
             Reply::text(&w.epoch.to_string()),
             Reply::text(&w.primary.to_string()),

@@ -6,8 +6,8 @@
 //!
 //! In the trace's `scenario`, `algorithm` is [`OWN_CLIENT`]; `cluster` is the servers and
 //! clients; `workload.duration` is the run's length; `faults` is the fault plan; `config` holds
-//! `resource_prefix` and each registered script as `script.N = "KIND:TEXT"` (KIND being
-//! [`ScriptKind::name`]). The workload's other fields are locksim's defaults and mean nothing
+//! `resource_prefix`, `sentinel_down_after_ns` in runs with Sentinel, and each registered
+//! script as `script.N = "KIND:TEXT"` (KIND being [`ScriptKind::name`]). The workload's other fields are locksim's defaults and mean nothing
 //! here.
 
 use std::collections::BTreeMap;
@@ -26,6 +26,9 @@ impl Scenario {
     pub fn to_core(&self) -> locksim_core::Scenario {
         let mut config = BTreeMap::new();
         config.insert("resource_prefix".to_string(), self.resource_prefix.clone());
+        if let Some(d) = self.sentinel {
+            config.insert("sentinel_down_after_ns".to_string(), d.to_string());
+        }
         for (i, (text, kind)) in self.scripts.added().iter().enumerate() {
             config.insert(
                 format!("script.{}", i + 1),
@@ -65,6 +68,11 @@ impl Scenario {
         for (key, value) in &s.config {
             if key == "resource_prefix" {
                 scenario.resource_prefix = value.clone();
+            } else if key == "sentinel_down_after_ns" {
+                let ns = value.parse::<u64>().map_err(|_| {
+                    format!("config `{key}`: {value:?} is not a whole number of ns")
+                })?;
+                scenario.sentinel = Some(ns);
             } else if key.starts_with("script.") {
                 let (kind, text) = value
                     .split_once(':')
@@ -79,7 +87,7 @@ impl Scenario {
             } else {
                 return Err(format!(
                     "config `{key}` means nothing to a run of your own client \
-                     (valid: resource_prefix, script.N)"
+                     (valid: resource_prefix, sentinel_down_after_ns, script.N)"
                 ));
             }
         }
@@ -105,7 +113,7 @@ pub fn trace_of(scenario: &Scenario, outcome: &Outcome) -> Trace {
 
 /// Writes `trace` into `dir` as `NAME-DIGEST8.json` (`name` made file-safe) and returns the
 /// path. The same trace written twice is one file; a different file under that name is never
-/// replaced.
+/// replaced: the trace goes beside it, as `NAME-DIGEST8-2.json` (`-3`, …).
 ///
 /// # Errors
 /// When `dir` cannot be created or the file cannot be written ([`Trace::write_new`]).
@@ -122,9 +130,29 @@ pub fn write_trace(dir: &Path, name: &str, trace: &Trace) -> Result<PathBuf, Str
         }
     }
     let safe = safe.trim_end_matches('-');
-    let path = dir.join(format!("{safe}-{}.json", &trace.digest[..8]));
-    trace.write_new(&path)?;
-    Ok(path)
+    let text = trace.to_json();
+    for n in 1..1_000 {
+        let name = match n {
+            1 => format!("{safe}-{}.json", &trace.digest[..8]),
+            n => format!("{safe}-{}-{n}.json", &trace.digest[..8]),
+        };
+        let path = dir.join(name);
+        match std::fs::read_to_string(&path) {
+            Ok(existing) if existing == text => return Ok(path),
+            // Another trace under this name (an older locksim's, or one edited): kept as it
+            // is, and this one goes beside it.
+            Ok(_) => continue,
+            Err(_) => match trace.write_new(&path) {
+                Ok(()) => return Ok(path),
+                Err(_) if path.exists() => continue,
+                Err(e) => return Err(e),
+            },
+        }
+    }
+    Err(format!(
+        "{}: a thousand different traces already hold the names for {safe}",
+        dir.display()
+    ))
 }
 
 /// Where two event logs first differ: `event #i: first at T on node N: KIND; then …` (the
@@ -199,6 +227,7 @@ mod tests {
     #[test]
     fn a_scenario_survives_the_trip_through_a_trace() {
         let s = Scenario::new(42)
+            .sentinel(2_000)
             .servers(3)
             .clients(4)
             .duration_ms(1_500)
@@ -220,6 +249,7 @@ mod tests {
             (42, 3, 4, 1_500_000_000, &"res/".to_string())
         );
         assert_eq!(r.faults, s.faults);
+        assert_eq!(r.sentinel, Some(2_000_000_000));
         assert_eq!(
             r.scripts.recognise(b"return 7"),
             Some(ScriptKind::CompareAndDelete)

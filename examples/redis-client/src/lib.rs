@@ -19,9 +19,11 @@ use std::time::Duration;
 mod renewing;
 mod unlock_retry;
 mod with_rslock;
+mod with_sentinel;
 pub use renewing::{renewing_job, Deadline, EXTEND_SCRIPT};
 pub use unlock_retry::{retrying_job, Unlock};
 pub use with_rslock::{report_job_redlock, report_job_rslock};
+pub use with_sentinel::report_job_sentinel;
 
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncCommands, RedisResult, Script};
