@@ -17,7 +17,7 @@ pub async fn report_job_sentinel(
 ) -> RedisResult<()> {
     let mut client = SentinelClient::build(
         sentinels.to_vec(),
-        "mymaster".to_string(),
+        "mymaster",
         None,
         SentinelServerType::Master,
     )?;
