@@ -82,7 +82,10 @@ fn s1(s: &Scenario, h: &History, holds: &[Hold], v: &Violation) -> Option<String
                 EventKind::Fault {
                     fault: Fault::Pause { node, duration, task: locksim_core::fault::PauseTask::Process },
                 } if *node == a.client && e.time >= a.start && e.time <= a.end => Some(format!(
-                    " It had checked its lease before the work, then was paused for {} at {} (a stop-the-world pause such as GC) and woke up believing it still held the lock.",
+                    " It {} paused for {} at {} (a stop-the-world pause such as GC) and woke up believing it still held the lock.",
+                    // Only a client that checks its lease is known to have checked it (a user's
+                    // own client records no such check).
+                    if s.workload.check_validity { "had checked its lease before the work, then was" } else { "was" },
                     t(*duration),
                     t(e.time)
                 )),

@@ -7,8 +7,9 @@
 //! In the trace's `scenario`, `algorithm` is [`OWN_CLIENT`]; `cluster` is the servers and
 //! clients; `workload.duration` is the run's length; `faults` is the fault plan; `config` holds
 //! `resource_prefix`, `sentinel_down_after_ns` in runs with Sentinel, and each registered
-//! script as `script.N = "KIND:TEXT"` (KIND being [`ScriptKind::name`]). The workload's other fields are locksim's defaults and mean nothing
-//! here.
+//! script as `script.N = "KIND:TEXT"` (KIND being [`ScriptKind::name`]).
+//! `workload.check_validity` is false (nothing is known of what the client checks); the
+//! workload's other fields are locksim's defaults and mean nothing here.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -42,6 +43,8 @@ impl Scenario {
             cluster: self.cluster(),
             workload: Workload {
                 duration: self.duration,
+                // What the client checks is its own code's business; nothing says it checks.
+                check_validity: false,
                 ..Workload::default()
             },
             fault_kinds: Vec::new(),
