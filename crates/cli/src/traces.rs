@@ -1,6 +1,6 @@
 //! `locksim shrink` and `locksim replay`: minimal, replayable traces.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -77,7 +77,7 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
     a.memory.check(&scenario)?;
     let property = locksim_explore::shrink::property_to_keep(&scenario, a.kind.as_deref())?;
     // Say so now, not after the whole shrink.
-    ready_out_dir(&a.out_dir, "the shrunk trace")?;
+    locksim_explore::out_dir::ready(&a.out_dir, "the shrunk trace")?;
     let started = Instant::now();
     eprintln!(
         "shrinking {} seed {} ({}, {}), keeping {property}",
@@ -91,7 +91,8 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
     progress.finish();
     let shrunk = shrunk?;
     let trace = shrunk.trace(!a.no_events);
-    let written = write_beside(&trace, &a.out_dir, &trace_file_name(&trace, property))?;
+    let name = trace_file_name(&trace, property);
+    let written = trace.write_beside(&a.out_dir, &name, "the shrunk trace")?;
     let path = &written.path;
     let secs = started.elapsed().as_secs_f64();
     if a.json {
@@ -127,117 +128,6 @@ pub fn shrink_main(a: ShrinkArgs) -> Result<ExitCode, String> {
         out(&format!("{}{notes}{}", &text[..at], &text[at..]));
     }
     Ok(ExitCode::from(Exit::CLEAN))
-}
-
-/// Refuses an `--out-dir` that cannot take `what` (a trace), before the work that makes it:
-/// the nearest existing folder on the way must be one, and the folder must be made and take a
-/// file (a probe, removed at once), as `hunt` checks its own.
-///
-/// # Errors
-/// One line naming the folder and the OS error.
-pub(crate) fn ready_out_dir(dir: &Path, what: &str) -> Result<(), String> {
-    if let Some(existing) = dir.ancestors().find(|p| p.exists()) {
-        if !existing.is_dir() {
-            return Err(format!(
-                "--out-dir {}: {} exists and is not a directory",
-                dir.display(),
-                existing.display()
-            ));
-        }
-    }
-    std::fs::create_dir_all(dir).map_err(|e| {
-        format!(
-            "--out-dir {}: cannot create it ({e}): {what} would have nowhere to go",
-            dir.display()
-        )
-    })?;
-    let probe = dir.join(format!(".locksim-probe-{}", std::process::id()));
-    match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-    {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        Err(e) => Err(format!(
-            "--out-dir {}: cannot write a file in it ({e}): {what} would have nowhere to go",
-            dir.display()
-        )),
-    }
-}
-
-/// Where a trace went ([`write_beside`]).
-pub(crate) struct Written {
-    /// Its file.
-    pub path: PathBuf,
-    /// An identical trace was already there (kept, not rewritten).
-    pub reused: bool,
-    /// The file of the trace's own name, which holds a different trace (of the same digest
-    /// prefix: a shrink of the same run under other `--faults`, or with other settings): the
-    /// trace went beside it, to `path`.
-    pub clash: Option<PathBuf>,
-}
-
-/// Most `-2`, `-3`, … names tried beside a trace of the same name.
-const MAX_TWINS: u32 = 1000;
-
-/// Writes `trace` to `dir` as `name` (`NAME.json`), never losing it and never replacing a
-/// file: an identical trace already there is kept; a different one (or anything else of that
-/// name) is kept too, and the trace goes beside it as `NAME-2.json` (or `-3`, …), as `hunt`
-/// does with its finds.
-///
-/// # Errors
-/// An I/O error writing the file, or a thousand names beside it all taken.
-pub(crate) fn write_beside(trace: &Trace, dir: &Path, name: &str) -> Result<Written, String> {
-    let own = dir.join(name);
-    let text = trace.to_json();
-    let stem = name.strip_suffix(".json").unwrap_or(name);
-    for n in 1..=MAX_TWINS {
-        let path = if n == 1 {
-            own.clone()
-        } else {
-            dir.join(format!("{stem}-{n}.json"))
-        };
-        let clash = (n > 1).then(|| own.clone());
-        let taken = |path: &Path| match std::fs::read(path) {
-            Ok(existing) => Some(existing == text.as_bytes()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            // Something of that name that cannot be read as a file (a folder): not ours.
-            Err(_) => Some(false),
-        };
-        match taken(&path) {
-            Some(true) => {
-                return Ok(Written {
-                    path,
-                    reused: true,
-                    clash,
-                })
-            }
-            Some(false) => continue,
-            None => {}
-        }
-        // `write_new` refuses to replace a file a concurrent writer made meanwhile: then the
-        // name is taken after all (by this very trace, or another).
-        match trace.write_new(&path) {
-            Ok(()) => {
-                return Ok(Written {
-                    path,
-                    reused: false,
-                    clash,
-                })
-            }
-            Err(e) => match taken(&path) {
-                Some(false) => continue,
-                _ => return Err(e),
-            },
-        }
-    }
-    Err(format!(
-        "{} and {MAX_TWINS} names beside it ({stem}-2.json, …) hold other traces: the shrunk trace was not written",
-        own.display()
-    ))
 }
 
 /// The scenario to shrink: a trace's, or a seed of a campaign file or of `--algo`.

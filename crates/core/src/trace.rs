@@ -282,4 +282,106 @@ impl Trace {
             Err(e) => Err(format!("cannot write {}: {e}", path.display())),
         }
     }
+
+    /// Writes the trace to `dir` as `name` (`NAME.json`), never losing it and never replacing a
+    /// file: an identical trace already there is kept ([`Written::reused`]); a different one (a
+    /// trace of the same digest prefix under other fault kinds or settings, or anything else of
+    /// that name) is kept too, and the trace goes beside it as `NAME-2.json` (or `-3`, …),
+    /// naming the file it did not replace ([`Written::clash`]). `what` names the trace in the
+    /// error ("the shrunk trace").
+    ///
+    /// # Errors
+    /// An I/O error writing the file, or [`MAX_TWINS`] names all holding other traces.
+    pub fn write_beside(&self, dir: &Path, name: &str, what: &str) -> Result<Written, String> {
+        let own = dir.join(name);
+        let text = self.to_json();
+        let stem = name.strip_suffix(".json").unwrap_or(name);
+        let taken = |path: &Path| match std::fs::read(path) {
+            Ok(existing) => Some(existing == text.as_bytes()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            // Something of that name that cannot be read as a file (a folder): not ours.
+            Err(_) => Some(false),
+        };
+        for n in 1..=MAX_TWINS {
+            let path = if n == 1 {
+                own.clone()
+            } else {
+                dir.join(format!("{stem}-{n}.json"))
+            };
+            let clash = (n > 1).then(|| own.clone());
+            let reused = match taken(&path) {
+                Some(true) => true,
+                Some(false) => continue,
+                // `write_new` refuses to replace a file a concurrent writer made meanwhile:
+                // then the name is taken after all (by this very trace, or another).
+                None => match self.write_new(&path) {
+                    Ok(()) => false,
+                    Err(e) => match taken(&path) {
+                        Some(false) => continue,
+                        _ => return Err(e),
+                    },
+                },
+            };
+            return Ok(Written {
+                path,
+                reused,
+                clash,
+            });
+        }
+        Err(format!(
+            "{} and {MAX_TWINS} names beside it ({stem}-2.json, …) hold other traces: {what} was not written",
+            own.display()
+        ))
+    }
+}
+
+/// Most `-2`, `-3`, … names [`Trace::write_beside`] tries beside a trace of the same name.
+pub const MAX_TWINS: u32 = 1000;
+
+/// Where [`Trace::write_beside`] put a trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// Its file.
+    pub path: PathBuf,
+    /// An identical trace was already there (kept, not rewritten).
+    pub reused: bool,
+    /// The file of the trace's own name, which holds a different trace: the trace went beside
+    /// it, to `path`.
+    pub clash: Option<PathBuf>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_beside_keeps_an_identical_trace_and_goes_beside_a_different_one() {
+        let text = include_str!("../../../traces/central-s3-7c028ac9.json");
+        let trace = Trace::parse(Path::new("t.json"), text).unwrap();
+        let d = std::env::temp_dir().join(format!("locksim-beside-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let w = trace.write_beside(&d, "t.json", "the trace").unwrap();
+        assert_eq!(
+            (w.path.clone(), w.reused, w.clash),
+            (d.join("t.json"), false, None)
+        );
+        let w = trace.write_beside(&d, "t.json", "the trace").unwrap();
+        assert_eq!((w.path, w.reused, w.clash), (d.join("t.json"), true, None));
+        // Another trace of that name is kept, this one written beside it; then kept there.
+        std::fs::write(d.join("t.json"), "another").unwrap();
+        for reused in [false, true] {
+            let w = trace.write_beside(&d, "t.json", "the trace").unwrap();
+            assert_eq!(w.path, d.join("t-2.json"));
+            assert_eq!((w.reused, w.clash), (reused, Some(d.join("t.json"))));
+        }
+        assert_eq!(
+            std::fs::read_to_string(d.join("t.json")).unwrap(),
+            "another"
+        );
+        // A folder in the way is passed over too.
+        std::fs::create_dir(d.join("u.json")).unwrap();
+        let w = trace.write_beside(&d, "u.json", "the trace").unwrap();
+        assert_eq!(w.path, d.join("u-2.json"));
+        std::fs::remove_dir_all(&d).ok();
+    }
 }

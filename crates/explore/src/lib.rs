@@ -33,6 +33,7 @@ pub mod hunt;
 mod key_lines;
 pub mod markdown;
 pub mod merge;
+pub mod out_dir;
 pub mod outcome;
 pub mod page;
 pub mod real_compare;

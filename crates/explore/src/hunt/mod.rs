@@ -22,6 +22,7 @@
 pub mod chart;
 pub mod feedback;
 pub mod mutate;
+pub mod report;
 pub mod swarm;
 
 use std::collections::BTreeSet;
