@@ -116,7 +116,8 @@ pub fn make_with(setup: &Setup, c: &CellSummary, dir: &Path, what: &str, program
 }
 
 /// Shrinks the first failing seed of the cell (from `start`), writes its trace (never
-/// replacing a different one) and its page into `dir`; links are relative to the report's
+/// replacing a different one, nor losing this one: [`locksim_core::Trace::write_beside`]) and
+/// its page into `dir`; links are relative to the report's
 /// folder. `what` names where the seed ran, and `program` the command to replay the trace
 /// with, for the page's notes.
 fn make(c: &CellSummary, start: Option<&Start>, dir: &Path, what: &str, program: &str) -> Made {
@@ -176,11 +177,25 @@ fn make(c: &CellSummary, start: Option<&Start>, dir: &Path, what: &str, program:
         plot,
         ..Made::default()
     };
-    let trace_path = dir.join(&name);
-    match trace.write_new(&trace_path) {
-        Ok(()) => made.trace = Some(format!("{folder}/{name}")),
-        Err(e) => made.note = Some(e),
-    }
+    // Never lost: a different trace of that name (another campaign's, under other settings)
+    // is kept, and this one written beside it as NAME-2.json.
+    let (trace_path, name) = match trace.write_beside(dir, &name, "the shrunk trace") {
+        Ok(w) => {
+            let file = w
+                .path
+                .file_name()
+                .map_or(name.clone(), |f| f.to_string_lossy().into());
+            made.trace = Some(format!("{folder}/{file}"));
+            made.note = w.clash.map(|_| {
+                format!("{folder}/{name} holds a different trace of the same digest: kept, and this seed's trace is {folder}/{file} beside it")
+            });
+            (w.path, file)
+        }
+        Err(e) => {
+            made.note = Some(e);
+            (dir.join(&name), name)
+        }
+    };
     let page_name = format!("{}.html", name.trim_end_matches(".json"));
     let html = render_html(&Run {
         scenario: &shrunk.scenario,
@@ -207,7 +222,7 @@ fn make(c: &CellSummary, start: Option<&Start>, dir: &Path, what: &str, program:
     });
     match write_page(&dir.join(&page_name), &html, false) {
         Ok(()) => made.page = Some(format!("{folder}/{page_name}")),
-        Err(e) => made.note = Some(e),
+        Err(e) => made.note = Some(made.note.map_or(e.clone(), |n| format!("{n}; {e}"))),
     }
     made
 }
@@ -401,4 +416,37 @@ pub fn shrink_points(
         all[i] = m;
     }
     all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use locksim_core::FaultKind;
+
+    #[test]
+    fn a_different_trace_of_the_same_name_is_kept_and_the_cells_written_beside_it() {
+        let algos = ["central".to_string()];
+        let spec =
+            crate::campaign_run::matrix_spec(&algos, &[], vec![FaultKind::Pause], None, (0, 20), 1)
+                .unwrap();
+        let cells = crate::campaign::run_campaign(&spec, &|_, _| {});
+        let c = cells
+            .iter()
+            .find(|c| c.first_failing_seed.is_some())
+            .unwrap();
+        let d = std::env::temp_dir().join(format!("locksim-report-beside-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let first = make_with(&spec.setups[0], c, &d, "the campaign", "locksim");
+        let name = first.trace.clone().unwrap();
+        let own = d.join(name.rsplit('/').next().unwrap());
+        assert_eq!(first.note, None);
+        std::fs::write(&own, "another trace").unwrap();
+        let again = make_with(&spec.setups[0], c, &d, "the campaign", "locksim");
+        let beside = again.trace.unwrap();
+        assert!(beside.ends_with("-2.json"), "{beside}");
+        assert!(again.note.unwrap().contains("holds a different trace"));
+        assert!(again.page.unwrap().ends_with("-2.html"));
+        assert_eq!(std::fs::read_to_string(&own).unwrap(), "another trace");
+        std::fs::remove_dir_all(&d).ok();
+    }
 }

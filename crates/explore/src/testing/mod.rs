@@ -583,11 +583,11 @@ pub(crate) fn note_unrecorded_grants(cells: &[crate::campaign::CellSummary], alg
 }
 
 /// Shrinks `scenario`, which violates `property`, and writes its trace (with its events) into
-/// `dir` under its corpus name: (absolute path, faults left, digest).
+/// `dir` under its corpus name: (absolute path, faults left, digest). A different file of that
+/// name is kept, and the trace written beside it as `NAME-2.json` (or `-3`, …).
 ///
 /// # Errors
-/// When shrinking fails or the trace cannot be written (a different file of that name is
-/// kept).
+/// When shrinking fails or the trace cannot be written.
 pub(crate) fn shrink_and_write(
     scenario: &locksim_core::Scenario,
     algo: Arc<dyn LockAlgorithm>,
@@ -596,10 +596,10 @@ pub(crate) fn shrink_and_write(
 ) -> Result<(PathBuf, usize, String), String> {
     let s = shrink_with(scenario, algo, property, &|_| {})?;
     let trace = s.trace(true);
-    let path = dir.join(trace_file_name(&trace, property));
-    let path = std::path::absolute(&path).unwrap_or(path);
-    match trace.write_new(&path) {
-        Ok(()) => Ok((path, s.scenario.faults.len(), trace.digest)),
+    let dir = std::path::absolute(dir).unwrap_or(dir.to_path_buf());
+    // Never lost: a different trace of that name is kept, and this one written beside it.
+    match trace.write_beside(&dir, &trace_file_name(&trace, property), "the shrunk trace") {
+        Ok(w) => Ok((w.path, s.scenario.faults.len(), trace.digest)),
         Err(e) => Err(format!("the shrunk trace could not be written: {e}")),
     }
 }
