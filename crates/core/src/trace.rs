@@ -298,7 +298,13 @@ impl Trace {
         let stem = name.strip_suffix(".json").unwrap_or(name);
         let taken = |path: &Path| match std::fs::read(path) {
             Ok(existing) => Some(existing == text.as_bytes()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            // A dangling symbolic link reads as missing, yet holds the name.
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && std::fs::symlink_metadata(path).is_err() =>
+            {
+                None
+            }
             // Something of that name that cannot be read as a file (a folder): not ours.
             Err(_) => Some(false),
         };

@@ -235,6 +235,9 @@ pub struct FileReport {
     /// For each expected property, the first seed violating it shrunk, written as a trace and
     /// replayed from it event for event: `(property, seed, trace file, the shrunk run)`.
     pub traces: Vec<(Property, u64, PathBuf, Shrunk)>,
+    /// What went wrong on the way without changing the verdict (a trace that could not be
+    /// written or did not replay), one line each.
+    pub notes: Vec<String>,
 }
 
 impl FileReport {
@@ -252,6 +255,7 @@ impl FileReport {
         for (seed, v) in &failing {
             lines.push(listing(*seed, v));
         }
+        lines.extend(self.notes.iter().cloned());
         for (property, seed, path, shrunk) in &self.traces {
             lines.push(format!(
                 "{property} of seed {seed} shrunk to {}, {} and {} in {} runs: {}",
@@ -349,13 +353,14 @@ where
     for i in 0..file.seeds {
         let mut s = file.scenario.clone();
         s.seed = file.scenario.seed + i;
-        runs.push((s.seed, run(&s, client.clone())));
+        runs.push((s.seed, run_named(&file.name, &s, client.clone())));
     }
-    let again = run(&file.scenario, client.clone());
+    let again = run_named(&file.name, &file.scenario, client.clone());
     let mut report = FileReport {
         file,
         runs,
         traces: Vec::new(),
+        notes: Vec::new(),
     };
     if let Some(d) = first_difference(&report.runs[0].1.history.events, &again.history.events) {
         panic!(
@@ -428,13 +433,38 @@ where
                 else {
                     continue;
                 };
-                let (path, shrunk) = keep_shrunk(&report, *seed, p, client.clone())
-                    .unwrap_or_else(|e| panic!("{}: {e}", report.file.name));
-                report.traces.push((p, *seed, path, shrunk));
+                // The runs showed what the file expects; a trace that cannot be kept is said,
+                // not a failure.
+                match keep_shrunk(&report, *seed, p, client.clone()) {
+                    Ok((path, shrunk)) => report.traces.push((p, *seed, path, shrunk)),
+                    Err(e) => report
+                        .notes
+                        .push(format!("{p} of seed {seed}: no trace kept: {e}")),
+                }
             }
         }
     }
     report
+}
+
+/// [`run`], with the file's name and the seed added to a panic's message (the client's code
+/// panicked, or the simulation did).
+fn run_named<F, Fut>(name: &str, s: &Scenario, client: F) -> Outcome
+where
+    F: Fn(Client) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(s, client))) {
+        Ok(o) => o,
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| p.downcast_ref::<&str>().copied())
+                .unwrap_or("(a panic without a message)");
+            panic!("{name}: seed {} panicked: {msg}", s.seed)
+        }
+    }
 }
 
 /// Where shrunk traces go: `LOCKSIM_TRACES`, else `locksim-traces` in cargo's target folder
@@ -611,5 +641,24 @@ mod tests {
         let err = |t: &str| ScenarioFile::parse(t, "x").unwrap_err();
         assert!(err("down_after = \"5s\"").contains("sentinel = true"));
         assert!(err("sentinel = true").contains("servers must be 2"));
+    }
+
+    #[test]
+    fn names_the_fault_and_the_node_it_refuses() {
+        let err = |t: &str| ScenarioFile::parse(t, "x").unwrap_err();
+        let e =
+            err("[[fault]]\nat = \"1s\"\ntype = \"isolate\"\nnode = \"res\"\nduration = \"1s\"");
+        assert!(
+            e.contains("fault #1 (isolate)") && e.contains("res is neither"),
+            "{e}"
+        );
+        let e = err("[[fault]]\nat = \"1s\"\ntype = \"drop_replies\"\nclients = [\"n1\"]\nservers = [\"n1\"]\nduration = \"1s\"");
+        assert!(e.contains("n1 is no client"), "{e}");
+        let e = err("[[fault]]\nafter = { node = \"c1\", event = \"gives up\" }\ntype = \"pause\"\nnode = \"c1\"\nduration = \"1s\"");
+        assert!(e.contains("never record `gives up`"), "{e}");
+        let e = err("[[fault]]\nafter = { node = \"n1\", event = \"leader elected\" }\ntype = \"pause\"\nnode = \"c1\"\nduration = \"1s\"");
+        assert!(e.contains("sentinel = true"), "{e}");
+        let s = crate::sim::Scenario::new(1).servers(3).sentinel(0);
+        assert!(s.validate().unwrap_err().contains("down_after"));
     }
 }

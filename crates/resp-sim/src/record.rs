@@ -16,10 +16,11 @@
 //! - An extension (`PEXPIRE`/`EXPIRE`, a compare-and-pexpire, or a `SET` of the same value with
 //!   `PX`/`EX`, by the holder) is an `extend` `ok` with the new deadline.
 //! - A write to a key under the resource prefix is a resource write under the latest grant
-//!   made on the same connection (else the writer's latest grant on any connection: a client
-//!   that acquires on one connection and writes on another; its `write` op and
-//!   `write_accepted`): so a client that writes after its lease ran
-//!   out shows up as S1 (its hold stretches to the write) and S2 (a stale write).
+//!   made on the same connection while that grant is not released (a write given up on and
+//!   delivered late), else under the writer's latest grant on any connection (a pool's
+//!   connection, a Redlock server outside the current majority); its `write` op and
+//!   `write_accepted`: so a client that writes after its lease ran out shows up as S1 (its hold
+//!   stretches to the write) and S2 (a stale write).
 
 use std::collections::BTreeMap;
 
@@ -219,6 +220,17 @@ impl Recorder {
             .get(&conn)
             .or_else(|| self.latest.get(&client))
             .copied()
+    }
+
+    /// The grant a resource write from `client` on `conn` is made under: the latest grant made
+    /// on that connection while it is not released (a write given up on and delivered late
+    /// belongs to it), else the client's latest (a pool's connection, or a Redlock server
+    /// outside the current majority, carries writes for whichever grant is current).
+    fn writes_under(&self, client: NodeId, conn: u64) -> Option<(u64, u32)> {
+        match self.on_conn.get(&conn) {
+            Some(g) if !self.ended.contains(&g.0) => Some(*g),
+            _ => self.latest.get(&client).copied(),
+        }
     }
 
     fn live_grant(&self, key: &[u8], now: Nanos) -> Option<(u32, &Live)> {
@@ -475,7 +487,7 @@ impl Recorder {
                 if !key.starts_with(&self.resource_prefix) {
                     return;
                 }
-                let Some((handle, k)) = self.own(client, conn) else {
+                let Some((handle, k)) = self.writes_under(client, conn) else {
                     // A write by a client that never held a lock: no hold to judge it by.
                     return;
                 };
@@ -811,5 +823,56 @@ mod tests {
         on(&mut st, &mut rec, 20, 1, 4, &["DEL", "L"]);
         let h = rec.finish(2_000_000_000);
         assert_eq!(freed(&h), 1);
+    }
+
+    #[test]
+    fn a_write_on_a_connection_whose_grant_was_released_is_under_the_latest_grant() {
+        let (mut st, mut rec) = (Store::default(), Recorder::new(1, 3, b"res:"));
+        // A pool: grant r1 and its release on connection 1, grant r2 on connection 2, then a
+        // write on connection 1 while r2 is held.
+        step(
+            &mut st,
+            &mut rec,
+            0,
+            1,
+            1,
+            &["SET", "L", "r1", "NX", "PX", "1000"],
+        );
+        step(
+            &mut st,
+            &mut rec,
+            10,
+            1,
+            1,
+            &["EVAL", crate::scripts::UNLOCK, "1", "L", "r1"],
+        );
+        step(
+            &mut st,
+            &mut rec,
+            20,
+            1,
+            2,
+            &["SET", "L", "r2", "NX", "PX", "1000"],
+        );
+        step(&mut st, &mut rec, 30, 1, 1, &["SET", "res:x", "1"]);
+        step(
+            &mut st,
+            &mut rec,
+            40,
+            1,
+            2,
+            &["EVAL", crate::scripts::UNLOCK, "1", "L", "r2"],
+        );
+        let h = rec.finish(1_000_000_000);
+        let handles: Vec<u64> = h
+            .events
+            .iter()
+            .filter_map(|e| match e.kind {
+                EventKind::WriteAccepted { handle, .. } => Some(handle),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(handles, vec![2]);
+        assert!(locksim_check::check_all(&h, &Default::default()).is_safe());
     }
 }

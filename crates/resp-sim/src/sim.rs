@@ -163,78 +163,156 @@ impl Scenario {
         if self.servers == 0 || self.servers > 15 {
             return Err(format!("servers must be 1 to 15, not {}", self.servers));
         }
+        if let Some(d) = self.sentinel {
+            if d == 0 || d > 3_600_000_000_000 {
+                return Err(format!(
+                    "Sentinel's down_after must be more than 0 and at most an hour, not {d} ns"
+                ));
+            }
+        }
         if self.sentinel.is_some() && self.servers < 2 {
             return Err(
                 "Sentinel needs a replica to fail over to: servers must be 2 or more".into(),
             );
         }
+        for (i, t) in self.faults.iter().enumerate() {
+            self.validate_fault(t)
+                .map_err(|e| format!("fault #{} ({}): {e}", i + 1, fault_type(&t.fault)))?;
+        }
+        Ok(())
+    }
+}
+
+impl Scenario {
+    /// A node's name (`n1`, `c2`, `res`), or `node N` for an id beyond the cluster.
+    fn node_name(&self, n: NodeId) -> String {
+        let c = self.cluster();
+        if n <= c.resource_id() {
+            c.name(n)
+        } else {
+            format!("node {n}")
+        }
+    }
+
+    /// Refuses a fault these runs cannot apply, naming the node or field at fault.
+    fn validate_fault(&self, t: &TimedFault) -> Result<(), String> {
+        if let Some(after) = &t.after {
+            after.validate(&self.cluster())?;
+            check_trigger(after, self.sentinel.is_some())?;
+        }
         let nodes = self.servers + self.clients;
-        let check = |n: NodeId| {
+        let any = |n: NodeId, field: &str| {
             if n < nodes {
                 Ok(())
             } else {
                 Err(format!(
-                    "node {n} is neither a server (0..{}) nor a client ({}..{nodes})",
-                    self.servers, self.servers
+                    "`{field}`: {} is neither a server (n1…n{}) nor a client (c1…c{})",
+                    self.node_name(n),
+                    self.servers,
+                    self.clients
                 ))
             }
         };
-        for t in &self.faults {
-            if let Some(after) = &t.after {
-                after.validate(&self.cluster())?;
+        match &t.fault {
+            Fault::Isolate { node, .. }
+            | Fault::Pause {
+                node,
+                task: locksim_core::fault::PauseTask::Process,
+                ..
             }
-            match &t.fault {
-                Fault::Isolate { node, .. }
-                | Fault::Pause {
-                    node,
-                    task: locksim_core::fault::PauseTask::Process,
-                    ..
+            | Fault::Crash { node, .. } => any(*node, "node"),
+            Fault::Partition { a, b, .. } => {
+                for n in a {
+                    any(*n, "a")?;
                 }
-                | Fault::Crash { node, .. } => check(*node)?,
-                Fault::Partition { a, b, .. } => {
-                    for n in a.iter().chain(b) {
-                        check(*n)?;
-                    }
+                for n in b {
+                    any(*n, "b")?;
                 }
-                Fault::DropReplies {
-                    clients, servers, ..
-                } => {
-                    if let Some(n) = clients.iter().find(|n| **n < self.servers || **n >= nodes) {
-                        return Err(format!("drop_replies: node {n} in `clients` is no client"));
-                    }
-                    if let Some(n) = servers.iter().find(|n| **n >= self.servers) {
-                        return Err(format!("drop_replies: node {n} in `servers` is no server"));
-                    }
+                Ok(())
+            }
+            Fault::DropReplies {
+                clients, servers, ..
+            } => {
+                if let Some(n) = clients.iter().find(|n| **n < self.servers || **n >= nodes) {
+                    return Err(format!("`clients`: {} is no client", self.node_name(*n)));
                 }
-                Fault::ClockStep { node, .. } | Fault::ClockDrift { node, .. } => {
-                    check(*node)?;
-                    if *node >= self.servers {
-                        return Err(format!(
-                            "{}: clock faults act on servers only: madsim has one clock for the \
-                             whole simulation (its open request #24), so the clocks your \
-                             client's code reads cannot be moved yet",
-                            self.cluster().name(*node)
-                        ));
-                    }
-                    if let Fault::ClockDrift { ppm, .. } = &t.fault {
-                        if *ppm <= -1_000_000 {
-                            return Err(format!(
-                                "clock_drift: `ppm` {ppm} would stop or reverse the clock \
-                                 (must be > -1000000)"
-                            ));
-                        }
-                    }
+                if let Some(n) = servers.iter().find(|n| **n >= self.servers) {
+                    return Err(format!("`servers`: {} is no server", self.node_name(*n)));
                 }
-                other => {
+                Ok(())
+            }
+            Fault::ClockStep { node, .. } | Fault::ClockDrift { node, .. } => {
+                any(*node, "node")?;
+                if *node >= self.servers {
                     return Err(format!(
-                        "{other:?}: runs of your own client support isolate, partition, \
-                         pause (of the whole process), crash, drop_replies and server clock \
-                         faults so far"
-                    ))
+                        "`node`: {}: clock faults act on servers only: madsim has one clock for \
+                         the whole simulation (its open request #24), so the clocks your \
+                         client's code reads cannot be moved yet",
+                        self.node_name(*node)
+                    ));
+                }
+                match &t.fault {
+                    Fault::ClockDrift { ppm, .. } if *ppm <= -1_000_000 => Err(format!(
+                        "`ppm`: {ppm} would stop or reverse the clock (must be > -1000000)"
+                    )),
+                    _ => Ok(()),
                 }
             }
+            _ => Err(
+                "runs of your own client support isolate, partition, pause (of the whole \
+                 process), crash, drop_replies and server clock_step/clock_drift faults so far"
+                    .into(),
+            ),
         }
+    }
+}
+
+/// A fault's `type`, as scenario files write it.
+fn fault_type(f: &Fault) -> &'static str {
+    match f {
+        Fault::Isolate { .. } => "isolate",
+        Fault::Partition { .. } => "partition",
+        Fault::PartitionOneway { .. } => "partition_oneway",
+        Fault::Pause { .. } => "pause",
+        Fault::Crash { .. } => "crash",
+        Fault::DropReplies { .. } => "drop_replies",
+        Fault::ClockStep { .. } => "clock_step",
+        Fault::ClockDrift { .. } => "clock_drift",
+        Fault::Loss { .. } => "loss",
+        Fault::Delay { .. } => "delay",
+        Fault::Duplicate { .. } => "duplicate",
+        Fault::IsolateLeader { .. } => "isolate_leader",
+        Fault::Heal => "heal",
+    }
+}
+
+/// Refuses a trigger waiting for an event these runs never record.
+fn check_trigger(after: &Trigger, sentinel: bool) -> Result<(), String> {
+    use locksim_core::history::{OpF, Phase};
+    use locksim_core::trigger::TriggerEvent as E;
+    let recorded = match after.event {
+        E::Grants | E::AcceptsWrite => true,
+        E::LeaderElected => sentinel,
+        E::Op(OpF::Acquire, Phase::Invoke | Phase::Ok)
+        | E::Op(OpF::Release, Phase::Invoke | Phase::Ok | Phase::Fail)
+        | E::Op(OpF::Extend, Phase::Invoke | Phase::Ok)
+        | E::Op(OpF::Write, Phase::Invoke | Phase::Ok) => true,
+        _ => false,
+    };
+    if recorded {
         Ok(())
+    } else {
+        Err(format!(
+            "`after`: these runs never record `{}` (the servers record: grants, acquire \
+             invoke|ok, release invoke|ok|fail, extend invoke|ok, write invoke|ok, accepts \
+             write{})",
+            after.event.name(),
+            if sentinel {
+                ", leader elected"
+            } else {
+                "; and leader elected with sentinel = true"
+            }
+        ))
     }
 }
 
@@ -351,6 +429,17 @@ pub(crate) struct Shared {
     feeds: Mutex<Vec<Vec<tokio::sync::mpsc::UnboundedSender<Vec<u8>>>>>,
     /// Each sentinel's view.
     watches: Mutex<Vec<Watch>>,
+    /// How many faults of each kind hold each node (or link) now.
+    holds: Mutex<std::collections::BTreeMap<(Hold, NodeId, NodeId), u32>>,
+}
+
+/// What a fault holds a node (or a link, both ways) in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Hold {
+    Pause,
+    Isolate,
+    Link,
+    Down,
 }
 
 /// A `drop_replies` window: replies from `.1` (servers) to `.0` (clients) leave at `.2` (its
@@ -475,6 +564,24 @@ impl Shared {
             .retain(|tx| tx.send(bytes.to_vec()).is_ok());
     }
 
+    /// One more fault holds `a` (and `b`: a link, either way round) in `hold`; `true` when it
+    /// is the first, which applies it.
+    fn enter(&self, hold: Hold, a: NodeId, b: NodeId) -> bool {
+        let mut h = self.holds.lock().expect("one thread");
+        let n = h.entry((hold, a.min(b), a.max(b))).or_default();
+        *n += 1;
+        *n == 1
+    }
+
+    /// One fault stops holding `a` (and `b`) in `hold`; `true` when it was the last, which
+    /// lifts it.
+    fn leave(&self, hold: Hold, a: NodeId, b: NodeId) -> bool {
+        let mut h = self.holds.lock().expect("one thread");
+        let n = h.entry((hold, a.min(b), a.max(b))).or_default();
+        *n = n.saturating_sub(1);
+        *n == 0
+    }
+
     /// Reads or changes sentinel `i`'s view.
     pub(crate) fn watch<T>(&self, i: u32, f: impl FnOnce(&mut Watch) -> T) -> T {
         f(&mut self.watches.lock().expect("one thread")[i as usize])
@@ -587,6 +694,7 @@ where
             connections: Default::default(),
             held: Default::default(),
             clocks: Mutex::new(vec![Clock::new(0, 0); scenario.servers as usize]),
+            holds: Default::default(),
             sentinel: scenario.sentinel,
             roles: Mutex::new(
                 (0..scenario.servers)
@@ -699,19 +807,27 @@ async fn inject(shared: &Shared, ids: &[madsim::task::NodeId], fault: Fault) {
     let now = shared.now();
     let node = fault.node().unwrap_or(0);
     shared.record(|r| r.fault(now, node, fault.clone()));
+    // Faults of one kind on one node (or link) may overlap: each is counted, and the node is
+    // resumed, healed or restarted when the last of them ends.
     let (duration, what) = match &fault {
         Fault::Pause { node, duration, .. } => {
-            h.pause(ids[*node as usize]);
+            if shared.enter(Hold::Pause, *node, *node) {
+                h.pause(ids[*node as usize]);
+            }
             (Some(*duration), "pause")
         }
         Fault::Isolate { node, duration, .. } => {
-            net.clog_node(ids[*node as usize]);
+            if shared.enter(Hold::Isolate, *node, *node) {
+                net.clog_node(ids[*node as usize]);
+            }
             (Some(*duration), "isolate")
         }
         Fault::Partition { a, b, duration, .. } => {
             for (x, y) in pairs(a, b) {
-                net.clog_link(ids[x as usize], ids[y as usize]);
-                net.clog_link(ids[y as usize], ids[x as usize]);
+                if shared.enter(Hold::Link, x, y) {
+                    net.clog_link(ids[x as usize], ids[y as usize]);
+                    net.clog_link(ids[y as usize], ids[x as usize]);
+                }
             }
             (Some(*duration), "partition")
         }
@@ -739,10 +855,12 @@ async fn inject(shared: &Shared, ids: &[madsim::task::NodeId], fault: Fault) {
             node,
             restart_after,
         } => {
-            h.kill(ids[*node as usize]);
-            if *node < shared.servers {
-                shared.record(|r| r.server_lost_keys(*node));
-                shared.set_offset(*node, 0);
+            if shared.enter(Hold::Down, *node, *node) {
+                h.kill(ids[*node as usize]);
+                if *node < shared.servers {
+                    shared.record(|r| r.server_lost_keys(*node));
+                    shared.set_offset(*node, 0);
+                }
             }
             (*restart_after, "crash")
         }
@@ -751,15 +869,29 @@ async fn inject(shared: &Shared, ids: &[madsim::task::NodeId], fault: Fault) {
     let Some(d) = duration else { return };
     madsim::time::sleep(Duration::from_nanos(d)).await;
     match &fault {
-        Fault::Pause { node, .. } => h.resume(ids[*node as usize]),
-        Fault::Isolate { node, .. } => net.unclog_node(ids[*node as usize]),
-        Fault::Partition { a, b, .. } => {
-            for (x, y) in pairs(a, b) {
-                net.unclog_link(ids[x as usize], ids[y as usize]);
-                net.unclog_link(ids[y as usize], ids[x as usize]);
+        Fault::Pause { node, .. } => {
+            if shared.leave(Hold::Pause, *node, *node) {
+                h.resume(ids[*node as usize]);
             }
         }
-        Fault::Crash { node, .. } => h.restart(ids[*node as usize]),
+        Fault::Isolate { node, .. } => {
+            if shared.leave(Hold::Isolate, *node, *node) {
+                net.unclog_node(ids[*node as usize]);
+            }
+        }
+        Fault::Partition { a, b, .. } => {
+            for (x, y) in pairs(a, b) {
+                if shared.leave(Hold::Link, x, y) {
+                    net.unclog_link(ids[x as usize], ids[y as usize]);
+                    net.unclog_link(ids[y as usize], ids[x as usize]);
+                }
+            }
+        }
+        Fault::Crash { node, .. } => {
+            if shared.leave(Hold::Down, *node, *node) {
+                h.restart(ids[*node as usize]);
+            }
+        }
         // The window's end is its own: replies held in it leave then.
         Fault::DropReplies { .. } => {}
         _ => unreachable!("validated"),

@@ -384,7 +384,14 @@ impl Store {
                         return reply(Reply::err("invalid expire time in 'set' command"));
                     }
                     let per = if unit == "EX" { 1000 * MS } else { MS };
-                    ttl = Some((n as Nanos).saturating_mul(per));
+                    // A deadline past what the clock can hold is Redis's own refusal.
+                    match (n as Nanos)
+                        .checked_mul(per)
+                        .filter(|t| now.checked_add(*t).is_some())
+                    {
+                        Some(t) => ttl = Some(t),
+                        None => return reply(Reply::err("invalid expire time in 'set' command")),
+                    }
                     i += 1;
                 }
                 _ => return syntax(),
@@ -444,7 +451,12 @@ impl Store {
                 }],
             );
         }
-        let until = now + (t as Nanos).saturating_mul(unit);
+        let Some(until) = (t as Nanos)
+            .checked_mul(unit)
+            .and_then(|d| now.checked_add(d))
+        else {
+            return reply(Reply::err("invalid expire time in 'pexpire' command"));
+        };
         e.expires = Some(until);
         let value = e.value.clone();
         (
@@ -598,5 +610,22 @@ mod tests {
         assert!(
             matches!(st.exec(0, &mut s, &Scripts::default(), &args).0, Reply::Error(ref e) if e.starts_with("NOPROTO"))
         );
+    }
+
+    #[test]
+    fn a_deadline_past_the_clock_is_refused_as_redis_does() {
+        let mut st = Store::default();
+        let (r, e) = run(
+            &mut st,
+            5 * MS,
+            &["SET", "k", "v", "NX", "PX", "18446744073710"],
+        );
+        assert_eq!(r, Reply::err("invalid expire time in 'set' command"));
+        assert!(e.is_empty());
+        let (r, _) = run(&mut st, 5 * MS, &["SET", "k", "v", "EX", "20000000000"]);
+        assert_eq!(r, Reply::err("invalid expire time in 'set' command"));
+        run(&mut st, 5 * MS, &["SET", "k", "v"]);
+        let (r, _) = run(&mut st, 5 * MS, &["PEXPIRE", "k", "9223372036854775807"]);
+        assert_eq!(r, Reply::err("invalid expire time in 'pexpire' command"));
     }
 }

@@ -133,29 +133,11 @@ pub fn write_trace(dir: &Path, name: &str, trace: &Trace) -> Result<PathBuf, Str
         }
     }
     let safe = safe.trim_end_matches('-');
-    let text = trace.to_json();
-    for n in 1..1_000 {
-        let name = match n {
-            1 => format!("{safe}-{}.json", &trace.digest[..8]),
-            n => format!("{safe}-{}-{n}.json", &trace.digest[..8]),
-        };
-        let path = dir.join(name);
-        match std::fs::read_to_string(&path) {
-            Ok(existing) if existing == text => return Ok(path),
-            // Another trace under this name (an older locksim's, or one edited): kept as it
-            // is, and this one goes beside it.
-            Ok(_) => continue,
-            Err(_) => match trace.write_new(&path) {
-                Ok(()) => return Ok(path),
-                Err(_) if path.exists() => continue,
-                Err(e) => return Err(e),
-            },
-        }
-    }
-    Err(format!(
-        "{}: a thousand different traces already hold the names for {safe}",
-        dir.display()
-    ))
+    let safe = if safe.is_empty() { "trace" } else { safe };
+    let digest = trace.digest.get(..8).unwrap_or(&trace.digest);
+    trace
+        .write_beside(dir, &format!("{safe}-{digest}.json"), "the trace")
+        .map(|w| w.path)
 }
 
 /// Where two event logs first differ: `event #i: first at T on node N: KIND; then …` (the

@@ -409,3 +409,80 @@ fn sentinel_fails_over_from_a_paused_primary_and_the_unreplicated_lock_is_grante
         "no seed of 1..=5 failed over into a second grant"
     );
 }
+
+/// Takes the lock with SET NX PX 400, unlocks after 50 ms; reconnects after any error (a server
+/// crash included).
+async fn tolerant(client: Client) {
+    loop {
+        madsim::time::sleep(Duration::from_millis(20)).await;
+        let Ok(Ok(mut conn)) =
+            madsim::time::timeout(Duration::from_millis(200), client.redis()).await
+        else {
+            continue;
+        };
+        loop {
+            let got: Result<Result<Option<String>, _>, _> = madsim::time::timeout(
+                Duration::from_millis(200),
+                redis::cmd("SET")
+                    .arg("lock:job")
+                    .arg(&client.name)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(400)
+                    .query_async(&mut conn),
+            )
+            .await;
+            match got {
+                Ok(Ok(Some(_))) => {
+                    madsim::time::sleep(Duration::from_millis(50)).await;
+                    let unlock = redis::Script::new(UNLOCK);
+                    let _ = madsim::time::timeout(
+                        Duration::from_millis(200),
+                        unlock
+                            .key("lock:job")
+                            .arg(&client.name)
+                            .invoke_async::<i64>(&mut conn),
+                    )
+                    .await;
+                }
+                Ok(Ok(None)) => madsim::time::sleep(Duration::from_millis(20)).await,
+                _ => break,
+            }
+        }
+    }
+}
+
+#[test]
+fn overlapping_faults_on_one_node_last_until_the_longest_ends() {
+    let pause = |d: u64| Fault::Pause {
+        node: 0,
+        duration: d * 1_000_000,
+        task: Default::default(),
+    };
+    let crash = |d: u64| Fault::Crash {
+        node: 0,
+        restart_after: Some(d * 1_000_000),
+    };
+    for (long, short) in [(pause(3_000), pause(100)), (crash(3_000), crash(100))] {
+        let s = Scenario::new(2)
+            .clients(2)
+            .duration_ms(5_000)
+            .fault(1_000, long)
+            .fault(1_500, short);
+        let o = run(&s, tolerant);
+        let granted: Vec<u64> = o
+            .history
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Grant { .. }))
+            .map(|e| e.time)
+            .collect();
+        assert!(granted.iter().any(|t| *t < 1_000_000_000), "{granted:?}");
+        assert!(
+            !granted
+                .iter()
+                .any(|t| (1_001_000_000..4_000_000_000).contains(t)),
+            "the server granted while a fault still held it: {granted:?}"
+        );
+    }
+}
