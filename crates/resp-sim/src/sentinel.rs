@@ -143,16 +143,7 @@ async fn check(index: u32, shared: &Arc<Shared>) {
     let second = Duration::from_secs(1);
     for said in ask_sentinels(shared, index, &[b"LOCKSIM.EPOCH"], PEER_WAIT).await {
         if let Some([e, p]) = said.as_deref() {
-            let (e, p) = (num(e).unwrap_or(0), num(p).unwrap_or(0) as u32);
-            let now = shared.now();
-            shared.watch(index, |w| {
-                if e > w.epoch {
-                    w.epoch = e;
-                    w.primary = p;
-                    w.last_ok = now;
-                    w.sdown = false;
-                }
-            });
+            adopt(shared, index, e, p);
         }
     }
     let primary = shared.watch(index, |w| w.primary);
@@ -297,6 +288,21 @@ async fn answer(mut stream: TcpStream, index: u32, shared: Arc<Shared>) {
     }
 }
 
+/// Sentinel `index` takes another's configuration (epoch `e`, primary `p`, as text) when it
+/// is newer than its own.
+fn adopt(shared: &Shared, index: u32, e: &[u8], p: &[u8]) {
+    let (e, p) = (num(e).unwrap_or(0), num(p).unwrap_or(0) as u32);
+    let now = shared.now();
+    shared.watch(index, |w| {
+        if e > w.epoch {
+            w.epoch = e;
+            w.primary = p;
+            w.last_ok = now;
+            w.sdown = false;
+        }
+    });
+}
+
 fn num(b: &[u8]) -> Option<u64> {
     std::str::from_utf8(b).ok()?.parse().ok()
 }
@@ -338,16 +344,7 @@ fn respond(args: &[Vec<u8>], index: u32, shared: &Shared) -> Option<Reply> {
             }))
         }
         ("LOCKSIM.CONFIG", [e, p]) => {
-            let (e, p) = (num(e).unwrap_or(0), num(p).unwrap_or(0) as u32);
-            let now = shared.now();
-            shared.watch(index, |w| {
-                if e > w.epoch {
-                    w.epoch = e;
-                    w.primary = p;
-                    w.last_ok = now;
-                    w.sdown = false;
-                }
-            });
+            adopt(shared, index, e, p);
             Reply::ok()
         }
         ("SENTINEL", [sub, rest @ ..]) => match (upper(sub).as_str(), rest) {
