@@ -30,6 +30,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 
 use locksim_core::scenario_file::{read_faults, RawFault};
+use locksim_core::text::plural;
 use locksim_core::time::parse_duration;
 use locksim_core::{Property, Verdict};
 
@@ -259,8 +260,8 @@ impl FileReport {
         for (property, seed, path, shrunk) in &self.traces {
             lines.push(format!(
                 "{property} of seed {seed} shrunk to {}, {} and {} in {} runs: {}",
-                plural(shrunk.scenario.faults.len(), "fault"),
-                plural(shrunk.scenario.clients as usize, "client"),
+                plural(shrunk.scenario.faults.len() as u64, "fault"),
+                plural(shrunk.scenario.clients, "client"),
                 locksim_core::time::fmt_nanos(shrunk.scenario.duration as i128),
                 shrunk.runs,
                 path.display()
@@ -516,21 +517,13 @@ where
              replay: locksim_resp_sim::replay_trace({:?}, your_client)\n  \
              draw:   locksim render {} -o page.html",
             path.display(),
-            plural(shrunk.scenario.faults.len(), "fault"),
+            plural(shrunk.scenario.faults.len() as u64, "fault"),
             shrunk.scenario.clients,
             shrunk.runs,
             path.display(),
             path.display()
         ),
         Err(e) => format!("\n  (shrinking seed {seed} failed: {e})"),
-    }
-}
-
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
     }
 }
 

@@ -20,7 +20,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::resp::{parse_request, Reply};
 use crate::sim::Shared;
-use crate::store::{Effect, Store};
+use crate::store::{uint as num, Effect, Store};
 
 /// A server's role.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,7 +152,6 @@ pub(crate) async fn replicate(index: u32, store: Arc<Mutex<Store>>, shared: Arc<
 
 /// Applies one stream entry; `false` on one it cannot read.
 fn apply(args: &[Vec<u8>], index: u32, store: &Mutex<Store>, shared: &Shared) -> bool {
-    let num = |b: &[u8]| std::str::from_utf8(b).ok()?.parse::<u64>().ok();
     let mut st = store.lock().expect("one thread");
     let offset = match args {
         [c, off] if c == b"SYNC" => {

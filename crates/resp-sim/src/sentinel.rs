@@ -32,7 +32,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::resp::{parse_request, Reply};
 use crate::sim::Shared;
-use crate::store::{Session, Store};
+use crate::store::{uint as num, upper, Session, Store};
 
 /// The service name sentinels monitor (`sentinel monitor mymaster …`).
 pub const SERVICE: &str = "mymaster";
@@ -303,14 +303,9 @@ fn adopt(shared: &Shared, index: u32, e: &[u8], p: &[u8]) {
     });
 }
 
-fn num(b: &[u8]) -> Option<u64> {
-    std::str::from_utf8(b).ok()?.parse().ok()
-}
-
 /// Sentinel `index`'s answer to `args`, `None` for a command it leaves to the handshake
 /// (`PING`, `HELLO`, `CLIENT …`).
 fn respond(args: &[Vec<u8>], index: u32, shared: &Shared) -> Option<Reply> {
-    let upper = |b: &[u8]| String::from_utf8_lossy(b).to_ascii_uppercase();
     let cmd = upper(args.first()?);
     let one = |b: bool| Reply::Array(vec![Reply::text(if b { "1" } else { "0" })]);
     let w = shared.watch(index, |w| w.clone());

@@ -16,7 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::replication::Role;
 use crate::resp::{parse_request, Reply};
 use crate::sim::Shared;
-use crate::store::{Effect, Session, Store};
+use crate::store::{upper, Effect, Session, Store};
 
 /// Starts server node `index` (from 0: `n1`): its Redis on `addr` and, in runs with Sentinel,
 /// its replication and its sentinel. A fresh store per start: a restarted server starts empty
@@ -73,7 +73,6 @@ fn to_true_time(e: &mut Effect, local: Nanos, now: Nanos) {
 /// or a server's address) and `LOCKSIM.ROLE` (the sentinels' question: role, whom it copies,
 /// offset); `None` for every other command.
 fn replication_command(args: &[Vec<u8>], index: u32, shared: &Shared) -> Option<Reply> {
-    let upper = |b: &[u8]| String::from_utf8_lossy(b).to_ascii_uppercase();
     let cmd = upper(&args[0]);
     let role = shared.role(index);
     let offset = shared.offset(index);

@@ -101,7 +101,13 @@ fn int(arg: &[u8]) -> Option<i64> {
     std::str::from_utf8(arg).ok()?.parse().ok()
 }
 
-fn upper(arg: &[u8]) -> String {
+/// A non-negative whole number written in `arg`.
+pub(crate) fn uint(arg: &[u8]) -> Option<u64> {
+    std::str::from_utf8(arg).ok()?.parse().ok()
+}
+
+/// A command's or option's name in upper case.
+pub(crate) fn upper(arg: &[u8]) -> String {
     String::from_utf8_lossy(arg).to_ascii_uppercase()
 }
 
