@@ -23,6 +23,8 @@
 //! a history), [`sim`] (the run: nodes, faults, outcome), [`shrink`] (a failing run made
 //! small), [`trace`] (a run as a locksim trace, and its replay).
 
+#[cfg(feature = "etcd")]
+pub mod etcd;
 pub mod file;
 pub mod record;
 pub mod replication;
@@ -41,5 +43,5 @@ pub use locksim_core::TimedFault;
 pub use locksim_core::{Fault, History, Property, Verdict};
 pub use scripts::ScriptKind;
 pub use shrink::{shrink, Shrunk};
-pub use sim::{run, Client, Outcome, Scenario};
+pub use sim::{run, Client, Outcome, Scenario, Service};
 pub use trace::{replay_trace, trace_of, write_trace};

@@ -56,7 +56,7 @@ async fn serve(addr: SocketAddr, index: u32, store: Arc<Mutex<Store>>, shared: A
 /// `now`), into true time as a client counts a TTL: the same length from `now`. (The server's
 /// own expiry stays on its clock; a clock that jumped ahead drops the key early, and the next
 /// `SET NX` shows it.)
-fn to_true_time(e: &mut Effect, local: Nanos, now: Nanos) {
+pub(crate) fn to_true_time(e: &mut Effect, local: Nanos, now: Nanos) {
     let shift = |t: &mut Nanos| *t = now + t.saturating_sub(local);
     match e {
         Effect::Acquired { expires, .. } | Effect::Wrote { expires, .. } => {

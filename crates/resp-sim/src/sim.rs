@@ -59,6 +59,37 @@ pub struct Scenario {
     /// ([`crate::sentinel`]); a grant is then one primary's `SET NX`. `None` (the default):
     /// independent servers, a majority of which makes a grant (Redlock).
     pub sentinel: Option<Nanos>,
+    /// What the servers are: Redis (the default) or an etcd member (feature `etcd`).
+    pub service: Service,
+}
+
+/// The lock service the server nodes run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Service {
+    /// A simulated Redis, RESP on port 6379 ([`crate::store`]).
+    #[default]
+    Redis,
+    /// A simulated etcd member, gRPC on port 2379 (`crate::etcd`, feature `etcd`): keys and
+    /// leases survive a crash, as etcd's WAL keeps them.
+    Etcd,
+}
+
+impl Service {
+    /// The port clients connect to.
+    pub fn port(self) -> u16 {
+        match self {
+            Service::Redis => PORT,
+            Service::Etcd => 2379,
+        }
+    }
+
+    /// Its name in scenario files (`service = "etcd"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Service::Redis => "redis",
+            Service::Etcd => "etcd",
+        }
+    }
 }
 
 impl Scenario {
@@ -73,7 +104,14 @@ impl Scenario {
             resource_prefix: "resource:".into(),
             scripts: Scripts::default(),
             sentinel: None,
+            service: Service::Redis,
         }
+    }
+
+    /// Runs an etcd member instead of Redis (feature `etcd`; one member).
+    pub fn etcd(mut self) -> Scenario {
+        self.service = Service::Etcd;
+        self
     }
 
     /// Sets the number of clients.
@@ -168,6 +206,17 @@ impl Scenario {
                 return Err(format!(
                     "Sentinel's down_after must be more than 0 and at most an hour, not {d} ns"
                 ));
+            }
+        }
+        if self.service == Service::Etcd {
+            if !cfg!(feature = "etcd") {
+                return Err("service = \"etcd\" needs locksim-resp-sim's feature `etcd`".into());
+            }
+            if self.servers != 1 || self.sentinel.is_some() {
+                return Err(
+                    "etcd runs as one member here: servers must be 1, and Sentinel is Redis's"
+                        .into(),
+                );
             }
         }
         if self.sentinel.is_some() && self.servers < 2 {
@@ -406,6 +455,24 @@ impl Client {
     }
 }
 
+#[cfg(feature = "etcd")]
+impl Client {
+    /// The etcd endpoint, `http://10.0.0.1:2379` (runs with `service = "etcd"`).
+    pub fn etcd_url(&self) -> String {
+        format!("http://{}", self.server)
+    }
+
+    /// An `etcd_client::Client` connected to the simulated etcd member: the real etcd-client
+    /// crate (0.21), its gRPC calls carried over HTTP/2 on madsim's TCP
+    /// ([`crate::etcd::Channel`]) through its `raw-channel` constructor. One HTTP/2 connection,
+    /// opened on the first call and again after it breaks; no call here times out by itself
+    /// (time out with `tokio::time::timeout` from madsim-tokio).
+    pub async fn etcd(&self) -> Result<etcd_client::Client, etcd_client::Error> {
+        let channel = tower::util::BoxCloneSyncService::new(crate::etcd::Channel::new(self.server));
+        etcd_client::Client::from_channel(etcd_client::Channel::Custom(channel), None).await
+    }
+}
+
 /// What the server node and the fault supervisor share.
 pub(crate) struct Shared {
     start: madsim::time::Instant,
@@ -429,6 +496,11 @@ pub(crate) struct Shared {
     feeds: Mutex<Vec<Vec<tokio::sync::mpsc::UnboundedSender<Vec<u8>>>>>,
     /// Each sentinel's view.
     watches: Mutex<Vec<Watch>>,
+    /// Each etcd member's state (runs with `Service::Etcd`): kept across its restarts.
+    #[cfg(feature = "etcd")]
+    etcd: Vec<Arc<crate::etcd::State>>,
+    /// What the servers run.
+    service: Service,
     /// How many faults of each kind hold each node (or link) now.
     holds: Mutex<std::collections::BTreeMap<(Hold, NodeId, NodeId), u32>>,
 }
@@ -447,6 +519,34 @@ enum Hold {
 type HeldReplies = (Vec<NodeId>, Vec<NodeId>, Nanos);
 
 impl Shared {
+    /// Server `node` crashed: a Redis without persistence lost its keys; an etcd member keeps
+    /// them, and what its dead process was doing cleans nothing up.
+    fn crashed(&self, node: NodeId) {
+        match self.service {
+            #[cfg(feature = "etcd")]
+            Service::Etcd => {
+                let state = &self.etcd[node as usize];
+                state
+                    .incarnation
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                // Leases already past their deadline are gone before the crash (the
+                // member's sweep would have revoked them); the rest are renewed at restart.
+                let local = self.server_time(node, self.now());
+                let _ = state.store.lock().expect("one thread").expire(local);
+            }
+            _ => {
+                self.record(|r| r.server_lost_keys(node));
+                self.set_offset(node, 0);
+            }
+        }
+    }
+
+    /// Member `i`'s etcd state.
+    #[cfg(feature = "etcd")]
+    pub(crate) fn etcd(&self, i: u32) -> Arc<crate::etcd::State> {
+        self.etcd[i as usize].clone()
+    }
+
     /// True time since the run started, ns.
     pub(crate) fn now(&self) -> Nanos {
         madsim::time::Instant::now()
@@ -695,6 +795,9 @@ where
             held: Default::default(),
             clocks: Mutex::new(vec![Clock::new(0, 0); scenario.servers as usize]),
             holds: Default::default(),
+            #[cfg(feature = "etcd")]
+            etcd: (0..scenario.servers).map(|_| Default::default()).collect(),
+            service: scenario.service,
             sentinel: scenario.sentinel,
             roles: Mutex::new(
                 (0..scenario.servers)
@@ -722,7 +825,7 @@ where
             ),
         });
         let servers: Vec<SocketAddr> = (0..scenario.servers)
-            .map(|i| SocketAddr::new(server_ip(i), PORT))
+            .map(|i| SocketAddr::new(server_ip(i), scenario.service.port()))
             .collect();
         let h = Handle::current();
         let mut ids = Vec::new();
@@ -732,7 +835,7 @@ where
                 .create_node()
                 .name(cluster.name(i as NodeId))
                 .ip(addr.ip())
-                .init(move || crate::server::start(addr, i as u32, shared.clone()))
+                .init(move || start_server(addr, i as u32, shared.clone()))
                 .build();
             ids.push(node.id());
         }
@@ -800,6 +903,15 @@ where
     })
 }
 
+/// Starts server node `i`'s service.
+async fn start_server(addr: SocketAddr, i: u32, shared: Arc<Shared>) {
+    match shared.service {
+        #[cfg(feature = "etcd")]
+        Service::Etcd => crate::etcd::start(addr, i, shared).await,
+        _ => crate::server::start(addr, i, shared).await,
+    }
+}
+
 /// Applies `fault` now, records it, and undoes it after its duration.
 async fn inject(shared: &Shared, ids: &[madsim::task::NodeId], fault: Fault) {
     let h = Handle::current();
@@ -858,8 +970,7 @@ async fn inject(shared: &Shared, ids: &[madsim::task::NodeId], fault: Fault) {
             if shared.enter(Hold::Down, *node, *node) {
                 h.kill(ids[*node as usize]);
                 if *node < shared.servers {
-                    shared.record(|r| r.server_lost_keys(*node));
-                    shared.set_offset(*node, 0);
+                    shared.crashed(*node);
                 }
             }
             (*restart_after, "crash")
