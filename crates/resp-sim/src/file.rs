@@ -65,6 +65,7 @@ pub struct ScenarioFile {
 const KEYS: &[&str] = &[
     "name",
     "description",
+    "service",
     "servers",
     "sentinel",
     "down_after",
@@ -119,6 +120,15 @@ impl ScenarioFile {
         };
         let seed = int_of("seed", 0, i64::MAX)?.unwrap_or(1) as u64;
         let mut scenario = Scenario::new(seed);
+        match text_of("service")?.as_deref() {
+            None | Some("redis") => {}
+            Some("etcd") => scenario.service = crate::sim::Service::Etcd,
+            Some(other) => {
+                return Err(format!(
+                    "`service`: {other:?} is not \"redis\" (the default) or \"etcd\""
+                ))
+            }
+        }
         if let Some(n) = int_of("servers", 1, 15)? {
             scenario.servers = n as u32;
         }

@@ -6,7 +6,8 @@
 //!
 //! In the trace's `scenario`, `algorithm` is [`OWN_CLIENT`]; `cluster` is the servers and
 //! clients; `workload.duration` is the run's length; `faults` is the fault plan; `config` holds
-//! `resource_prefix`, `sentinel_down_after_ns` in runs with Sentinel, and each registered
+//! `resource_prefix`, `service = "etcd"` in runs of an etcd member, `sentinel_down_after_ns`
+//! in runs with Sentinel, and each registered
 //! script as `script.N = "KIND:TEXT"` (KIND being [`ScriptKind::name`]).
 //! `workload.check_validity` is false (nothing is known of what the client checks); the
 //! workload's other fields are locksim's defaults and mean nothing here.
@@ -27,6 +28,9 @@ impl Scenario {
     pub fn to_core(&self) -> locksim_core::Scenario {
         let mut config = BTreeMap::new();
         config.insert("resource_prefix".to_string(), self.resource_prefix.clone());
+        if self.service != crate::sim::Service::Redis {
+            config.insert("service".to_string(), self.service.name().to_string());
+        }
         if let Some(d) = self.sentinel {
             config.insert("sentinel_down_after_ns".to_string(), d.to_string());
         }
@@ -71,6 +75,12 @@ impl Scenario {
         for (key, value) in &s.config {
             if key == "resource_prefix" {
                 scenario.resource_prefix = value.clone();
+            } else if key == "service" {
+                scenario.service = match value.as_str() {
+                    "redis" => crate::sim::Service::Redis,
+                    "etcd" => crate::sim::Service::Etcd,
+                    _ => return Err(format!("config `service`: {value:?} is not redis or etcd")),
+                };
             } else if key == "sentinel_down_after_ns" {
                 let ns = value.parse::<u64>().map_err(|_| {
                     format!("config `{key}`: {value:?} is not a whole number of ns")
@@ -90,7 +100,7 @@ impl Scenario {
             } else {
                 return Err(format!(
                     "config `{key}` means nothing to a run of your own client \
-                     (valid: resource_prefix, sentinel_down_after_ns, script.N)"
+                     (valid: resource_prefix, service, sentinel_down_after_ns, script.N)"
                 ));
             }
         }
