@@ -26,10 +26,12 @@ async fn txn_worker(client: Client, unlock: Unlock) {
     }
 }
 
-/// A client node: the Lock-API job with a 2 s lease, started again after it fails.
+/// A client node: the Lock-API job with a 2 s lease on a client it connects itself, as
+/// production code does (`Client::connect`, on the simulated network through the patched
+/// etcd-client of `.cargo/config.toml`), started again after it fails.
 async fn lock_api_worker(client: Client) {
     loop {
-        if let Ok(mut etcd) = client.etcd().await {
+        if let Ok(mut etcd) = etcd_client::Client::connect([client.etcd_url()], None).await {
             let _ = etcd_lock_client::lock_api_job(&mut etcd, 2, Duration::from_millis(300)).await;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
