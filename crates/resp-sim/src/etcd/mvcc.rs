@@ -273,13 +273,23 @@ fn compare_kv(c: &PbCompare, kv: &PbKeyValue) -> bool {
     }
 }
 
-/// Whether `c` holds only when its key does not exist: `create_revision == 0` or
-/// `version == 0` on one key (etcd's lock recipes).
+/// Whether `c` compares one key's `create_revision`, `version` or `mod_revision`: each is 0
+/// exactly when the key does not exist (and at least 1 when it does).
+fn on_existence(c: &PbCompare) -> bool {
+    c.range_end.is_empty() && matches!(c.target, T_CREATE | T_VERSION | T_MOD)
+}
+
+/// Whether `c` holds only when its key does not exist: `create_revision`, `version` or
+/// `mod_revision` `== 0` (or `< 1`) on one key (etcd's lock recipes).
 fn tests_absence(c: &PbCompare) -> bool {
-    c.range_end.is_empty()
-        && c.result == EQUAL
-        && (c.target == T_CREATE || c.target == T_VERSION)
-        && operand(c) == 0
+    on_existence(c) && matches!((c.result, operand(c)), (EQUAL, 0) | (LESS, 1))
+}
+
+/// Whether `c` fails only when its key does not exist: `create_revision`, `version` or
+/// `mod_revision` `> 0` (or `!= 0`) on one key — a txn that failed on it and creates the key
+/// in its failure branch is a lock recipe too ("if it exists, read it, else create it").
+fn tests_presence(c: &PbCompare) -> bool {
+    on_existence(c) && matches!((c.result, operand(c)), (GREATER, 0) | (NOT_EQUAL, 0))
 }
 
 /// Whether `ops` (or a nested txn's success branch) delete `key`.
@@ -749,6 +759,14 @@ impl Store {
                     .map(|c| c.key.clone()),
             );
         } else {
+            // Which compare failed does not matter: a put that creates the key (checked at
+            // the put) was made under a test that the key is absent.
+            absent.extend(
+                t.compare
+                    .iter()
+                    .filter(|c| tests_presence(c))
+                    .map(|c| c.key.clone()),
+            );
             let tested: BTreeSet<&Vec<u8>> = t
                 .compare
                 .iter()
@@ -1433,6 +1451,46 @@ mod tests {
         let ops = vec![op(PbTxnOpRequest::RequestTxn(inner))];
         let (_, e) = txn(&mut s, vec![version0], ops, vec![]);
         assert!(matches!(&e[..], [Effect::Acquired { expires: None, .. }]));
+    }
+
+    #[test]
+    fn every_absence_test_is_a_lock_recipe() {
+        let acquired = |e: &[Effect]| matches!(e, [Effect::Acquired { .. }]);
+        let absence = [
+            cmp("l1", T_MOD, EQUAL, PbTargetUnion::ModRevision(0)),
+            cmp("l2", T_VERSION, LESS, PbTargetUnion::Version(1)),
+            cmp("l3", T_CREATE, LESS, PbTargetUnion::CreateRevision(1)),
+        ];
+        for c in absence {
+            let mut s = Store::new();
+            let k = String::from_utf8(c.key.clone()).unwrap();
+            let (ok, e) = txn(&mut s, vec![c.clone()], vec![put_op(&k, "me", 0)], vec![]);
+            assert!(ok && acquired(&e), "{k}: {e:?}");
+            let (ok, e) = txn(&mut s, vec![c], vec![put_op(&k, "you", 0)], vec![]);
+            assert!(!ok && e.is_empty(), "{k}: {e:?}");
+        }
+        // "If it exists read it, else create it": the put in the failure branch of a failed
+        // presence test is an acquire; once the key exists, the same txn reads it.
+        for c in [
+            cmp("l4", T_VERSION, GREATER, PbTargetUnion::Version(0)),
+            cmp("l5", T_CREATE, NOT_EQUAL, PbTargetUnion::CreateRevision(0)),
+        ] {
+            let mut s = Store::new();
+            let k = String::from_utf8(c.key.clone()).unwrap();
+            let ops = || (vec![get_op(&k, "")], vec![put_op(&k, "me", 0)]);
+            let (then, els) = ops();
+            let (ok, e) = txn(&mut s, vec![c.clone()], then, els);
+            assert!(!ok && acquired(&e), "{k}: {e:?}");
+            let (then, els) = ops();
+            let (ok, e) = txn(&mut s, vec![c], then, els);
+            assert!(ok && e.is_empty(), "{k}: {e:?}");
+        }
+        // Not absence tests: a value compare, and a version compare that a live key passes.
+        let mut s = Store::new();
+        put(&mut s, 0, "l6", "x", 0);
+        let c = cmp("l6", T_VERSION, GREATER, PbTargetUnion::Version(5));
+        let (ok, e) = txn(&mut s, vec![c], vec![], vec![put_op("l6", "me", 0)]);
+        assert!(!ok && matches!(e[..], [Effect::Wrote { .. }]), "{e:?}");
     }
 
     #[test]
