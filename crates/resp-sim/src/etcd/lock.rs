@@ -9,7 +9,8 @@
 //! 3. It answers with the key: the lock is held until the key is deleted (`Unlock(key)` is a
 //!    plain delete of it) or its lease ends.
 //!
-//! A `Lock` call the client gives up on while it waits deletes its waiter key, as the Mutex
+//! A `Lock` without a lease (lease 0) gets one of [`SESSION_TTL`] s from the server, as etcd's
+//! does, not kept alive. A `Lock` call the client gives up on while it waits deletes its waiter key, as the Mutex
 //! does when its wait fails. The recorder sees a grant of the lock `name` to the caller, with
 //! the key as the holder's value and the lease's deadline as the grant's.
 //!
@@ -24,8 +25,8 @@ use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
 use etcd_client::proto::{
-    PbCompare, PbCompareTarget, PbDeleteRequest, PbLockResponse, PbPutRequest, PbRangeRequest,
-    PbResponseHeader, PbTargetUnion, PbTxnOpRequest, PbTxnRequest, PbTxnRequestOp,
+    PbCompare, PbCompareTarget, PbDeleteRequest, PbLeaseGrantRequest, PbLockResponse, PbPutRequest,
+    PbRangeRequest, PbResponseHeader, PbTargetUnion, PbTxnOpRequest, PbTxnRequest, PbTxnRequestOp,
     PbUnlockResponse,
 };
 use tonic::{Request, Response, Status};
@@ -82,7 +83,23 @@ impl Drop for Waiting {
     }
 }
 
-async fn lock(member: Member, req: LockRequest) -> Result<PbLockResponse, Status> {
+/// The TTL (s) of the lease etcd's Lock service grants for a `Lock` without one
+/// (`concurrency`'s default session TTL): the lock lasts that long, never renewed (the server's
+/// session is orphaned at once).
+pub(crate) const SESSION_TTL: i64 = 60;
+
+async fn lock(member: Member, mut req: LockRequest) -> Result<PbLockResponse, Status> {
+    if req.lease == 0 {
+        // etcd's `NewSession` without a lease grants one: each such caller waits under its own
+        // key, as with a lease of its own (one shared `name/0` would let every caller in).
+        req.lease = member.apply(|s, now| {
+            let grant = PbLeaseGrantRequest {
+                ttl: SESSION_TTL,
+                id: 0,
+            };
+            Ok((s.lease_grant(now, &grant)?.id, Vec::new()))
+        })?;
+    }
     let key = lock_key(&req.name, req.lease);
     // 1. The waiter key, unless this lease already waits (or holds).
     let create = PbTxnRequest {
