@@ -309,11 +309,26 @@ impl PbLeaseService for Member {
         let mut input = req.into_inner();
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         let member = self.clone();
+        // Each keep-alive renews its lease when it arrives; a `drop_replies` window holds only
+        // its answer (the answers leave in order, each no earlier than its window's end), so
+        // keep-alives sent during a window still renew the lease.
+        let (held, mut answers) = tokio::sync::mpsc::unbounded_channel::<(Option<Nanos>, _)>();
+        let shared = self.shared.clone();
+        madsim::task::spawn(async move {
+            while let Some((until, r)) = answers.recv().await {
+                if let Some(until) = until {
+                    madsim::time::sleep_until(shared.instant(until)).await;
+                }
+                if tx.send(r).is_err() {
+                    return;
+                }
+            }
+        });
         madsim::task::spawn(async move {
             while let Ok(Some(ka)) = input.message().await {
                 let r = member.apply(|s, now| Ok(s.lease_keep_alive(now, ka.id)));
-                member.hold_reply().await;
-                if tx.send(r).is_err() {
+                let until = member.shared.reply_held_until(member.index, member.client);
+                if held.send((until, r)).is_err() {
                     return;
                 }
             }
@@ -427,7 +442,7 @@ impl Member {
                     let reply = match msg.request_union {
                         Some(PbWatchRequestUnion::CreateRequest(c)) => {
                             let id = if c.watch_id > 0 { c.watch_id } else { next_id };
-                            next_id = next_id.max(id) + 1;
+                            next_id = next_id.max(id).saturating_add(1);
                             watchers.push(Watcher {
                                 id,
                                 key: c.key,
