@@ -28,6 +28,9 @@ pub const VERSION: u32 = 1;
 /// trace replays there (`locksim_resp_sim::replay_trace`), not with `locksim replay`;
 /// `locksim render` draws the events it embeds.
 pub const OWN_CLIENT: &str = "own-redis-client";
+/// The `scenario.algorithm` of a trace of a user's own etcd lock client
+/// (docs/own-etcd-client.md); it replays and draws as [`OWN_CLIENT`]'s do.
+pub const OWN_ETCD_CLIENT: &str = "own-etcd-client";
 
 /// A replayable run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,9 +59,9 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// `true` for a trace of a user's own client ([`OWN_CLIENT`]).
+    /// `true` for a trace of a user's own client ([`OWN_CLIENT`], [`OWN_ETCD_CLIENT`]).
     pub fn is_own_client(&self) -> bool {
-        self.scenario.algorithm == OWN_CLIENT
+        self.scenario.algorithm == OWN_CLIENT || self.scenario.algorithm == OWN_ETCD_CLIENT
     }
 }
 

@@ -89,7 +89,7 @@ pub fn draw(
             Some(what) => format!(
                 "A real run ({what}): drawn from the events it records (a real run is re-run with `locksim real`, never replayed)."
             ),
-            None if trace.is_own_client() => "A run of your own Redis client: drawn from the events it records (it replays from your crate, with locksim_resp_sim::replay_trace).".into(),
+            None if trace.is_own_client() => "A run of your own lock client: drawn from the events it records (it replays from your crate, with locksim_resp_sim::replay_trace).".into(),
             None => {
                 "Drawn from the events the trace embeds, without re-running it (no messages)."
                     .into()

@@ -57,7 +57,7 @@ fn first_difference(recorded: &[Event], replayed: &[Event]) -> String {
 fn refuse_real(trace: &Trace) -> Result<(), String> {
     if trace.is_own_client() {
         return Err(
-            "it records a run of your own Redis client (locksim-resp-sim), whose code is in your \
+            "it records a run of your own lock client (locksim-resp-sim), whose code is in your \
              crate: replay it there with `locksim_resp_sim::replay_trace(\"TRACE.json\", your_client)`; \
              `locksim render TRACE.json` draws it from its events"
                 .to_string(),

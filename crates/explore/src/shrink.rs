@@ -497,7 +497,7 @@ pub fn scenario_of_trace(path: &std::path::Path) -> Result<Scenario, String> {
     let trace = locksim_core::Trace::read(path).map_err(|e| e.to_string())?;
     if trace.is_own_client() {
         return Err(format!(
-            "{}: it records a run of your own Redis client, whose code is in your crate: it was \
+            "{}: it records a run of your own lock client, whose code is in your crate: it was \
              shrunk there (locksim_resp_sim::shrink) before it was written",
             path.display()
         ));

@@ -4,9 +4,10 @@
 //! it from those events; it replays only from the crate that has the client's code, with
 //! [`replay_trace`], which runs it again and compares the history event for event.
 //!
-//! In the trace's `scenario`, `algorithm` is [`OWN_CLIENT`]; `cluster` is the servers and
+//! In the trace's `scenario`, `algorithm` is [`OWN_CLIENT`] (Redis) or [`OWN_ETCD_CLIENT`]
+//! (an etcd member); `cluster` is the servers and
 //! clients; `workload.duration` is the run's length; `faults` is the fault plan; `config` holds
-//! `resource_prefix`, `service = "etcd"` in runs of an etcd member, `sentinel_down_after_ns`
+//! `resource_prefix`, `sentinel_down_after_ns`
 //! in runs with Sentinel, and each registered
 //! script as `script.N = "KIND:TEXT"` (KIND being [`ScriptKind::name`]).
 //! `workload.check_validity` is false (nothing is known of what the client checks); the
@@ -17,7 +18,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 
 use locksim_core::fault::FaultPlan;
-use locksim_core::trace::OWN_CLIENT;
+use locksim_core::trace::{OWN_CLIENT, OWN_ETCD_CLIENT};
 use locksim_core::{Trace, Workload};
 
 use crate::scripts::{ScriptKind, Scripts};
@@ -28,9 +29,6 @@ impl Scenario {
     pub fn to_core(&self) -> locksim_core::Scenario {
         let mut config = BTreeMap::new();
         config.insert("resource_prefix".to_string(), self.resource_prefix.clone());
-        if self.service != crate::sim::Service::Redis {
-            config.insert("service".to_string(), self.service.name().to_string());
-        }
         if let Some(d) = self.sentinel {
             config.insert("sentinel_down_after_ns".to_string(), d.to_string());
         }
@@ -42,7 +40,11 @@ impl Scenario {
         }
         locksim_core::Scenario {
             seed: self.seed,
-            algorithm: OWN_CLIENT.to_string(),
+            algorithm: match self.service {
+                crate::sim::Service::Redis => OWN_CLIENT,
+                crate::sim::Service::Etcd => OWN_ETCD_CLIENT,
+            }
+            .to_string(),
             config,
             cluster: self.cluster(),
             workload: Workload {
@@ -59,28 +61,29 @@ impl Scenario {
     /// The scenario a trace's [`Scenario::to_core`] wrote.
     ///
     /// # Errors
-    /// When `s` is not of a run of your own client (its `algorithm` is not [`OWN_CLIENT`]), a
+    /// When `s` is not of a run of your own client (its `algorithm` is neither [`OWN_CLIENT`]
+    /// nor [`OWN_ETCD_CLIENT`]), a
     /// `config` entry is unknown or malformed, or the scenario is invalid here
     /// ([`Scenario::validate`]).
     pub fn from_core(s: &locksim_core::Scenario) -> Result<Scenario, String> {
-        if s.algorithm != OWN_CLIENT {
-            return Err(format!(
-                "it records the algorithm `{}`, not a run of your own client ({OWN_CLIENT}): \
+        let service = match s.algorithm.as_str() {
+            OWN_CLIENT => crate::sim::Service::Redis,
+            OWN_ETCD_CLIENT => crate::sim::Service::Etcd,
+            _ => {
+                return Err(format!(
+                    "it records the algorithm `{}`, not a run of your own client ({OWN_CLIENT} or \
+                 {OWN_ETCD_CLIENT}): \
                  replay it with `locksim replay`",
-                s.algorithm
-            ));
-        }
+                    s.algorithm
+                ));
+            }
+        };
         let mut scripts = Scripts::default();
         let mut scenario = Scenario::new(s.seed);
+        scenario.service = service;
         for (key, value) in &s.config {
             if key == "resource_prefix" {
                 scenario.resource_prefix = value.clone();
-            } else if key == "service" {
-                scenario.service = match value.as_str() {
-                    "redis" => crate::sim::Service::Redis,
-                    "etcd" => crate::sim::Service::Etcd,
-                    _ => return Err(format!("config `service`: {value:?} is not redis or etcd")),
-                };
             } else if key == "sentinel_down_after_ns" {
                 let ns = value.parse::<u64>().map_err(|_| {
                     format!("config `{key}`: {value:?} is not a whole number of ns")
@@ -100,7 +103,7 @@ impl Scenario {
             } else {
                 return Err(format!(
                     "config `{key}` means nothing to a run of your own client \
-                     (valid: resource_prefix, service, sentinel_down_after_ns, script.N)"
+                     (valid: resource_prefix, sentinel_down_after_ns, script.N)"
                 ));
             }
         }
