@@ -292,11 +292,12 @@ impl Scenario {
             }
             Fault::ClockStep { node, .. } | Fault::ClockDrift { node, .. } => {
                 any(*node, "node")?;
-                if *node >= self.servers {
+                if *node >= self.servers && !cfg!(feature = "client-clocks") {
                     return Err(format!(
-                        "`node`: {}: clock faults act on servers only: madsim has one clock for \
-                         the whole simulation (its open request #24), so the clocks your \
-                         client's code reads cannot be moved yet",
+                        "`node`: {}: a client's clocks move only with locksim-resp-sim's \
+                         feature `client-clocks` and madsim patched for per-node clocks \
+                         (crates/resp-sim/madsim-clocks/patch-madsim): published madsim has one \
+                         clock for the whole simulation (its open request #24)",
                         self.node_name(*node)
                     ));
                 }
@@ -903,6 +904,26 @@ where
     })
 }
 
+/// Steps (`delta` ns, the wall clock only) or drifts (`ppm`, both clocks and every timer) a
+/// client node's clocks as its own code reads them: `SystemTime::now`, `Instant::now` and
+/// `tokio::time` (madsim-tokio) in the user's process. Needs madsim patched for per-node
+/// clocks (crates/resp-sim/madsim-clocks); `Scenario::validate` refuses these faults without
+/// the feature.
+#[cfg(feature = "client-clocks")]
+fn client_clock(node: madsim::task::NodeId, delta: Option<i64>, ppm: Option<i64>) {
+    if let Some(delta) = delta {
+        madsim::time::step_node_clock(node, delta);
+    }
+    if let Some(ppm) = ppm {
+        madsim::time::set_node_drift(node, ppm);
+    }
+}
+
+#[cfg(not(feature = "client-clocks"))]
+fn client_clock(_: madsim::task::NodeId, _: Option<i64>, _: Option<i64>) {
+    unreachable!("validated: client clock faults need the feature client-clocks")
+}
+
 /// Starts server node `i`'s service.
 async fn start_server(addr: SocketAddr, i: u32, shared: Arc<Shared>) {
     match shared.service {
@@ -956,11 +977,19 @@ async fn inject(shared: &Shared, ids: &[madsim::task::NodeId], fault: Fault) {
             (Some(*duration), "drop_replies")
         }
         Fault::ClockStep { node, delta } => {
-            shared.clocks.lock().expect("one thread")[*node as usize].step(now, *delta);
+            if *node < shared.servers {
+                shared.clocks.lock().expect("one thread")[*node as usize].step(now, *delta);
+            } else {
+                client_clock(ids[*node as usize], Some(*delta), None);
+            }
             return;
         }
         Fault::ClockDrift { node, ppm } => {
-            shared.clocks.lock().expect("one thread")[*node as usize].set_drift(now, *ppm);
+            if *node < shared.servers {
+                shared.clocks.lock().expect("one thread")[*node as usize].set_drift(now, *ppm);
+            } else {
+                client_clock(ids[*node as usize], None, Some(*ppm));
+            }
             return;
         }
         Fault::Crash {

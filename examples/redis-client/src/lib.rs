@@ -12,16 +12,19 @@
 //! `src/renewing.rs` is a second client, one that renews its lease while a long job runs and
 //! checks it before every write, with a subtler planted bug: how it counts a renewed lease.
 //! `src/unlock_retry.rs` retries an unlock whose reply did not come, by `DEL` (the bug) or by
-//! the compare-and-delete script.
+//! the compare-and-delete script. `src/wall_clock.rs` checks its lease before writing, with the
+//! wall clock (the bug, once the client's clock is stepped back) or the monotonic one.
 
 use std::time::Duration;
 
 mod renewing;
 mod unlock_retry;
+mod wall_clock;
 mod with_rslock;
 mod with_sentinel;
 pub use renewing::{renewing_job, Deadline, EXTEND_SCRIPT};
 pub use unlock_retry::{retrying_job, Unlock};
+pub use wall_clock::{checked_job, LeaseClock};
 pub use with_rslock::{report_job_redlock, report_job_rslock};
 pub use with_sentinel::report_job_sentinel;
 
