@@ -298,6 +298,37 @@ fn listing(seed: u64, v: &Verdict) -> String {
     out
 }
 
+/// One line of what seed `seed`'s run did: its violations, or "safe", then how many grants,
+/// releases, resource writes and faults the servers recorded (for a file whose expected
+/// violation did not show: did the fault strike while a client held the lock?).
+fn account(seed: u64, o: &crate::sim::Outcome) -> String {
+    use locksim_core::history::{EventKind, OpF, Phase};
+    let count =
+        |f: &dyn Fn(&EventKind) -> bool| o.history.events.iter().filter(|e| f(&e.kind)).count();
+    let ok = |want: OpF| {
+        count(&|k| matches!(k, EventKind::Op { f, phase: Phase::Ok, .. } if *f == want))
+    };
+    let v = o.verdict();
+    let verdict = if v.violations.is_empty() {
+        "safe".to_string()
+    } else {
+        let mut kinds: Vec<String> = v
+            .violations
+            .iter()
+            .map(|x| format!("{:?}", x.kind))
+            .collect();
+        kinds.dedup();
+        kinds.join(", ")
+    };
+    format!(
+        "  seed {seed}: {verdict}; {} grants, {} releases, {} resource writes, {} faults struck",
+        ok(OpF::Acquire),
+        ok(OpF::Release),
+        ok(OpF::Write),
+        count(&|k| matches!(k, EventKind::Fault { .. }))
+    )
+}
+
 /// A run that exercised nothing proves nothing: panics when no seed granted the lock, or when
 /// a fault of the file struck in no seed (its trigger never came).
 fn exercised(report: &FileReport) {
@@ -405,14 +436,16 @@ where
                     failing
                         .iter()
                         .any(|(_, v)| v.violations.iter().any(|x| x.kind == *p)),
-                    "{}: expected some seed of {} to violate {p:?}; none did{}",
+                    "{}: expected some seed of {} to violate {p:?}; none did. What each seed \
+                     did:\n{}",
                     report.file.name,
                     report.file.seeds,
-                    if all.is_empty() {
-                        String::new()
-                    } else {
-                        format!(":\n{}", all.join("\n"))
-                    }
+                    report
+                        .runs
+                        .iter()
+                        .map(|(seed, o)| account(*seed, o))
+                        .collect::<Vec<_>>()
+                        .join("\n")
                 );
             }
             let other: Vec<(u64, Property)> = failing

@@ -160,10 +160,12 @@ pub(crate) fn first_difference(
     now: &[locksim_core::history::Event],
 ) -> Option<String> {
     let i = (0..recorded.len().max(now.len())).find(|&i| recorded.get(i) != now.get(i))?;
+    // The time in ns as well: two runs can differ by nanoseconds that a rounded time hides.
     let show = |e: Option<&locksim_core::history::Event>| match e {
         Some(e) => format!(
-            "at {} on node {}: {:?}",
+            "at {} ({} ns) on node {}: {:?}",
             locksim_core::time::fmt_nanos(e.time as i128),
+            e.time,
             e.node,
             e.kind
         ),

@@ -486,3 +486,14 @@ fn overlapping_faults_on_one_node_last_until_the_longest_ends() {
         );
     }
 }
+
+#[test]
+#[should_panic(expected = "none did. What each seed did:\n  seed 1: safe; ")]
+fn an_expected_violation_that_never_shows_says_what_each_seed_did() {
+    let file = locksim_resp_sim::ScenarioFile::parse(
+        "clients = 2\nduration = \"1s\"\nseeds = 2\nexpect = [\"S1\"]\n",
+        "never",
+    )
+    .expect("a valid file");
+    locksim_resp_sim::check(file, |c| naive(c, 1_000, 50));
+}
