@@ -152,3 +152,71 @@ fn a_mod_revision_lock_is_judged() {
     }
     assert!(found.is_some(), "no seed of 10 showed S1");
 }
+
+/// A lease that locks again, and is revoked while its key waits, deletes a key the Lock service
+/// once granted: that is not the current holder's key going. c2 locks and unlocks, c1 locks
+/// (2 s lease kept alive), c2 waits on the same lease and revokes it; then c1 is paused past
+/// its lease and c2 gets the lock. c1 never writes again: safe. (The revoke once read as the
+/// holder's copy gone, so c1's next keep-alive gave its grant no deadline, and c1 "held" to
+/// the end of the run: a false S1.)
+#[test]
+fn revoking_a_waiting_relock_leaves_the_holder_alone() {
+    let s = Scenario::new(9).etcd().clients(2).duration_ms(8_000).fault(
+        1_000,
+        Fault::Pause {
+            node: 1,
+            duration: 4_000_000_000,
+            task: Default::default(),
+        },
+    );
+    let outcome = run(&s, |c: Client| async move {
+        let mut etcd = c.etcd().await.expect("connects");
+        let ms = |n| madsim::time::sleep(Duration::from_millis(n));
+        let lock = |lease| Some(LockOptions::new().with_lease(lease));
+        if c.name == "c1" {
+            let lease = etcd.lease_grant(2, None).await.expect("grant").id();
+            let (mut keeper, mut answers) = etcd.lease_keep_alive(lease).await.expect("stream");
+            madsim::task::spawn(async move { while let Ok(Some(_)) = answers.message().await {} });
+            madsim::task::spawn(async move {
+                while keeper.keep_alive().await.is_ok() {
+                    madsim::time::sleep(Duration::from_millis(300)).await;
+                }
+            });
+            ms(200).await;
+            etcd.lock("job", lock(lease)).await.expect("lock");
+            etcd.put("resource:x", "c1", None).await.expect("write");
+        } else {
+            let lease = etcd.lease_grant(10, None).await.expect("grant").id();
+            let held = etcd.lock("job", lock(lease)).await.expect("lock");
+            etcd.put("resource:x", "c2", None).await.expect("write");
+            ms(100).await;
+            etcd.unlock(held.key()).await.expect("unlock");
+            ms(200).await;
+            let mut waiter = etcd.clone();
+            let wait = madsim::task::spawn(async move { waiter.lock("job", lock(lease)).await });
+            ms(200).await;
+            etcd.lease_revoke(lease).await.expect("revoke");
+            assert!(wait.await.expect("joins").is_err(), "a revoked waiter");
+            let lease = etcd.lease_grant(10, None).await.expect("grant").id();
+            etcd.lock("job", lock(lease)).await.expect("lock");
+            etcd.put("resource:x", "c2", None).await.expect("write");
+        }
+        madsim::time::sleep(Duration::from_secs(100)).await;
+    });
+    let v = outcome.verdict();
+    assert!(v.is_safe(), "{v:?}");
+    assert_eq!(count(&outcome, OpF::Acquire, Phase::Ok), 3);
+    // c1's grant kept a deadline through its keep-alives.
+    let no_deadline = outcome.history.events.iter().any(|e| {
+        matches!(
+            e.kind,
+            EventKind::Op {
+                f: OpF::Extend,
+                phase: Phase::Ok,
+                deadline: None,
+                ..
+            }
+        )
+    });
+    assert!(!no_deadline);
+}

@@ -415,6 +415,11 @@ impl Store {
         })
     }
 
+    /// Whether `key` exists now (as the store is: see [`Store::events`]).
+    pub fn contains(&self, key: &[u8]) -> bool {
+        self.current(key).is_some()
+    }
+
     fn current(&self, key: &[u8]) -> Option<&PbKeyValue> {
         self.keys.get(key)?.last()?.1.as_ref()
     }

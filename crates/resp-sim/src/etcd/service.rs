@@ -29,8 +29,9 @@ const SWEEP: Nanos = 500_000_000;
 #[derive(Debug, Default)]
 pub(crate) struct State {
     pub(crate) store: Mutex<Store>,
-    /// Keys the Lock service granted (`name/<lease>`), with their lock's name: what the
-    /// recorder knows as the lock key is the name, and the holder's value is this key.
+    /// Keys the Lock service granted (`name/<lease>`) that still exist, with their lock's
+    /// name: what the recorder knows as the lock key is the name, and the holder's value is
+    /// this key.
     pub(crate) granted: Mutex<BTreeMap<Vec<u8>, Vec<u8>>>,
     /// Incremented at each crash: requests of an earlier incarnation clean nothing up.
     pub(crate) incarnation: std::sync::atomic::AtomicU64,
@@ -162,7 +163,16 @@ impl Member {
         local: Nanos,
         effects: Vec<Effect>,
     ) {
-        let mut effects = named(&state.granted.lock().expect("one thread"), effects);
+        let mut effects = {
+            let mut granted = state.granted.lock().expect("one thread");
+            let effects = named(&granted, effects);
+            // A key stands for its lock only while the grant lives: once the key is gone
+            // (unlock, revoke, its lease's end), the same key made again (a lease that locks
+            // again) is a waiter, whose delete must not look like the holder's copy going.
+            let store = state.store.lock().expect("one thread");
+            granted.retain(|k, _| store.contains(k));
+            effects
+        };
         if local != now {
             for e in &mut effects {
                 crate::server::to_true_time(e, local, now);
