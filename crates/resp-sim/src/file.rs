@@ -618,7 +618,7 @@ mod tests {
         assert!(err("duration = \"soon\"").contains("`duration`"));
         assert!(err("expect = \"maybe\"").contains("`expect`"));
         let e = err("[[fault]]\nat = \"1s\"\ntype = \"clock_step\"\nnode = \"c1\"\ndelta = \"1s\"");
-        assert!(e.contains("servers only"), "{e}");
+        assert!(e.contains("feature `client-clocks`"), "{e}");
         let e = err("[[fault]]\nat = \"1s\"\ntype = \"delay\"\nfrom = [\"n1\"]\nto = [\"c1\"]\nmin = \"1ms\"\nmax = \"2ms\"\nduration = \"1s\"");
         assert!(e.contains("isolate, partition"), "{e}");
         assert!(ScenarioFile::parse(

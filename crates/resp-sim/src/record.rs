@@ -244,6 +244,26 @@ impl Recorder {
         self.quorum
     }
 
+    /// Server `server` extended keys by itself (an etcd member renewing every lease at
+    /// restart): each `Expiry` among `effects` counts as an extension of the grant whose copy
+    /// there holds the value, by that copy's client.
+    pub fn renewed(&mut self, now: Nanos, server: u32, effects: &[Effect]) {
+        for e in effects {
+            let Effect::Expiry { key, value, .. } = e else {
+                continue;
+            };
+            let holder = self
+                .lock_keys
+                .get(key.as_slice())
+                .and_then(|k| self.copies.get(&(*k, server)))
+                .filter(|c| &c.value == value)
+                .map(|c| (c.client, c.conn));
+            if let Some((client, conn)) = holder {
+                self.effect(now, server, client, conn, e);
+            }
+        }
+    }
+
     /// The same recorder with a grant made by `quorum` servers' copies (1: each primary's
     /// `SET NX` under Sentinel, the replicas' copies arriving by replication, not recorded).
     pub fn with_quorum(mut self, quorum: usize) -> Recorder {

@@ -532,7 +532,7 @@ impl Shared {
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 // Leases already past their deadline are gone before the crash (the
                 // member's sweep would have revoked them); the rest are renewed at restart.
-                let local = self.server_time(node, self.now());
+                let local = self.server_mono(node, self.now());
                 let _ = state.store.lock().expect("one thread").expire(local);
             }
             _ => {
@@ -595,6 +595,13 @@ impl Shared {
 
     /// Server `server`'s wall clock at true time `now`, ns (0 rather than negative): the time
     /// its keys expire by, as Redis's expire by `mstime()`.
+    /// Server `server`'s monotonic clock at true time `now`, ns: what etcd's lessor times
+    /// leases by (Go's monotonic clock), so a step of the wall clock leaves leases alone and a
+    /// drift stretches or shrinks them.
+    pub(crate) fn server_mono(&self, server: u32, now: Nanos) -> Nanos {
+        self.clocks.lock().expect("one thread")[server as usize].mono(now)
+    }
+
     pub(crate) fn server_time(&self, server: u32, now: Nanos) -> Nanos {
         self.clocks.lock().expect("one thread")[server as usize]
             .wall(now)
@@ -997,10 +1004,11 @@ async fn inject(shared: &Shared, ids: &[madsim::task::NodeId], fault: Fault) {
             restart_after,
         } => {
             if shared.enter(Hold::Down, *node, *node) {
-                h.kill(ids[*node as usize]);
+                // Before the kill: dropping the dead process's tasks must find it dead.
                 if *node < shared.servers {
                     shared.crashed(*node);
                 }
+                h.kill(ids[*node as usize]);
             }
             (*restart_after, "crash")
         }

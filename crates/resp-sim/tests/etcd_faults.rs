@@ -220,3 +220,59 @@ fn revoking_a_waiting_relock_leaves_the_holder_alone() {
     });
     assert!(!no_deadline);
 }
+
+/// A txn lock with a 6 s lease, whose holder writes only while less than 4 s of it have passed
+/// on its own clock, then lets the lease run out. A step of the member's wall clock must not
+/// end the lease: etcd times leases by Go's monotonic clock. (Timed on the wall clock, a +10 s
+/// step ended every lease at once and the next grant overlapped a holder still writing: a
+/// double grant no real etcd makes.)
+async fn careful(client: Client) {
+    let mut etcd = client.etcd().await.expect("connects");
+    loop {
+        let lease = etcd.lease_grant(6, None).await.expect("grant").id();
+        let take = Txn::new()
+            .when([Compare::create_revision("lock/job", CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(
+                "lock/job",
+                client.name.as_str(),
+                Some(PutOptions::new().with_lease(lease)),
+            )]);
+        let asked = madsim::time::Instant::now();
+        if !etcd.txn(take).await.expect("txn").succeeded() {
+            let _ = etcd.lease_revoke(lease).await;
+            madsim::time::sleep(Duration::from_millis(50)).await;
+            continue;
+        }
+        while asked.elapsed() < Duration::from_secs(4) {
+            etcd.put("resource:x", client.name.as_str(), None)
+                .await
+                .expect("write");
+            madsim::time::sleep(Duration::from_millis(200)).await;
+        }
+        // Let the lease run out rather than release: the next holder waits for its end.
+        madsim::time::sleep(Duration::from_secs(3)).await;
+    }
+}
+
+#[test]
+fn a_step_of_the_members_wall_clock_leaves_leases_alone() {
+    let s = Scenario::new(7)
+        .etcd()
+        .clients(2)
+        .duration_ms(14_000)
+        .fault(
+            1_000,
+            Fault::ClockStep {
+                node: 0,
+                delta: 10_000_000_000,
+            },
+        );
+    let outcome = run(&s, careful);
+    let v = outcome.verdict();
+    assert!(
+        !v.violates(Property::S1) && !v.violates(Property::S2),
+        "{v:?}"
+    );
+    assert!(count(&outcome, OpF::Acquire, Phase::Ok) >= 2);
+    assert!(count(&outcome, OpF::Write, Phase::Ok) >= 20);
+}

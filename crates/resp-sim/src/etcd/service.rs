@@ -80,9 +80,9 @@ pub(crate) async fn start(addr: SocketAddr, index: u32, shared: Arc<Shared>) {
         == 0;
     if !first {
         let now = shared.now();
-        let local = shared.server_time(index, now);
+        let local = shared.server_mono(index, now);
         let effects = state.store.lock().expect("one thread").restart(local);
-        Member::commit(&shared, &state, index, 0, 0, now, local, effects);
+        Member::commit(&shared, &state, index, None, now, local, effects);
     }
     {
         let (shared, state) = (shared.clone(), state.clone());
@@ -90,7 +90,7 @@ pub(crate) async fn start(addr: SocketAddr, index: u32, shared: Arc<Shared>) {
             loop {
                 madsim::time::sleep(std::time::Duration::from_nanos(SWEEP)).await;
                 let now = shared.now();
-                let local = shared.server_time(index, now);
+                let local = shared.server_mono(index, now);
                 let mut store = state.store.lock().expect("one thread");
                 let _ = store.expire(local);
                 state.changed.bump(store.revision());
@@ -132,7 +132,7 @@ impl Member {
         f: impl FnOnce(&mut Store, Nanos) -> Result<(T, Vec<Effect>), EtcdError>,
     ) -> Result<T, Status> {
         let now = self.shared.now();
-        let local = self.shared.server_time(self.index, now);
+        let local = self.shared.server_mono(self.index, now);
         let (out, effects) = {
             let mut store = self.state.store.lock().expect("one thread");
             f(&mut store, local).map_err(status)?
@@ -141,8 +141,7 @@ impl Member {
             &self.shared,
             &self.state,
             self.index,
-            self.client,
-            self.conn,
+            Some((self.client, self.conn)),
             now,
             local,
             effects,
@@ -151,14 +150,14 @@ impl Member {
     }
 
     /// Hands `effects` (deadlines on the member's clock, read `local` at true time `now`) to
-    /// the recorder, and wakes watchers.
+    /// the recorder, as done by `by` (a client node and its connection id) or, with `None`, by
+    /// the member itself (leases renewed at restart), and wakes watchers.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn commit(
         shared: &Shared,
         state: &State,
         index: u32,
-        client: NodeId,
-        conn: u64,
+        by: Option<(NodeId, u64)>,
         now: Nanos,
         local: Nanos,
         effects: Vec<Effect>,
@@ -178,8 +177,12 @@ impl Member {
                 crate::server::to_true_time(e, local, now);
             }
         }
-        if !effects.is_empty() {
-            shared.record(|r| r.effects(now, index, client, conn, &effects));
+        match by {
+            _ if effects.is_empty() => {}
+            Some((client, conn)) => {
+                shared.record(|r| r.effects(now, index, client, conn, &effects));
+            }
+            None => shared.record(|r| r.renewed(now, index, &effects)),
         }
         let revision = state.store.lock().expect("one thread").revision();
         state.changed.bump(revision);
