@@ -598,6 +598,7 @@ impl Shared {
     /// Server `server`'s monotonic clock at true time `now`, ns: what etcd's lessor times
     /// leases by (Go's monotonic clock), so a step of the wall clock leaves leases alone and a
     /// drift stretches or shrinks them.
+    #[cfg(feature = "etcd")]
     pub(crate) fn server_mono(&self, server: u32, now: Nanos) -> Nanos {
         self.clocks.lock().expect("one thread")[server as usize].mono(now)
     }
