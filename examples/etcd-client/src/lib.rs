@@ -11,7 +11,9 @@
 //! - [`lock_api_job`]: etcd's own Lock API (`Client::lock` with a lease kept alive by a task),
 //!   with the classic flaw that no lock service can fix alone: the job never checks, before it
 //!   writes, that its lease is still alive. A holder that stalls past the lease's TTL (a GC
-//!   pause, a stopped VM) writes after the lock has passed to someone else.
+//!   pause, a stopped VM) writes after the lock has passed to someone else. [`Write::Fenced`]
+//!   makes the write a txn that puts only while the lock's key exists, which etcd checks at the
+//!   moment of the write.
 //!
 //! Nothing in this file knows about locksim: the tests in `tests/` run these jobs in locksim's
 //! simulation and find both flaws.
@@ -97,9 +99,26 @@ pub async fn txn_job(
     Ok(())
 }
 
+/// How [`lock_api_job`] writes the counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// A plain put: whoever holds the lock by then. The flaw.
+    Plain,
+    /// A txn that puts only while the lock's key still exists: the lease that holds it is
+    /// alive, so the lock is still ours (etcd's own advice, its Mutex's `IsOwner` compare, as a
+    /// fence on the write).
+    Fenced,
+}
+
 /// The report job on etcd's Lock API: a lease of `ttl_s` seconds kept alive every third of it
-/// by a task of its own, `lock`, add one to the counter after `work`, `unlock`, revoke.
-pub async fn lock_api_job(etcd: &mut Client, ttl_s: i64, work: Duration) -> Result<(), Error> {
+/// by a task of its own, `lock`, add one to the counter after `work` with `write`, `unlock`,
+/// revoke.
+pub async fn lock_api_job(
+    etcd: &mut Client,
+    ttl_s: i64,
+    work: Duration,
+    write: Write,
+) -> Result<(), Error> {
     loop {
         let lease = etcd.lease_grant(ttl_s, None).await?.id();
         let (mut keeper, mut answers) = etcd.lease_keep_alive(lease).await?;
@@ -120,7 +139,17 @@ pub async fn lock_api_job(etcd: &mut Client, ttl_s: i64, work: Duration) -> Resu
             .await?;
         let count = read_counter(etcd).await?;
         tokio::time::sleep(work).await;
-        etcd.put(COUNTER_KEY, (count + 1).to_string(), None).await?;
+        match write {
+            Write::Plain => {
+                etcd.put(COUNTER_KEY, (count + 1).to_string(), None).await?;
+            }
+            Write::Fenced => {
+                let fenced = Txn::new()
+                    .when([Compare::version(held.key(), CompareOp::Greater, 0)])
+                    .and_then([TxnOp::put(COUNTER_KEY, (count + 1).to_string(), None)]);
+                etcd.txn(fenced).await?;
+            }
+        }
         etcd.unlock(held.key()).await?;
         renew.abort();
         let _ = etcd.lease_revoke(lease).await;

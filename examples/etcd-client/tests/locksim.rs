@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use etcd_lock_client::Unlock;
+use etcd_lock_client::{Unlock, Write};
 use locksim_resp_sim::{check, Client, Expect, Property, ScenarioFile};
 
 /// A client node: the txn job, started again 100 ms after it fails, as a supervisor would.
@@ -29,10 +29,11 @@ async fn txn_worker(client: Client, unlock: Unlock) {
 /// A client node: the Lock-API job with a 2 s lease on a client it connects itself, as
 /// production code does (`Client::connect`, on the simulated network through the patched
 /// etcd-client of `.cargo/config.toml`), started again after it fails.
-async fn lock_api_worker(client: Client) {
+async fn lock_api_worker(client: Client, write: Write) {
     loop {
         if let Ok(mut etcd) = etcd_client::Client::connect([client.etcd_url()], None).await {
-            let _ = etcd_lock_client::lock_api_job(&mut etcd, 2, Duration::from_millis(300)).await;
+            let _ = etcd_lock_client::lock_api_job(&mut etcd, 2, Duration::from_millis(300), write)
+                .await;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -74,11 +75,23 @@ fn without_faults_both_unlocks_are_safe() {
 #[test]
 fn a_lock_api_holder_paused_past_its_lease_writes_late() {
     let file = ScenarioFile::read("sims/lock-api-pause.toml").expect("a valid file");
-    println!("{}", check(file, lock_api_worker).summary());
+    println!(
+        "{}",
+        check(file, |c| lock_api_worker(c, Write::Plain)).summary()
+    );
+}
+
+#[test]
+fn a_fenced_write_after_the_same_pause_is_refused_by_etcd() {
+    let mut file = ScenarioFile::read("sims/lock-api-pause.toml").expect("a valid file");
+    file.expect = Expect::Safe;
+    check(file, |c| lock_api_worker(c, Write::Fenced));
 }
 
 #[test]
 fn the_lock_api_is_safe_without_faults() {
     let file = ScenarioFile::read("sims/no-faults.toml").expect("a valid file");
-    check(file, lock_api_worker);
+    check(file, |c| lock_api_worker(c, Write::Plain));
+    let file = ScenarioFile::read("sims/no-faults.toml").expect("a valid file");
+    check(file, |c| lock_api_worker(c, Write::Fenced));
 }
