@@ -223,6 +223,11 @@ impl ScenarioFile {
                 .collect::<Result<_, _>>()?,
             Some(_) => return Err("`fault`: write each fault as a [[fault]] table".into()),
         };
+        if scenario.service == crate::sim::Service::Etcd && table.contains_key("script") {
+            return Err(
+                "`script`: scripts are Redis's (EVAL/EVALSHA); an etcd member runs none".into(),
+            );
+        }
         let plan = read_faults(&raw, &scenario.cluster(), scenario.duration)?;
         scenario.faults = plan.faults;
         scenario.validate()?;
@@ -619,6 +624,10 @@ mod tests {
         assert!(err("expect = \"maybe\"").contains("`expect`"));
         let e = err("[[fault]]\nat = \"1s\"\ntype = \"clock_step\"\nnode = \"c1\"\ndelta = \"1s\"");
         assert!(e.contains("feature `client-clocks`"), "{e}");
+        let e = err(
+            "service = \"etcd\"\n[[script]]\ntext = \"return 1\"\nkind = \"compare-and-delete\"",
+        );
+        assert!(e.contains("an etcd member runs none"), "{e}");
         let e = err("[[fault]]\nat = \"1s\"\ntype = \"delay\"\nfrom = [\"n1\"]\nto = [\"c1\"]\nmin = \"1ms\"\nmax = \"2ms\"\nduration = \"1s\"");
         assert!(e.contains("isolate, partition"), "{e}");
         assert!(ScenarioFile::parse(
