@@ -26,8 +26,7 @@ use std::task::{Context, Poll};
 
 use etcd_client::proto::{
     PbCompare, PbCompareTarget, PbDeleteRequest, PbLeaseGrantRequest, PbLockResponse, PbPutRequest,
-    PbRangeRequest, PbResponseHeader, PbTargetUnion, PbTxnOpRequest, PbTxnRequest, PbTxnRequestOp,
-    PbUnlockResponse,
+    PbRangeRequest, PbTargetUnion, PbTxnOpRequest, PbTxnRequest, PbTxnRequestOp, PbUnlockResponse,
 };
 use tonic::{Request, Response, Status};
 
@@ -145,9 +144,9 @@ async fn lock(member: Member, mut req: LockRequest) -> Result<PbLockResponse, St
     };
     let state = member.state.clone();
     // 2. Wait to be the first.
-    let revision = loop {
+    let header = loop {
         let changed = state.changed.next();
-        let (owner, mine, revision) = member.apply(|s, now| {
+        let (owner, mine, header) = member.apply(|s, now| {
             let owner = s.range(now, &first)?;
             let mine = s.range(
                 now,
@@ -160,7 +159,7 @@ async fn lock(member: Member, mut req: LockRequest) -> Result<PbLockResponse, St
                 (
                     owner.kvs.first().map(|kv| kv.key.clone()),
                     !mine.kvs.is_empty(),
-                    s.revision(),
+                    s.header(s.revision()),
                 ),
                 Vec::new(),
             ))
@@ -170,7 +169,7 @@ async fn lock(member: Member, mut req: LockRequest) -> Result<PbLockResponse, St
             return Err(Status::unknown("mutex: session is expired"));
         }
         if owner.as_deref() == Some(&key[..]) {
-            break revision;
+            break header;
         }
         changed.await;
     };
@@ -194,38 +193,23 @@ async fn lock(member: Member, mut req: LockRequest) -> Result<PbLockResponse, St
         ))
     })?;
     member.hold_reply().await;
-    Ok(PbLockResponse {
-        header: Some(header(revision)),
-        key,
-    })
+    Ok(PbLockResponse { header, key })
 }
 
 async fn unlock(member: Member, req: UnlockRequest) -> Result<PbUnlockResponse, Status> {
-    let (r, _) = (
-        member.apply(|s, now| {
-            s.delete_range(
-                now,
-                &PbDeleteRequest {
-                    key: req.key.clone(),
-                    ..Default::default()
-                },
-            )
-        })?,
-        (),
-    );
+    let deleted = member.apply(|s, now| {
+        s.delete_range(
+            now,
+            &PbDeleteRequest {
+                key: req.key.clone(),
+                ..Default::default()
+            },
+        )
+    })?;
     member.hold_reply().await;
     Ok(PbUnlockResponse {
-        header: r.header.or(Some(header(0))),
+        header: deleted.header,
     })
-}
-
-fn header(revision: i64) -> PbResponseHeader {
-    PbResponseHeader {
-        cluster_id: super::mvcc::CLUSTER_ID,
-        member_id: super::mvcc::MEMBER_ID,
-        revision,
-        raft_term: 2,
-    }
 }
 
 /// The Lock service's tower service: routes `/v3lockpb.Lock/Lock` and `/v3lockpb.Lock/Unlock`

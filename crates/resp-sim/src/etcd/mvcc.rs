@@ -406,7 +406,9 @@ impl Store {
         self.term
     }
 
-    fn header(&self, revision: i64) -> Option<PbResponseHeader> {
+    /// The response header every answer of this member carries: the cluster and member ids,
+    /// `revision`, and the current Raft term.
+    pub fn header(&self, revision: i64) -> Option<PbResponseHeader> {
         Some(PbResponseHeader {
             cluster_id: CLUSTER_ID,
             member_id: MEMBER_ID,

@@ -395,15 +395,6 @@ impl PbWatchService for Member {
 }
 
 impl Member {
-    fn header(&self, revision: i64) -> PbResponseHeader {
-        PbResponseHeader {
-            cluster_id: super::mvcc::CLUSTER_ID,
-            member_id: super::mvcc::MEMBER_ID,
-            revision,
-            raft_term: 2,
-        }
-    }
-
     /// Serves one watch stream: creates and cancels watchers as asked, and sends each
     /// watcher's events as revisions are made.
     async fn watch_loop(
@@ -420,6 +411,7 @@ impl Member {
             let batches: Vec<PbWatchResponse> = {
                 let store = self.state.store.lock().expect("one thread");
                 let revision = store.revision();
+                let header = store.header(revision);
                 watchers
                     .iter_mut()
                     .filter_map(|w| {
@@ -430,7 +422,7 @@ impl Member {
                             .collect();
                         w.next = revision + 1;
                         (!events.is_empty()).then(|| PbWatchResponse {
-                            header: Some(self.header(revision)),
+                            header,
                             watch_id: w.id,
                             events,
                             ..Default::default()
@@ -451,7 +443,10 @@ impl Member {
                 biased;
                 msg = input.message() => {
                     let Ok(Some(msg)) = msg else { return };
-                    let revision = self.state.store.lock().expect("one thread").revision();
+                    let (revision, header) = {
+                        let store = self.state.store.lock().expect("one thread");
+                        (store.revision(), store.header(store.revision()))
+                    };
                     let reply = match msg.request_union {
                         Some(PbWatchRequestUnion::CreateRequest(c)) => {
                             let id = if c.watch_id > 0 { c.watch_id } else { next_id };
@@ -465,7 +460,7 @@ impl Member {
                                 filters: c.filters,
                             });
                             PbWatchResponse {
-                                header: Some(self.header(revision)),
+                                header,
                                 watch_id: id,
                                 created: true,
                                 ..Default::default()
@@ -474,14 +469,14 @@ impl Member {
                         Some(PbWatchRequestUnion::CancelRequest(c)) => {
                             watchers.retain(|w| w.id != c.watch_id);
                             PbWatchResponse {
-                                header: Some(self.header(revision)),
+                                header,
                                 watch_id: c.watch_id,
                                 canceled: true,
                                 ..Default::default()
                             }
                         }
                         Some(PbWatchRequestUnion::ProgressRequest(_)) => PbWatchResponse {
-                            header: Some(self.header(revision)),
+                            header,
                             watch_id: -1,
                             ..Default::default()
                         },
