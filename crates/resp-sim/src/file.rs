@@ -308,11 +308,7 @@ fn listing(seed: u64, v: &Verdict) -> String {
 /// violation did not show: did the fault strike while a client held the lock?).
 fn account(seed: u64, o: &crate::sim::Outcome) -> String {
     use locksim_core::history::{EventKind, OpF, Phase};
-    let count =
-        |f: &dyn Fn(&EventKind) -> bool| o.history.events.iter().filter(|e| f(&e.kind)).count();
-    let ok = |want: OpF| {
-        count(&|k| matches!(k, EventKind::Op { f, phase: Phase::Ok, .. } if *f == want))
-    };
+    let ok = |f: OpF| o.count(f, Phase::Ok);
     let v = o.verdict();
     let verdict = if v.violations.is_empty() {
         "safe".to_string()
@@ -330,7 +326,11 @@ fn account(seed: u64, o: &crate::sim::Outcome) -> String {
         ok(OpF::Acquire),
         ok(OpF::Release),
         ok(OpF::Write),
-        count(&|k| matches!(k, EventKind::Fault { .. }))
+        o.history
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Fault { .. }))
+            .count()
     )
 }
 

@@ -726,6 +726,22 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// How many `f` operations of the history reached `phase` (e.g. grants: `OpF::Acquire`,
+    /// `Phase::Ok`).
+    pub fn count(
+        &self,
+        f: locksim_core::history::OpF,
+        phase: locksim_core::history::Phase,
+    ) -> usize {
+        self.history
+            .events
+            .iter()
+            .filter(|e| {
+                matches!(e.kind, locksim_core::history::EventKind::Op { f: ff, phase: p, .. } if ff == f && p == phase)
+            })
+            .count()
+    }
+
     /// locksim's safety verdict on the history: S1 (no double grant), S2 (no stale resource
     /// write) and S4 (no release of another's lock).
     pub fn verdict(&self) -> Verdict {

@@ -4,18 +4,9 @@
 use std::time::Duration;
 
 use etcd_client::{Compare, CompareOp, LockOptions, PutOptions, Txn, TxnOp};
-use locksim_core::history::{EventKind, OpF, Phase};
+use locksim_core::history::{OpF, Phase};
 use locksim_core::{Fault, Property};
-use locksim_resp_sim::{run, Client, Outcome, Scenario};
-
-fn count(outcome: &Outcome, f: OpF, p: Phase) -> usize {
-    outcome
-        .history
-        .events
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::Op { f: ff, phase, .. } if ff == f && phase == p))
-        .count()
-}
+use locksim_resp_sim::{run, Client, Scenario};
 
 /// etcd-client's Lock API with a lease per round: lock, write, unlock, revoke.
 async fn lock_api(client: Client, work_ms: u64) {
@@ -44,10 +35,10 @@ fn the_lock_api_grants_in_turn_and_is_safe_without_faults() {
     );
     let v = outcome.verdict();
     assert!(v.is_safe(), "{v:?}");
-    let grants = count(&outcome, OpF::Acquire, Phase::Ok);
+    let grants = outcome.count(OpF::Acquire, Phase::Ok);
     assert!(grants >= 10, "{grants} grants");
-    assert!(count(&outcome, OpF::Release, Phase::Ok) >= grants - 1);
-    assert!(count(&outcome, OpF::Write, Phase::Ok) >= grants - 1);
+    assert!(outcome.count(OpF::Release, Phase::Ok) >= grants - 1);
+    assert!(outcome.count(OpF::Write, Phase::Ok) >= grants - 1);
 }
 
 /// A txn lock on `create_revision == 0` with a lease; the lease kept alive while working; an
@@ -87,7 +78,7 @@ fn a_txn_lock_is_safe_without_faults_and_a_paused_holder_breaks_it() {
     );
     let v = outcome.verdict();
     assert!(v.is_safe(), "{v:?}");
-    assert!(count(&outcome, OpF::Acquire, Phase::Ok) >= 5);
+    assert!(outcome.count(OpF::Acquire, Phase::Ok) >= 5);
     // A holder paused past its 2 s lease writes after another client got the lock.
     let mut found = None;
     for seed in 1..=10 {

@@ -9,16 +9,7 @@ use std::time::Duration;
 use etcd_client::{Compare, CompareOp, LockOptions, PutOptions, Txn, TxnOp};
 use locksim_core::history::{EventKind, OpF, Phase};
 use locksim_core::{Fault, Property};
-use locksim_resp_sim::{run, Client, Outcome, Scenario};
-
-fn count(outcome: &Outcome, f: OpF, p: Phase) -> usize {
-    outcome
-        .history
-        .events
-        .iter()
-        .filter(|e| matches!(e.kind, EventKind::Op { f: ff, phase, .. } if ff == f && phase == p))
-        .count()
-}
+use locksim_resp_sim::{run, Client, Scenario};
 
 /// What the clients saw, for the test to check after the run.
 type Log = Arc<Mutex<Vec<(String, u128, String)>>>;
@@ -64,7 +55,7 @@ fn lock_without_a_lease_waits_its_turn() {
     assert_eq!((c1.0.as_str(), c2.0.as_str()), ("c1", "c2"), "{log:?}");
     assert_ne!(c1.2, c2.2, "one key for both callers: {log:?}");
     assert!(c2.1 >= 1_000, "c2 got the lock while c1 held it: {log:?}");
-    assert_eq!(count(&outcome, OpF::Acquire, Phase::Ok), 2);
+    assert_eq!(outcome.count(OpF::Acquire, Phase::Ok), 2);
 }
 
 /// A keep-alive that reaches the member renews the lease even when its answer is held by a
@@ -107,7 +98,7 @@ fn keep_alives_renew_while_their_answers_are_held() {
     let ttl: i64 = log[0].2.parse().unwrap();
     assert!(ttl >= 1, "the lease ended while kept alive: {log:?}");
     // Each renewal the member applied is an extension of the grant.
-    assert!(count(&outcome, OpF::Extend, Phase::Ok) >= 8);
+    assert!(outcome.count(OpF::Extend, Phase::Ok) >= 8);
     assert!(outcome.verdict().is_safe());
 }
 
@@ -144,7 +135,7 @@ fn a_mod_revision_lock_is_judged() {
                 let _ = etcd.delete("lock/job", None).await;
             }
         });
-        assert!(count(&outcome, OpF::Acquire, Phase::Ok) >= 2);
+        assert!(outcome.count(OpF::Acquire, Phase::Ok) >= 2);
         if outcome.verdict().violates(Property::S1) {
             found = Some(seed);
             break;
@@ -205,7 +196,7 @@ fn revoking_a_waiting_relock_leaves_the_holder_alone() {
     });
     let v = outcome.verdict();
     assert!(v.is_safe(), "{v:?}");
-    assert_eq!(count(&outcome, OpF::Acquire, Phase::Ok), 3);
+    assert_eq!(outcome.count(OpF::Acquire, Phase::Ok), 3);
     // c1's grant kept a deadline through its keep-alives.
     let no_deadline = outcome.history.events.iter().any(|e| {
         matches!(
@@ -273,6 +264,6 @@ fn a_step_of_the_members_wall_clock_leaves_leases_alone() {
         !v.violates(Property::S1) && !v.violates(Property::S2),
         "{v:?}"
     );
-    assert!(count(&outcome, OpF::Acquire, Phase::Ok) >= 2);
-    assert!(count(&outcome, OpF::Write, Phase::Ok) >= 20);
+    assert!(outcome.count(OpF::Acquire, Phase::Ok) >= 2);
+    assert!(outcome.count(OpF::Write, Phase::Ok) >= 20);
 }

@@ -50,16 +50,7 @@ fn a_fault_free_run_is_safe_and_records_grants_and_releases() {
     });
     let v = outcome.verdict();
     assert!(v.is_safe(), "{v:?}");
-    let count = |f: OpF, p: Phase| {
-        outcome
-            .history
-            .events
-            .iter()
-            .filter(
-                |e| matches!(e.kind, EventKind::Op { f: ff, phase, .. } if ff == f && phase == p),
-            )
-            .count()
-    };
+    let count = |f: OpF, p: Phase| outcome.count(f, p);
     let grants = count(OpF::Acquire, Phase::Ok);
     assert!(grants >= 10, "{grants} grants");
     assert!(count(OpF::Release, Phase::Ok) >= grants - 1);
