@@ -162,7 +162,7 @@ impl Member {
         local: Nanos,
         effects: Vec<Effect>,
     ) {
-        let mut effects = {
+        let (mut effects, revision) = {
             let mut granted = state.granted.lock().expect("one thread");
             let effects = named(&granted, effects);
             // A key stands for its lock only while the grant lives: once the key is gone
@@ -170,7 +170,7 @@ impl Member {
             // again) is a waiter, whose delete must not look like the holder's copy going.
             let store = state.store.lock().expect("one thread");
             granted.retain(|k, _| store.contains(k));
-            effects
+            (effects, store.revision())
         };
         if local != now {
             for e in &mut effects {
@@ -184,7 +184,6 @@ impl Member {
             }
             None => shared.record(|r| r.renewed(now, index, &effects)),
         }
-        let revision = state.store.lock().expect("one thread").revision();
         state.changed.bump(revision);
     }
 
